@@ -1,0 +1,91 @@
+import express, { Express } from 'express';
+import pinoHttp from 'pino-http';
+import * as OpenApiValidator from 'express-openapi-validator';
+import type { Services } from './services';
+import type { Logger } from './platform/logger';
+import type { RateLimiter } from './http/rate-limit/limiter';
+import { openApiDocument } from './http/openapi-document';
+import { docsRoutes } from './http/docs';
+import { errorHandler, notFoundHandler } from './http/error-handler';
+import { authenticate, idempotency, jsonBody, multipartBody, noCors, requestId, requireRights, securityHeaders } from './http/middleware';
+import { conversationRoutes } from './conversations/routes';
+import { messageRoutes } from './messages/routes';
+import { mediaRoutes } from './media/routes';
+import { schemaRoutes } from './events/schema-routes';
+
+export interface AppOptions {
+  services: Services;
+  logger: Logger;
+  limiter: RateLimiter;
+  /** Validate answers against the document too (on outside production, and in every test). */
+  validateResponses: boolean;
+  /** Answers whether the database answers; /readyz. */
+  ready: () => Promise<boolean>;
+}
+
+/**
+ * The whole request pipeline, in order. Read top to bottom to see what a request meets.
+ */
+export function createApp(opts: AppOptions): Express {
+  const { services, logger, limiter } = opts;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', process.env.TRUST_PROXY === 'true');
+
+  // 1. Request id and a structured access log (never the Authorization header or link signatures).
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req) => requestId(req as express.Request),
+      serializers: {
+        req: (req) => ({ id: req.id, method: req.method, url: String(req.url).replace(/signature=[^&]*/g, 'signature=[redacted]'), remoteAddress: req.remoteAddress }),
+        res: (res) => ({ statusCode: res.statusCode }),
+      },
+      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
+    }),
+  );
+
+  // 2. Headers every answer carries; no CORS anywhere.
+  app.use(noCors, securityHeaders);
+
+  // 3. Operational endpoints outside the versioned API.
+  app.get('/healthz', (_req, res) => {
+    res.json({ data: { status: 'ok' } });
+  });
+  app.get('/readyz', async (_req, res) => {
+    const ok = await opts.ready().catch(() => false);
+    if (ok) res.json({ data: { status: 'ready' } });
+    else res.status(503).json({ error: { code: 'service_unavailable', message: 'The database does not answer.' } });
+  });
+  app.use(docsRoutes());
+
+  // 4. The public API.
+  const api = express.Router();
+  api.use(authenticate(services.access, limiter)); // 401 / 429 before anything else is looked at
+  api.post('/conversations/:id/messages', multipartBody(services.config.dataDir, services.config.maxAttachmentBytes));
+  api.use(jsonBody);
+  api.use(
+    OpenApiValidator.middleware({
+      apiSpec: openApiDocument() as never,
+      validateRequests: { allowUnknownQueryParameters: false, removeAdditional: false },
+      validateResponses: opts.validateResponses ? { removeAdditional: false } : false,
+      validateSecurity: false,
+      validateFormats: true,
+      fileUploader: false,
+      ignoreUndocumented: false,
+    }),
+  );
+  api.use(requireRights); // 403 from the operation's security scopes in the document
+  api.post('/conversations/:id/messages', idempotency(services.idempotency));
+  api.use(schemaRoutes());
+  api.use(conversationRoutes(services.conversations));
+  api.use(messageRoutes(services.messages));
+  api.use(mediaRoutes(services.media));
+  app.use('/api/v1', api);
+
+  // 5. Everything else is 404, and every failure leaves through one handler in the envelope.
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  return app;
+}

@@ -1,0 +1,56 @@
+import { loadConfig } from '../config';
+import { openRuntime, Runtime } from '../runtime';
+import { parseArgs, CliError, Parsed } from './args';
+import { siteCommands } from './commands/sites';
+import { keyCommands } from './commands/keys';
+import { chatCommands } from './commands/chat';
+
+/**
+ * The operator CLI: the dashboard's functions (DECISIONS: Operator CLI).
+ * `npm run --silent admin -- <command> [--json]`. With --json every command prints exactly one
+ * JSON object on stdout; errors go to stderr with a non-zero exit.
+ */
+export type Command = (rt: Runtime, args: Parsed) => Promise<{ json: unknown; text: string }>;
+
+const commands: Record<string, Command> = {
+  ...siteCommands,
+  ...keyCommands,
+  ...chatCommands,
+};
+
+const USAGE = `usage: npm run --silent admin -- <command> [options] [--json]
+
+commands:
+  site create --name N
+  site list
+  key create --site S --scopes conversations:read,conversations:write,media:read [--label L]
+  key list --site S
+  key revoke K
+  visitor say --site S --visitor V --content C [--file F]...
+  agent say --conversation C --content C
+${Object.keys(commands).filter((c) => c.startsWith('webhook')).map((c) => `  ${c} ...`).join('\n')}`;
+
+async function main(argv: string[]) {
+  const args = parseArgs(argv);
+  const name = args.positional.slice(0, 2).join(' ');
+  const command = commands[name];
+  if (args.flags.help) {
+    process.stdout.write(USAGE + '\n');
+    return;
+  }
+  if (!command) throw new CliError(`unknown command "${name}"\n${USAGE}`);
+  // Logs go to stderr so --json output stays one JSON object.
+  const runtime = await openRuntime(loadConfig());
+  try {
+    const result = await command(runtime, { ...args, positional: args.positional.slice(2) });
+    process.stdout.write(args.flags.json ? JSON.stringify(result.json) + '\n' : result.text + '\n');
+  } finally {
+    await runtime.close();
+  }
+}
+
+main(process.argv.slice(2)).catch((err) => {
+  const message = err instanceof CliError || err instanceof Error ? err.message : String(err);
+  process.stderr.write(`error: ${message}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,42 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from '../admin';
+import { required } from '../args';
+import type { IncomingFile } from '../../media/service';
+import { ApiError } from '../../platform/errors';
+
+const MIME_BY_EXT: Record<string, string> = {
+  '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp',
+  '.pdf': 'application/pdf', '.txt': 'text/plain', '.csv': 'text/csv', '.json': 'application/json',
+};
+
+function readFiles(paths: string[]): IncomingFile[] {
+  return paths.map((p) => ({
+    buffer: fs.readFileSync(p),
+    originalName: path.basename(p),
+    mimeType: MIME_BY_EXT[path.extname(p).toLowerCase()] ?? 'application/octet-stream',
+  }));
+}
+
+function unwrap(err: unknown): never {
+  if (err instanceof ApiError) throw new Error(`${err.code}: ${err.message}`);
+  throw err;
+}
+
+export const chatCommands: Record<string, Command> = {
+  /** The chat window's own path (widget service): starts a conversation exactly as a visitor does. */
+  'visitor say': async (rt, args) => {
+    const result = await rt.services.widget
+      .visitorSay(required(args, 'site'), required(args, 'visitor'), String(args.flags.content ?? ''), { files: readFiles(args.lists.file ?? []) })
+      .catch(unwrap);
+    const { conversation, message } = result;
+    return {
+      json: { conversation, message },
+      text: `${result.started ? 'started' : 'continued'} ${conversation.id}; message ${message.id}`,
+    };
+  },
+  'agent say': async (rt, args) => {
+    const { conversation, message } = await rt.services.widget.agentSay(required(args, 'conversation'), required(args, 'content')).catch(unwrap);
+    return { json: { conversation, message }, text: `message ${message.id} in ${conversation.id}` };
+  },
+};

@@ -1,0 +1,70 @@
+import type { Knex } from 'knex';
+import { invalid, notFound } from '../platform/errors';
+import { CursorCodec, toPage } from '../platform/cursor';
+import { runInTransaction } from '../db/transaction';
+import { emitEvent } from '../events/outbox';
+import type { operations } from '../generated/api';
+import { ConversationFilters, ConversationStore, conversationToDto } from './store';
+
+export type ListConversationsQuery = NonNullable<operations['listConversations']['parameters']['query']>;
+
+function timeFilter(value: string | undefined, name: string): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = Date.parse(value);
+  if (Number.isNaN(ms)) throw invalid(`${name} is not an ISO 8601 date-time.`, [{ path: `/query/${name}`, message: 'must be an ISO 8601 date-time' }]);
+  return ms;
+}
+
+export function createConversationService(deps: {
+  db: Knex;
+  store: ConversationStore;
+  cursors: CursorCodec;
+  now: () => number;
+  onEvents?: () => void;
+}) {
+  const { db, store, cursors, now } = deps;
+  return {
+    async list(siteId: string, query: ListConversationsQuery) {
+      const filters: ConversationFilters = {
+        state: query.state,
+        createdAfter: timeFilter(query.createdAfter, 'createdAfter'),
+        createdBefore: timeFilter(query.createdBefore, 'createdBefore'),
+        updatedAfter: timeFilter(query.updatedAfter, 'updatedAfter'),
+        updatedBefore: timeFilter(query.updatedBefore, 'updatedBefore'),
+      };
+      const limit = query.limit ?? 25;
+      // The cursor is bound to the site and the filters (not the limit, which may change between pages).
+      const scope = { list: 'conversations', siteId, ...filters };
+      const after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
+      const rows = await store.list(siteId, filters, after, limit + 1);
+      return toPage(rows, limit, (r) => r.map(conversationToDto), cursors, scope);
+    },
+
+    async get(siteId: string, id: string) {
+      const row = await store.find(siteId, id);
+      if (!row) throw notFound('Conversation');
+      return conversationToDto(row);
+    },
+
+    /** open -> closed once, with one `conversation.closed`; closing again answers the same card. */
+    async close(siteId: string, id: string) {
+      const result = await runInTransaction(db, async (trx) => {
+        const row = await store.findForUpdate(trx, siteId, id);
+        if (!row) throw notFound('Conversation');
+        if (row.state === 'closed') return { conversation: conversationToDto(row), emitted: false };
+        const at = Math.max(now(), row.updated_at);
+        if (!(await store.close(trx, id, at))) {
+          // Closed by a concurrent request between our read and our write (SQLite path): answer its card.
+          return { conversation: conversationToDto((await store.find(siteId, id, trx))!), emitted: false };
+        }
+        const closed = conversationToDto({ ...row, state: 'closed', open_marker: null, closed_at: at, updated_at: at });
+        await emitEvent(trx, { siteId, name: 'conversation.closed', conversation: closed, message: null }, at);
+        return { conversation: closed, emitted: true };
+      });
+      if (result.emitted) deps.onEvents?.();
+      return result.conversation;
+    },
+  };
+}
+
+export type ConversationService = ReturnType<typeof createConversationService>;

@@ -1,0 +1,20 @@
+import type { Knex } from 'knex';
+import * as m001 from './001_core';
+import * as m002 from './002_events';
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/** Migrations are imported, not globbed, so they run the same under tsx, ts-jest and compiled JS. */
+const migrations: Record<string, Migration> = {
+  '001_core': m001,
+  '002_events': m002,
+};
+
+export const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name],
+};

@@ -1,0 +1,50 @@
+import type { Knex } from 'knex';
+import { ulidBody } from '../platform/ids';
+import { toIsoRequired } from '../platform/time';
+import type { components } from '../generated/api';
+
+export type EventName = components['schemas']['EventName'];
+export const EVENT_NAMES: EventName[] = ['conversation.started', 'message.created', 'conversation.closed'];
+
+type Conversation = components['schemas']['Conversation'];
+type Message = components['schemas']['Message'];
+
+export interface EmitInput {
+  siteId: string;
+  name: EventName;
+  conversation: Conversation;
+  message: Message | null;
+}
+
+/**
+ * Writes an event to the outbox inside the caller's transaction, so the event exists if and only
+ * if the change it describes was committed. When the site's address subscribes to it, a pending
+ * delivery row is written too; the worker picks it up. The body is serialised once here and its
+ * bytes never change afterwards, on any attempt or redelivery.
+ */
+export async function emitEvent(trx: Knex.Transaction, input: EmitInput, now: number): Promise<string> {
+  const id = `${input.name}:${ulidBody(now)}`;
+  const body = JSON.stringify({
+    id,
+    event: input.name,
+    createdAt: toIsoRequired(now),
+    workspaceKey: input.siteId,
+    data: { conversation: input.conversation, message: input.message },
+  });
+  await trx('events').insert({ id, site_id: input.siteId, name: input.name, body, created_at: now });
+  const endpoint = await trx('webhook_endpoints').where({ site_id: input.siteId }).first('id', 'events');
+  if (endpoint && String(endpoint.events).split(',').includes(input.name)) {
+    await trx('deliveries').insert({
+      event_id: id,
+      site_id: input.siteId,
+      endpoint_id: endpoint.id,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      lease_owner: null,
+      lease_until: null,
+      updated_at: now,
+    });
+  }
+  return id;
+}

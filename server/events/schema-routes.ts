@@ -1,0 +1,16 @@
+import { Router } from 'express';
+import fs from 'node:fs';
+import path from 'node:path';
+
+/** The published event schemas (generated into sdk/schemas by scripts/generate.ts), served as files. */
+export function schemaRoutes(schemaDir = path.resolve(__dirname, '../../sdk/schemas')): Router {
+  const router = Router();
+  router.get('/schemas/:schemaName', (req, res, next) => {
+    const file = path.join(schemaDir, path.basename(req.params.schemaName));
+    fs.readFile(file, (err, bytes) => {
+      if (err) return next(err);
+      res.status(200).type('application/schema+json').send(bytes);
+    });
+  });
+  return router;
+}

@@ -1,0 +1,92 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { ApiError, ERROR_STATUS, ErrorCode, ErrorDetail } from '../platform/errors';
+import { isConnectionError } from '../db/knex';
+import type { Logger } from '../platform/logger';
+
+interface ValidatorError {
+  status?: number;
+  message?: string;
+  errors?: { path?: string; message?: string }[];
+  headers?: Record<string, string>;
+}
+
+/** body-parser, multer and express-openapi-validator failures, translated into our codes. */
+function translate(err: unknown): ApiError | null {
+  if (err instanceof ApiError) return err;
+  const e = err as { type?: string; code?: string; status?: number; message?: string; field?: string };
+  switch (e?.type) {
+    case 'entity.too.large':
+      return new ApiError('payload_too_large', 'The request body is larger than 65536 bytes.');
+    case 'entity.parse.failed':
+      return new ApiError('invalid_request', 'The request body is not valid JSON.', [{ path: '/body', message: 'must be valid JSON' }]);
+    case 'entity.verify.failed':
+      return new ApiError('invalid_request', e.message ?? 'The request body is not valid UTF-8.', [{ path: '/body', message: 'must be valid UTF-8' }]);
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new ApiError('unsupported_media_type', 'Send the body as UTF-8 application/json or multipart/form-data.');
+    case 'request.aborted':
+    case 'request.size.invalid':
+      return new ApiError('invalid_request', 'The request body was incomplete.');
+  }
+  if (e?.code && typeof e.code === 'string' && e.code.startsWith('LIMIT_')) {
+    // multer limits
+    if (e.code === 'LIMIT_UNEXPECTED_FILE') {
+      return new ApiError('invalid_request', `Unexpected file field "${e.field}"; send files as "file".`, [{ path: `/body/${e.field}`, message: 'unexpected file field' }]);
+    }
+    return new ApiError('payload_too_large', `The upload is over a limit (${e.message}): at most 10 files of 20 MiB each.`);
+  }
+  if (/Multipart|Unexpected end of form|Malformed part header|boundary/i.test(e?.message ?? '') && !e?.status) {
+    return new ApiError('invalid_request', 'The multipart body is malformed.');
+  }
+  const v = err as ValidatorError;
+  if (typeof v?.status === 'number' && Array.isArray(v.errors) && v.status < 500) {
+    const details: ErrorDetail[] = v.errors.map((d) => ({
+      path: (d.path ?? '').replace(/^\.?/, '/').replace(/\./g, '/').replace(/^\/+/, '/'),
+      message: d.message ?? 'is invalid',
+    }));
+    const code: ErrorCode =
+      v.status === 404 ? 'not_found'
+      : v.status === 405 ? 'method_not_allowed'
+      : v.status === 413 ? 'payload_too_large'
+      : v.status === 415 ? 'unsupported_media_type'
+      : 'invalid_request';
+    const message =
+      code === 'not_found' ? 'No such resource.'
+      : code === 'method_not_allowed' ? `Method not allowed here; allowed: ${v.headers?.Allow ?? 'none'}.`
+      : code === 'unsupported_media_type' ? 'Send application/json or multipart/form-data.'
+      : v.message ?? 'Invalid request.';
+    return new ApiError(code, message, code === 'invalid_request' ? details : undefined, code === 'method_not_allowed' && v.headers?.Allow ? { Allow: v.headers.Allow } : {});
+  }
+  return null;
+}
+
+export function sendError(res: Parameters<RequestHandler>[1], err: ApiError) {
+  for (const [k, v] of Object.entries(err.headers)) res.setHeader(k, v);
+  const body: { code: ErrorCode; message: string; details?: ErrorDetail[] } = { code: err.code, message: err.message };
+  if (err.details?.length) body.details = err.details;
+  res.status(err.status).json({ error: body });
+}
+
+/** The one place a failure becomes an answer: always the envelope, never a stack trace or HTML. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (err, req, res, next) => {
+    if (res.headersSent) return next(err);
+    let apiError = translate(err);
+    if (!apiError) {
+      if (isConnectionError(err)) {
+        logger.error({ reqId: req.id, err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'database unavailable');
+        apiError = new ApiError('service_unavailable', 'The service is temporarily unavailable; retry later.', undefined, { 'Retry-After': '5' });
+      } else {
+        logger.error({ reqId: req.id, err }, 'unexpected error');
+        apiError = new ApiError('internal_error', `Internal error. Quote the X-Request-Id ${String(req.id)} when you contact support.`);
+      }
+    } else if (apiError.status >= 500) {
+      logger.error({ reqId: req.id, err }, 'server error');
+    }
+    sendError(res, apiError);
+  };
+}
+
+export const notFoundHandler: RequestHandler = (_req, _res, next) => next(new ApiError('not_found', 'No such resource.'));
+
+export { ERROR_STATUS };

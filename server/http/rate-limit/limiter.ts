@@ -1,0 +1,84 @@
+import type { Redis } from 'ioredis';
+
+export interface RateDecision {
+  allowed: boolean;
+  limit: number;
+  remaining: number;
+  /** Seconds until the oldest counted request leaves the window (a slot frees). */
+  resetSeconds: number;
+}
+
+export interface RateLimiter {
+  hit(bucket: string): Promise<RateDecision>;
+  close?(): Promise<void>;
+}
+
+const WINDOW_MS = 60_000;
+
+function decision(allowed: boolean, limit: number, count: number, oldest: number, now: number): RateDecision {
+  const reset = Math.max(1, Math.ceil((oldest + WINDOW_MS - now) / 1000));
+  return { allowed, limit, remaining: Math.max(0, limit - count), resetSeconds: reset };
+}
+
+/**
+ * Sliding-window log in process memory: exact, at most `limit` timestamps per bucket. Suits a
+ * single instance; with REDIS_URL set the Redis limiter below shares one budget across instances.
+ */
+export function createMemoryLimiter(limit: number, now: () => number = Date.now): RateLimiter {
+  const buckets = new Map<string, number[]>();
+  let lastSweep = now();
+  return {
+    async hit(bucket) {
+      const t = now();
+      if (t - lastSweep > WINDOW_MS) {
+        // Forget idle buckets so memory follows active keys, not every key ever seen.
+        for (const [k, log] of buckets) if (!log.length || log[log.length - 1] <= t - WINDOW_MS) buckets.delete(k);
+        lastSweep = t;
+      }
+      const log = buckets.get(bucket) ?? [];
+      while (log.length && log[0] <= t - WINDOW_MS) log.shift();
+      const allowed = log.length < limit;
+      if (allowed) log.push(t);
+      buckets.set(bucket, log);
+      return decision(allowed, limit, log.length, log[0] ?? t, t);
+    },
+  };
+}
+
+// One round trip, atomic: drop old entries, count, add when under the limit. The clock is Redis's
+// own (TIME), so instances with skewed clocks still share one window.
+const SLIDING_WINDOW_LUA = `
+local key = KEYS[1]
+local window = tonumber(ARGV[1])
+local limit = tonumber(ARGV[2])
+local member = ARGV[3]
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+local count = redis.call('ZCARD', key)
+local allowed = 0
+if count < limit then
+  redis.call('ZADD', key, now, member)
+  count = count + 1
+  allowed = 1
+end
+redis.call('PEXPIRE', key, window)
+local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+local oldestScore = now
+if oldest[2] then oldestScore = tonumber(oldest[2]) end
+return {allowed, count, oldestScore, now}
+`;
+
+export function createRedisLimiter(redis: Redis, limit: number, prefix = 'chat:ratelimit:'): RateLimiter {
+  let seq = 0;
+  return {
+    async hit(bucket) {
+      const member = `${process.pid}:${Date.now()}:${seq++}:${Math.random()}`;
+      const [allowed, count, oldest, now] = (await redis.eval(SLIDING_WINDOW_LUA, 1, prefix + bucket, WINDOW_MS, limit, member)) as number[];
+      return decision(allowed === 1, limit, count, Number(oldest), Number(now));
+    },
+    async close() {
+      await redis.quit();
+    },
+  };
+}

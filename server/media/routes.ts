@@ -1,0 +1,39 @@
+import { Router } from 'express';
+import fs from 'node:fs';
+import type { MediaService } from './service';
+import type { operations } from '../generated/api';
+
+type MediaQuery = NonNullable<operations['downloadMedia']['parameters']['query']>;
+
+/** RFC 6266 filename: an ASCII fallback plus the UTF-8 name, both quoted safely. */
+function contentDisposition(name: string): string {
+  const ascii = name.replace(/[^\x20-\x7e]/g, '_').replace(/["\\]/g, '_');
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+}
+
+/** GET /media/{id}: with a key (media:read) or by signed link; streamed, never buffered. */
+export function mediaRoutes(service: MediaService): Router {
+  const router = Router();
+
+  router.get('/media/:id', async (req, res) => {
+    const query = req.query as MediaQuery;
+    if (!req.principal) service.verifyLink(req.params.id, query.expires, query.signature);
+    const { row, file } = await service.open(req.principal ? req.principal.siteId : null, req.params.id);
+    const etag = `"${row.sha256}"`;
+    res.setHeader('ETag', etag);
+    if (req.headers['if-none-match'] === etag) {
+      res.status(304).end();
+      return;
+    }
+    res.setHeader('Content-Type', row.mime_type);
+    res.setHeader('Content-Length', String(row.size));
+    res.setHeader('Content-Disposition', contentDisposition(row.name));
+    res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
+    res.status(200);
+    const stream = fs.createReadStream(file);
+    stream.on('error', (err) => res.destroy(err));
+    stream.pipe(res);
+  });
+
+  return router;
+}

@@ -1,0 +1,147 @@
+import type { Knex } from 'knex';
+import { newId } from '../platform/ids';
+import { ApiError, invalid, notFound } from '../platform/errors';
+import type { CursorCodec } from '../platform/cursor';
+import { toPage } from '../platform/cursor';
+import { toIsoRequired } from '../platform/time';
+import { runInTransaction } from '../db/transaction';
+import type { ConversationStore, ConversationRow } from '../conversations/store';
+import { conversationToDto } from '../conversations/store';
+import type { MediaService, IncomingFile } from '../media/service';
+import type { MediaStore, AttachmentRow } from '../media/store';
+import { emitEvent } from '../events/outbox';
+import type { Message, MessageFormat, MessageRow, MessageStore } from './store';
+
+export const MAX_CONTENT_LENGTH = 10_000;
+export const MAX_FILES = 10;
+
+export interface NewMessage {
+  direction: MessageRow['direction'];
+  origin: MessageRow['origin'];
+  apiKeyId: string | null;
+  content: string;
+  format: MessageFormat;
+  files: IncomingFile[];
+}
+
+interface Deps {
+  db: Knex;
+  conversations: ConversationStore;
+  messages: MessageStore;
+  media: MediaService;
+  mediaStore: MediaStore;
+  cursors: CursorCodec;
+  now: () => number;
+  /** Called after a commit that wrote events, so an in-process worker can deliver at once. */
+  onEvents?: () => void;
+}
+
+/** Content rules shared by every way a message enters (API reply, chat window, messenger). */
+export function checkContent(content: string, fileCount: number): void {
+  if ([...content].length > MAX_CONTENT_LENGTH) {
+    throw invalid(`content is longer than ${MAX_CONTENT_LENGTH} characters.`, [{ path: '/body/content', message: `must NOT have more than ${MAX_CONTENT_LENGTH} characters` }]);
+  }
+  if (content.trim() === '' && fileCount === 0) {
+    throw invalid('content is empty; send text or attach at least one file.', [{ path: '/body/content', message: 'must not be empty without a file' }]);
+  }
+  if (fileCount > MAX_FILES) throw new ApiError('payload_too_large', `At most ${MAX_FILES} files may be attached to a message.`);
+}
+
+export function createMessageService(deps: Deps) {
+  const { db, conversations, messages, media, mediaStore, cursors, now } = deps;
+
+  function toDto(row: MessageRow, attachments: AttachmentRow[]): Message {
+    return {
+      id: row.id,
+      conversationId: row.conversation_id,
+      direction: row.direction,
+      origin: row.origin,
+      apiKeyId: row.api_key_id,
+      content: row.content,
+      format: row.format,
+      attachments: attachments.map((a) => media.toDto(a)),
+      createdAt: toIsoRequired(row.created_at),
+    };
+  }
+
+  async function toDtos(rows: MessageRow[]): Promise<Message[]> {
+    const attachments = await mediaStore.forMessages(rows.map((r) => r.id));
+    return rows.map((r) => toDto(r, attachments.filter((a) => a.message_id === r.id)));
+  }
+
+  const service = {
+    toDto,
+
+    async list(siteId: string, conversationId: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
+      const conversation = await conversations.find(siteId, conversationId);
+      if (!conversation) throw notFound('Conversation');
+      const order = query.order ?? 'asc';
+      const limit = query.limit ?? 25;
+      const scope = { list: 'messages', conversationId, order };
+      const after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
+      const rows = await messages.list(conversationId, order, after, limit + 1);
+      const page = toPage(rows, limit, (r) => r, cursors, scope);
+      return { data: await toDtos(page.data), page: page.page };
+    },
+
+    /**
+     * Appends a message to a conversation inside `trx`: stores it, links its files, moves the
+     * conversation's times and emits `message.created`. Files must already be persisted.
+     */
+    async appendInTransaction(trx: Knex.Transaction, conversation: ConversationRow, input: NewMessage, files: AttachmentRow[]) {
+      const at = Math.max(now(), conversation.updated_at);
+      const row: MessageRow = {
+        id: newId('msg', at),
+        conversation_id: conversation.id,
+        site_id: conversation.site_id,
+        direction: input.direction,
+        origin: input.origin,
+        api_key_id: input.apiKeyId,
+        content: input.content,
+        format: input.format,
+        created_at: at,
+      };
+      await messages.insert(trx, row);
+      const linked = files.map((f) => ({ ...f, message_id: row.id }));
+      await mediaStore.insert(trx, linked);
+      await conversations.touch(trx, conversation.id, at);
+      const updated: ConversationRow = { ...conversation, updated_at: at, last_message_at: at };
+      const message = toDto(row, linked);
+      const conversationDto = conversationToDto(updated);
+      await emitEvent(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message }, at);
+      return { conversation: updated, conversationDto, message };
+    },
+
+    /**
+     * A reply from the API (or an agent): refused on a closed conversation. `withinTransaction`
+     * lets the caller record its answer (the idempotency record) in the same commit as the message.
+     */
+    async reply(
+      siteId: string,
+      conversationId: string,
+      input: NewMessage,
+      withinTransaction?: (trx: Knex.Transaction, message: Message) => Promise<void>,
+    ) {
+      checkContent(input.content, input.files.length);
+      const files = await media.persist(siteId, input.files);
+      try {
+        const result = await runInTransaction(db, async (trx) => {
+          const conversation = await conversations.findForUpdate(trx, siteId, conversationId);
+          if (!conversation) throw notFound('Conversation');
+          if (conversation.state === 'closed') throw new ApiError('conversation_closed', 'The conversation is closed; it takes no reply.');
+          const appended = await service.appendInTransaction(trx, conversation, input, files);
+          if (withinTransaction) await withinTransaction(trx, appended.message);
+          return appended;
+        });
+        deps.onEvents?.();
+        return result;
+      } catch (err) {
+        await media.discard(files);
+        throw err;
+      }
+    },
+  };
+  return service;
+}
+
+export type MessageService = ReturnType<typeof createMessageService>;

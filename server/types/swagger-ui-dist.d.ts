@@ -1,0 +1,5 @@
+declare module 'swagger-ui-dist' {
+  export function getAbsoluteFSPath(): string;
+  const _default: { getAbsoluteFSPath(): string };
+  export default _default;
+}
