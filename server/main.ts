@@ -5,6 +5,7 @@ import { loadTls } from './platform/tls';
 import { createApp } from './app';
 import { openRuntime, createLimiter } from './runtime';
 import { seedDemo } from './seed';
+import { createDeliveryWorker } from './events/worker';
 
 /** `npm start`: HTTPS only (no plaintext listener), migrations first, graceful shutdown on SIGTERM. */
 async function main() {
@@ -44,8 +45,12 @@ async function main() {
   server.headersTimeout = 66_000;
   server.requestTimeout = 120_000;
 
-  const worker = null as { wake(): void; stop(): Promise<void> } | null; // the delivery worker joins with the events issue
-  void wake;
+  // The delivery worker runs here unless EMBEDDED_WORKER=false (then run `npm run worker` beside it).
+  const worker = config.embeddedWorker
+    ? createDeliveryWorker({ db, config, secretKey: services.keys.webhookSecrets, logger: logger.child({ component: 'delivery-worker' }) })
+    : null;
+  wake = () => worker?.wake();
+  worker?.start();
 
   server.listen(config.port, () => logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/` }, 'listening (HTTPS)'));
 

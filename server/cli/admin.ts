@@ -4,6 +4,7 @@ import { parseArgs, CliError, Parsed } from './args';
 import { siteCommands } from './commands/sites';
 import { keyCommands } from './commands/keys';
 import { chatCommands } from './commands/chat';
+import { webhookCommands } from './commands/webhooks';
 
 /**
  * The operator CLI: the dashboard's functions (DECISIONS: Operator CLI).
@@ -16,6 +17,7 @@ const commands: Record<string, Command> = {
   ...siteCommands,
   ...keyCommands,
   ...chatCommands,
+  ...webhookCommands,
 };
 
 const USAGE = `usage: npm run --silent admin -- <command> [options] [--json]

@@ -139,7 +139,8 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
   fs.mkdirSync(tmp, { recursive: true });
   const upload = multer({
     storage: multer.diskStorage({ destination: tmp, filename: (_req, _file, cb) => cb(null, `upload_${ulidBody()}`) }),
-    limits: { fileSize: maxFileBytes, files: 10, fields: 10, fieldSize: 64 * 1024, parts: 30, headerPairs: 100 },
+    // busboy flags a file that reaches the limit, so allow one byte more and check `size` below.
+    limits: { fileSize: maxFileBytes + 1, files: 10, fields: 10, fieldSize: 64 * 1024, parts: 30, headerPairs: 100 },
   }).any();
   return (req, res, next) => {
     if (!req.is('multipart/form-data')) return next();
@@ -151,6 +152,8 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
       const files = (req.files as Express.Multer.File[]) ?? [];
       const wrong = files.find((f) => f.fieldname !== 'file');
       if (wrong) return next(new ApiError('invalid_request', `Unexpected file field "${wrong.fieldname}"; send files as "file".`, [{ path: `/body/${wrong.fieldname}`, message: 'unexpected file field' }]));
+      const big = files.find((f) => f.size > maxFileBytes);
+      if (big) return next(new ApiError('payload_too_large', `The file "${big.originalname}" is larger than ${maxFileBytes} bytes.`));
       next();
     });
   };

@@ -21,6 +21,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('body', 'mediumtext').notNullable();
     t.bigInteger('created_at').notNullable();
     t.index(['site_id', 'created_at']);
+    t.index(['created_at']); // the 30-day cleanup
   });
 
   // Delivery state of one event to the site's address. Workers claim rows with a lease.
@@ -29,13 +30,19 @@ export async function up(knex: Knex): Promise<void> {
     t.string('site_id', 40).notNullable();
     t.string('endpoint_id', 40).notNullable();
     t.string('status', 16).notNullable(); // pending | delivered | failed
+    // `attempts` numbers every attempt ever made (it continues across redeliveries); the attempts
+    // of the current round are `attempts - round_base`, so a redelivery gets a fresh budget.
     t.integer('attempts').notNullable().defaultTo(0);
+    t.integer('round_base').notNullable().defaultTo(0);
+    // Due when pending and next_attempt_at has passed. A claim moves next_attempt_at to the end of
+    // its lease, so a row whose worker died becomes due again by itself when the lease runs out.
     t.bigInteger('next_attempt_at').notNullable();
     t.string('lease_owner', 64).nullable();
     t.bigInteger('lease_until').nullable();
     t.bigInteger('updated_at').notNullable();
     t.index(['status', 'next_attempt_at'], 'deliveries_due');
     t.index(['site_id', 'status', 'updated_at'], 'deliveries_site_status');
+    t.index(['status', 'updated_at'], 'deliveries_finished'); // the 30-day cleanup
   });
 
   // The delivery log: one row per attempt, kept 30 days.

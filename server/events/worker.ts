@@ -1,0 +1,250 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import tls from 'node:tls';
+import type { Knex } from 'knex';
+import type { Config } from '../config';
+import type { Logger } from '../platform/logger';
+import { decrypt, hmacHex, randomBase62 } from '../platform/crypto';
+import { createEventStore, Claimed, DeliveryStatus } from './store';
+import { postOnce, PostResult } from './transport';
+import type { Resolver } from './ssrf';
+
+export interface WorkerOptions {
+  db: Knex;
+  config: Pick<Config, 'webhookAllowPrivateNetworks' | 'webhookCaFile' | 'webhookTimeoutMs' | 'webhookRetryDelaysMs'>;
+  /** services.keys.webhookSecrets: opens the stored signing secrets. */
+  secretKey: Buffer;
+  logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
+  /** Deliveries in flight at once, over all sites. */
+  concurrency?: number;
+  /** In flight at once to one address, so one slow receiver cannot take every slot. */
+  perEndpoint?: number;
+  /** How often to look for due rows written or rescheduled by other processes. */
+  pollMs?: number;
+  /** How long a claim is ours; after it, another worker may retry the row. */
+  leaseMs?: number;
+  resolve?: Resolver;
+  owner?: string;
+}
+
+export interface DeliveryWorker {
+  start(): void;
+  /** Something was just written to the outbox: look now instead of at the next poll. */
+  wake(): void;
+  /** Stops claiming, lets the attempts in flight finish (at most the attempt time-out), then resolves. */
+  stop(): Promise<void>;
+  readonly owner: string;
+  /** Attempts this worker finished, by outcome (for tests and diagnostics). */
+  readonly stats: Record<'delivered' | 'failed' | 'retry', number>;
+}
+
+const CLEANUP_EVERY_MS = 60 * 60 * 1000;
+const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** What an attempt's result means for the delivery. */
+export function outcomeOf(result: PostResult): 'delivered' | 'failed' | 'retry' {
+  if (result.status !== null) {
+    if (result.status >= 200 && result.status < 300) return 'delivered';
+    if (result.status >= 300 && result.status < 500) return 'failed'; // 3xx is not followed; 4xx is the receiver's "no"
+    return 'retry';
+  }
+  // The address is refused by policy; trying again changes nothing. Redelivery remains possible.
+  if (result.error === 'blocked address') return 'failed';
+  return 'retry'; // time-out, reset, refused, TLS, DNS: may pass next time
+}
+
+/** The headers of one attempt: a fresh timestamp and signature, the same id and body every time. */
+export function signedHeaders(secret: string, eventName: string, eventId: string, attempt: number, body: string, nowMs: number): Record<string, string> {
+  const timestamp = String(Math.floor(nowMs / 1000));
+  return {
+    'Content-Type': 'application/json',
+    'User-Agent': 'chat-service-webhooks/1',
+    'X-Service-Event': eventName,
+    'X-Service-Delivery': eventId,
+    'X-Service-Attempt': String(attempt),
+    'X-Service-Timestamp': timestamp,
+    'X-Service-Signature': `sha256=${hmacHex(secret, `${timestamp}.${body}`)}`,
+  };
+}
+
+/**
+ * The delivery worker. It claims due rows of `deliveries` with a lease, sends each as one HTTPS
+ * attempt, logs the attempt and moves the row to delivered, failed or a later retry. Any number of
+ * workers may run on MySQL (claims skip each other's locked rows); on SQLite run one.
+ */
+export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
+  const { db, config, secretKey, logger } = opts;
+  const store = createEventStore(db);
+  const concurrency = opts.concurrency ?? 16;
+  const perEndpoint = opts.perEndpoint ?? 4;
+  const pollMs = opts.pollMs ?? 1000;
+  const delays = config.webhookRetryDelaysMs;
+  const maxAttempts = delays.length + 1;
+  // The attempt's own time-out plus room to write its result; a lease that ran out means the worker died.
+  const leaseMs = opts.leaseMs ?? config.webhookTimeoutMs + 10_000;
+  const owner = (opts.owner ?? `${os.hostname()}:${process.pid}:${randomBase62(6)}`).slice(0, 64);
+  const ca = config.webhookCaFile ? [...tls.rootCertificates, fs.readFileSync(config.webhookCaFile, 'utf8')] : undefined;
+
+  const inFlight = new Map<string, { endpointId: string; done: Promise<void> }>();
+  const stats = { delivered: 0, failed: 0, retry: 0 };
+  let started = false;
+  let stopped = false;
+  let ticking: Promise<void> | null = null;
+  let again = false;
+  let timer: NodeJS.Timeout | undefined;
+  let cleanupTimer: NodeJS.Timeout | undefined;
+  let retryTimes: number[] = []; // our own scheduled retries, so pauses are kept to the millisecond, not the poll
+
+  function scheduleNext() {
+    clearTimeout(timer);
+    if (stopped) return;
+    const now = Date.now();
+    retryTimes = retryTimes.filter((t) => t > now);
+    const delay = Math.max(0, Math.min(pollMs, ...retryTimes.map((t) => t - now)));
+    timer = setTimeout(tick, delay);
+  }
+
+  function saturatedEndpoints(): string[] {
+    const counts = new Map<string, number>();
+    for (const { endpointId } of inFlight.values()) counts.set(endpointId, (counts.get(endpointId) ?? 0) + 1);
+    return [...counts].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
+  }
+
+  /** Claims as many due rows as there are free slots; runs one at a time, re-runs if woken meanwhile. */
+  function tick(): void {
+    if (stopped) return;
+    if (ticking) {
+      again = true;
+      return;
+    }
+    ticking = (async () => {
+      do {
+        again = false;
+        const free = concurrency - inFlight.size;
+        if (free <= 0) break;
+        const claimed = await store.claimDue({ owner, now: Date.now(), leaseMs, limit: free, maxAttempts, skipEndpoints: saturatedEndpoints() });
+        for (const c of claimed) run(c);
+        if (claimed.length === free) again = true; // there may be more
+      } while (again && !stopped);
+    })()
+      .catch((err) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'event delivery: claiming failed; retrying at the next poll'))
+      .finally(() => {
+        ticking = null;
+        scheduleNext();
+      });
+  }
+
+  function run(c: Claimed) {
+    const done = deliver(c)
+      .catch((err) => {
+        // The lease runs out and the row is tried again: nothing is lost.
+        logger.error({ eventId: c.delivery.event_id, err: { message: (err as Error).message } }, 'event delivery: attempt could not be recorded');
+      })
+      .finally(() => {
+        inFlight.delete(c.delivery.event_id);
+        tick(); // a slot is free
+      });
+    inFlight.set(c.delivery.event_id, { endpointId: c.delivery.endpoint_id, done });
+  }
+
+  async function deliver(c: Claimed): Promise<void> {
+    const { delivery } = c;
+    const { event, endpoint } = await store.loadForDelivery(delivery.event_id, delivery.endpoint_id);
+    if (!event || !endpoint) {
+      await store.finishAttempt(null, delivery.event_id, owner, { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() });
+      return;
+    }
+    const base = { event_id: event.id, site_id: delivery.site_id, endpoint_id: endpoint.id, event_name: event.name, url: endpoint.url };
+    if (c.interrupted) {
+      const { attempt, startedAt, leaseUntil } = c.interrupted;
+      await store.logAttempt({
+        ...base,
+        attempt,
+        started_at: startedAt,
+        duration_ms: Math.max(0, leaseUntil - startedAt),
+        status_code: null,
+        error: 'interrupted: the worker stopped during the attempt',
+        response_excerpt: null,
+      });
+    }
+    if (c.exhausted) {
+      await store.finishAttempt(null, event.id, owner, { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() });
+      stats.failed++;
+      return;
+    }
+
+    const startedAt = Date.now();
+    const secret = decrypt(secretKey, endpoint.secret_encrypted);
+    const headers = signedHeaders(secret, event.name, event.id, c.attempt, event.body, startedAt);
+    const result = await postOnce(endpoint.url, Buffer.from(event.body, 'utf8'), headers, {
+      timeoutMs: config.webhookTimeoutMs,
+      allowPrivate: config.webhookAllowPrivateNetworks,
+      ca,
+      resolve: opts.resolve,
+    });
+    const finishedAt = Date.now();
+
+    let outcome = outcomeOf(result);
+    const roundAttempt = c.attempt - delivery.round_base;
+    if (outcome === 'retry' && roundAttempt >= maxAttempts) outcome = 'failed';
+    const status: DeliveryStatus = outcome === 'retry' ? 'pending' : outcome;
+    const nextAttemptAt = outcome === 'retry' ? finishedAt + delays[Math.min(roundAttempt - 1, delays.length - 1)] : finishedAt;
+
+    await store.finishAttempt(
+      {
+        ...base,
+        attempt: c.attempt,
+        started_at: startedAt,
+        duration_ms: finishedAt - startedAt,
+        status_code: result.status,
+        error: result.error?.slice(0, 500) ?? null,
+        response_excerpt: result.response,
+      },
+      event.id,
+      owner,
+      { status, nextAttemptAt, now: finishedAt },
+    );
+    stats[outcome]++;
+    if (outcome === 'retry') {
+      retryTimes.push(nextAttemptAt);
+      if (!ticking) scheduleNext();
+    }
+    // The address's host only: a URL may carry a receiver's token in its path or query.
+    logger.info(
+      { eventId: event.id, event: event.name, attempt: c.attempt, host: new URL(endpoint.url).host, status: result.status, error: result.error, durationMs: finishedAt - startedAt, outcome },
+      'event delivery attempt',
+    );
+  }
+
+  async function cleanup() {
+    try {
+      const removed = await store.removeOlderThan(Date.now() - RETENTION_MS);
+      if (removed.attempts || removed.deliveries || removed.events) logger.info({ removed }, 'event delivery: removed log rows older than 30 days');
+    } catch (err) {
+      logger.warn({ err: { message: (err as Error).message } }, 'event delivery: cleanup failed; trying again later');
+    }
+  }
+
+  return {
+    owner,
+    stats,
+    start() {
+      if (started) return;
+      started = true;
+      tick();
+      void cleanup();
+      cleanupTimer = setInterval(() => void cleanup(), CLEANUP_EVERY_MS);
+      cleanupTimer.unref();
+    },
+    wake() {
+      if (started) tick();
+    },
+    async stop() {
+      stopped = true;
+      clearTimeout(timer);
+      clearInterval(cleanupTimer);
+      await ticking;
+      await Promise.allSettled([...inFlight.values()].map((f) => f.done));
+    },
+  };
+}
