@@ -37,8 +37,8 @@ export function docsRoutes(): Router {
   router.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(openApiYaml());
   });
-  router.get('/docs', (_req, res) => res.redirect(301, '/docs/'));
-  router.get('/docs/', (_req, res) => {
+  router.get('/docs/', (req, res) => {
+    if (!req.originalUrl.split('?')[0].endsWith('/')) return res.redirect(301, '/docs/');
     res.setHeader('Content-Security-Policy', DOCS_CSP);
     res.type('html').send(INDEX_HTML);
   });

@@ -1,0 +1,88 @@
+/** The operator CLI as operators run it: a separate process on the same database as the server. */
+import fs from 'node:fs';
+import path from 'node:path';
+import request from 'supertest';
+import { spawnTs } from '../helpers/spawn';
+import { createTestDatabase, TestDatabase } from '../helpers/db';
+import { loadConfig } from '../../server/config';
+import { openRuntime, Runtime } from '../../server/runtime';
+import { createApp } from '../../server/app';
+import { createLogger } from '../../server/platform/logger';
+import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
+
+let database: TestDatabase;
+let runtime: Runtime;
+let env: Record<string, string>;
+
+async function admin(...args: string[]) {
+  const p = spawnTs('server/cli/admin.ts', args, env);
+  const code = await p.exited();
+  return { code, stdout: p.stdout(), stderr: p.stderr() };
+}
+
+async function adminJson(...args: string[]) {
+  const r = await admin(...args, '--json');
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  expect(r.stdout.trim().split('\n')).toHaveLength(1); // exactly one JSON object
+  return JSON.parse(r.stdout);
+}
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+  env = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? '', LOG_LEVEL: 'silent' };
+  runtime = await openRuntime(loadConfig({ ...env } as NodeJS.ProcessEnv));
+});
+afterAll(async () => {
+  await runtime.close();
+  await database.drop();
+});
+
+test('site, keys, visitor and agent, end to end with the API', async () => {
+  const site = await adminJson('site', 'create', '--name', 'Acme shop');
+  expect(site).toEqual({ id: expect.stringMatching(/^ws_/), name: 'Acme shop' });
+
+  const key = await adminJson('key', 'create', '--site', site.id, '--scopes', 'conversations:read,conversations:write,media:read');
+  expect(key).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^wck_/), scopes: ['conversations:read', 'conversations:write', 'media:read'] });
+
+  const listed = await adminJson('key', 'list', '--site', site.id);
+  expect(listed.keys).toHaveLength(1);
+  expect(JSON.stringify(listed)).not.toContain(key.key);
+  expect(listed.keys[0]).toMatchObject({ id: key.id, revokedAt: null });
+
+  fs.writeFileSync(path.join(database.dataDir, 'receipt.txt'), 'paid');
+  const said = await adminJson('visitor', 'say', '--site', site.id, '--visitor', 'alice', '--content', 'Hello from the site', '--file', path.join(database.dataDir, 'receipt.txt'));
+  expect(said.conversation.state).toBe('open');
+  expect(said.message).toMatchObject({ direction: 'incoming', origin: 'widget', content: 'Hello from the site' });
+  expect(said.message.attachments[0]).toMatchObject({ name: 'receipt.txt', mimeType: 'text/plain', size: 4 });
+
+  const agent = await adminJson('agent', 'say', '--conversation', said.conversation.id, '--content', 'Hi Alice');
+  expect(agent.message).toMatchObject({ direction: 'outgoing', origin: 'messenger', apiKeyId: null });
+
+  // The API sees what the CLI wrote, with the CLI's key.
+  const app = createApp({ services: runtime.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const msgs = await request(app).get(`/api/v1/conversations/${said.conversation.id}/messages`).set('Authorization', `Bearer ${key.key}`);
+  expect(msgs.body.data.map((m: { content: string }) => m.content)).toEqual(['Hello from the site', 'Hi Alice']);
+
+  // A closed conversation stays closed; the visitor's next message starts a new one.
+  await request(app).post(`/api/v1/conversations/${said.conversation.id}/close`).set('Authorization', `Bearer ${key.key}`);
+  const again = await adminJson('visitor', 'say', '--site', site.id, '--visitor', 'alice', '--content', 'One more thing');
+  expect(again.conversation.id).not.toBe(said.conversation.id);
+  const closedAgent = await admin('agent', 'say', '--conversation', said.conversation.id, '--content', 'late', '--json');
+  expect(closedAgent.code).not.toBe(0);
+  expect(closedAgent.stdout).toBe('');
+  expect(closedAgent.stderr).toMatch(/conversation_closed/);
+
+  const revoked = await adminJson('key', 'revoke', key.id);
+  expect(revoked).toEqual({ id: key.id, revokedAt: expect.stringMatching(/Z$/) });
+  expect((await request(app).get('/api/v1/conversations').set('Authorization', `Bearer ${key.key}`)).status).toBe(401);
+}, 120_000);
+
+test('errors go to stderr with a non-zero exit and nothing on stdout', async () => {
+  for (const args of [['key', 'create', '--site', 'ws_missing', '--scopes', 'conversations:read'], ['key', 'create', '--site', 'x', '--scopes', 'everything'], ['nonsense', 'command'], ['site', 'create']]) {
+    const r = await admin(...args, '--json');
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^error: /);
+  }
+}, 60_000);
