@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# The one test command (`npm test`), the same in CI: lint the document, check generated files,
-# type-check, then the whole jest suite on SQLite and again on MariaDB.
+# The one test command (`npm test`), the same in CI: type-check, then the whole jest suite on
+# SQLite and again on MariaDB (the MariaDB run is required, not skipped: it fails when MariaDB
+# does not answer). The document lint and the generated-files check are jest tests
+# (test/contract/generated.test.ts); they do not depend on the database and run once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-echo "== lint openapi/openapi.yaml (spectral:oas)"
-npx --no-install spectral lint --fail-severity=warn --ruleset openapi/.spectral.yaml openapi/openapi.yaml
-echo "== generated files are fresh"
-npx --no-install tsx scripts/generate.ts --check
 echo "== type-check"
 npx --no-install tsc -p tsconfig.json --noEmit
 echo "== jest on SQLite"
 TEST_DB=sqlite npx --no-install jest --runInBand "$@"
 echo "== jest on MariaDB"
-TEST_DB=mysql npx --no-install jest --runInBand "$@"
+TEST_DB=mysql npx --no-install jest --runInBand --testPathIgnorePatterns test/contract/generated.test.ts "$@"
