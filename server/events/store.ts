@@ -113,23 +113,41 @@ export function createEventStore(db: Knex) {
      * different rows without waiting on each other; the UPDATE is conditional on what was read, so
      * on SQLite (no row locks) a row can still be claimed by one worker only.
      */
-    async claimDue(opts: { owner: string; now: number; leaseMs: number; limit: number; maxAttempts: number; skipEndpoints: string[] }): Promise<Claimed[]> {
-      const { owner, now, leaseMs, limit, maxAttempts, skipEndpoints } = opts;
-      if (limit <= 0) return [];
+    async claimDue(opts: {
+      owner: string;
+      now: number;
+      leaseMs: number;
+      limit: number;
+      maxAttempts: number;
+      /** Deliveries this worker has in flight per endpoint, and the most it takes per endpoint. */
+      inFlight: Map<string, number>;
+      perEndpoint: number;
+    }): Promise<{ claimed: Claimed[]; skipped: number }> {
+      const { owner, now, leaseMs, limit, maxAttempts, perEndpoint } = opts;
+      if (limit <= 0) return { claimed: [], skipped: 0 };
+      const busy = new Map(opts.inFlight);
+      const full = [...busy].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
       const work = async (q: Knex | Knex.Transaction) => {
         let select = q('deliveries').where('status', 'pending').andWhere('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
-        if (skipEndpoints.length) select = select.whereNotIn('endpoint_id', skipEndpoints);
+        if (full.length) select = select.whereNotIn('endpoint_id', full);
         if (mysql) select = select.forUpdate().skipLocked();
         const rows = (await select).map(deliveryFromDb);
         const claimed: Claimed[] = [];
+        let skipped = 0;
         for (const row of rows) {
+          const n = busy.get(row.endpoint_id) ?? 0;
+          if (n >= perEndpoint) {
+            skipped++; // left for a later round, when that address has room again
+            continue;
+          }
           const exhausted = row.attempts - row.round_base >= maxAttempts;
           const attempts = exhausted ? row.attempts : row.attempts + 1;
-          const n = await q('deliveries')
+          const updated = await q('deliveries')
             .where({ event_id: row.event_id, status: 'pending', attempts: row.attempts })
             .andWhere('next_attempt_at', '<=', now)
             .update({ attempts, lease_owner: owner, lease_until: now + leaseMs, next_attempt_at: now + leaseMs, updated_at: now });
-          if (n !== 1) continue; // another worker was faster
+          if (updated !== 1) continue; // another worker was faster
+          busy.set(row.endpoint_id, n + 1);
           claimed.push({
             delivery: { ...row, attempts, lease_owner: owner, lease_until: now + leaseMs, next_attempt_at: now + leaseMs, updated_at: now },
             attempt: attempts,
@@ -137,7 +155,7 @@ export function createEventStore(db: Knex) {
             exhausted,
           });
         }
-        return claimed;
+        return { claimed, skipped };
       };
       return mysql ? runInTransaction(db, work) : work(db);
     },

@@ -104,10 +104,10 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     timer = setTimeout(tick, delay);
   }
 
-  function saturatedEndpoints(): string[] {
+  function inFlightByEndpoint(): Map<string, number> {
     const counts = new Map<string, number>();
     for (const { endpointId } of inFlight.values()) counts.set(endpointId, (counts.get(endpointId) ?? 0) + 1);
-    return [...counts].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
+    return counts;
   }
 
   /** Claims as many due rows as there are free slots; runs one at a time, re-runs if woken meanwhile. */
@@ -122,9 +122,11 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         again = false;
         const free = concurrency - inFlight.size;
         if (free <= 0) break;
-        const claimed = await store.claimDue({ owner, now: Date.now(), leaseMs, limit: free, maxAttempts, skipEndpoints: saturatedEndpoints() });
+        const { claimed, skipped } = await store.claimDue({ owner, now: Date.now(), leaseMs, limit: free, maxAttempts, inFlight: inFlightByEndpoint(), perEndpoint });
         for (const c of claimed) run(c);
-        if (claimed.length === free) again = true; // there may be more
+        // More may be due: the batch was full, or rows of an address that just filled up hid others
+        // (the next round leaves that address out).
+        if (claimed.length === free || skipped > 0) again = true;
       } while (again && !stopped);
     })()
       .catch((err) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'event delivery: claiming failed; retrying at the next poll'))
