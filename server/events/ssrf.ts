@@ -91,6 +91,8 @@ export function hostOf(url: URL): string {
  */
 export async function resolveChecked(hostname: string, opts: { allowPrivate: boolean; resolve?: Resolver }): Promise<ResolvedAddress[]> {
   const family = net.isIP(hostname);
+  // RFC 6761: these names are loopback whatever a resolver says.
+  if (!opts.allowPrivate && /(^|\.)localhost\.?$/i.test(hostname)) throw new BlockedAddressError(hostname);
   const addresses: ResolvedAddress[] = family ? [{ address: hostname, family: family as 4 | 6 }] : await (opts.resolve ?? systemResolver)(hostname);
   if (addresses.length === 0) throw Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' });
   if (!opts.allowPrivate && addresses.some((a) => isBlockedAddress(a.address))) throw new BlockedAddressError(hostname);
