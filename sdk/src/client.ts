@@ -1,0 +1,469 @@
+import createFetchClient from 'openapi-fetch';
+import type { Client } from 'openapi-fetch';
+import type { paths } from './generated/api';
+import { ApiError, ChatError, type ErrorDetail } from './errors';
+import { attemptsOf, createTransport, DEFAULT_RETRY_POLICY, type FetchLike, type RetryPolicy } from './transport';
+import { Paginator, type Page } from './pagination';
+import { isBrowserPage, userAgent } from './runtime';
+import { randomUUID } from './crypto';
+import type {
+  Attachment,
+  Conversation,
+  ListConversationsParams,
+  ListMessagesParams,
+  Message,
+  MessageFormat,
+} from './types';
+
+export interface ClientOptions {
+  /** The site's access key, `wck_...`. Server-side only: never put it in page code. */
+  apiKey: string;
+  /**
+   * `https://host:port/api/v1`. A URL without a path gets `/api/v1` appended. Plain `http://` is
+   * refused except for loopback hosts (a local TLS-terminating proxy).
+   */
+  baseUrl: string;
+  /** Limit of one attempt, from sending to the last byte of the answer. Default 60 000 ms. */
+  timeoutMs?: number;
+  /** Retries after a 429, 408, 5xx, dropped connection or time-out. Default 2 (3 attempts); 0 disables. */
+  maxRetries?: number;
+  /**
+   * The `fetch` to use, `(url, init) => Promise<Response>`; default `globalThis.fetch`. Use it for
+   * proxies, custom CAs (undici `Agent` as `dispatcher`), or instrumentation.
+   */
+  fetch?: FetchLike;
+  /**
+   * Id of this access key (`key_...`, printed by `key create` as `id`). With it, `isOwnMessage`
+   * is exact from the first event. Without it the client learns the id from its first reply.
+   */
+  keyId?: string;
+  /** Your product, `name/version`, put in front of the SDK's User-Agent. */
+  appInfo?: string;
+  /** Back-off tuning; the defaults suit almost everyone. */
+  retry?: Partial<Pick<RetryPolicy, 'initialRetryDelayMs' | 'maxRetryDelayMs' | 'maxRetryAfterMs'>>;
+  /** The SDK refuses to run in a web page, where the key would be exposed. Set only if you know why. */
+  dangerouslyAllowBrowser?: boolean;
+}
+
+/** Options every call takes. */
+export interface RequestOptions {
+  /** Aborts the call, retries and back-off pauses included; it then throws `RequestAbortedError`. */
+  signal?: AbortSignal;
+  /** This call's per-attempt time-out instead of the client's. */
+  timeoutMs?: number;
+  /** This call's retries instead of the client's. */
+  maxRetries?: number;
+}
+
+export interface ReplyOptions extends RequestOptions {
+  /**
+   * Makes the reply safe to repeat: the same key within 24 hours answers the first reply and
+   * creates nothing. The SDK generates a UUID per `reply` call and reuses it on every retry of
+   * that call; pass your own (for example derived from the event you answer) to make repeats of
+   * your own code idempotent too. 1 to 255 printable ASCII characters.
+   */
+  idempotencyKey?: string;
+}
+
+/** What the answer said besides its data. Attached to returned objects as a non-enumerable `lastResponse`. */
+export interface ResponseMeta {
+  status: number;
+  /** `X-Request-Id`: quote it when you contact support. */
+  requestId: string | null;
+  headers: Headers;
+  /** Attempts it took (1 when there was no retry). */
+  attempts: number;
+  /** True when a reply was answered from an earlier request with the same Idempotency-Key. */
+  idempotentReplayed: boolean;
+}
+
+export type WithResponse<T> = T & { readonly lastResponse: ResponseMeta };
+
+/**
+ * A file to attach to a reply: a `Blob`/`File`, or bytes with a name. Node.js Buffers are
+ * Uint8Arrays and fit `data`.
+ */
+export type FileInput =
+  | Blob
+  | { data: Blob | ArrayBuffer | ArrayBufferView | string; name: string; type?: string };
+
+export interface ReplyParams {
+  /** At most 10 000 characters; may be empty only when a file is attached. */
+  content?: string;
+  /** `plain` (default) or `markdown` (rendered, sanitised, in the chat window). */
+  format?: MessageFormat;
+  /** 1 to 10 files of at most 20 MiB each; sent as multipart/form-data. */
+  files?: FileInput[];
+}
+
+/** A downloaded attachment. */
+export interface MediaFile {
+  data: Uint8Array;
+  /** `Content-Type` of the file, as the visitor sent it. */
+  contentType: string;
+  size: number;
+  /** File name from `Content-Disposition`. */
+  filename: string | null;
+  etag: string | null;
+  requestId: string | null;
+}
+
+const KEY_ID = /^key_[0-9a-hjkmnp-tv-z]{26}$/;
+
+function metaOf(response: Response): ResponseMeta {
+  return {
+    status: response.status,
+    requestId: response.headers.get('x-request-id'),
+    headers: response.headers,
+    attempts: attemptsOf.get(response) ?? 1,
+    idempotentReplayed: response.headers.get('idempotent-replayed') === 'true',
+  };
+}
+
+function withResponse<T extends object>(data: T, meta: ResponseMeta): WithResponse<T> {
+  Object.defineProperty(data, 'lastResponse', { value: meta, enumerable: false, configurable: true });
+  return data as WithResponse<T>;
+}
+
+function toApiError(response: Response, body: unknown, attempts: number): ApiError {
+  const envelope = (body as { error?: { code?: unknown; message?: unknown; details?: unknown } } | null)?.error;
+  const requestId = response.headers.get('x-request-id');
+  if (envelope && typeof envelope.code === 'string' && typeof envelope.message === 'string') {
+    return ApiError.from({
+      status: response.status,
+      code: envelope.code,
+      message: envelope.message,
+      details: Array.isArray(envelope.details) ? (envelope.details as ErrorDetail[]) : undefined,
+      requestId,
+      headers: response.headers,
+      attempts,
+    });
+  }
+  const text = typeof body === 'string' ? body.replace(/\s+/g, ' ').trim().slice(0, 200) : '';
+  return ApiError.from({
+    status: response.status,
+    code: 'unexpected_response',
+    message: `HTTP ${response.status}${response.statusText ? ` ${response.statusText}` : ''} without an error envelope${text ? `: ${text}` : '.'}`,
+    requestId,
+    headers: response.headers,
+    attempts,
+  });
+}
+
+function iso(value: string | Date | undefined): string | undefined {
+  return value instanceof Date ? value.toISOString() : value;
+}
+
+function filenameFrom(disposition: string | null): string | null {
+  if (!disposition) return null;
+  const extended = /filename\*\s*=\s*[^']*'[^']*'([^;]+)/i.exec(disposition);
+  if (extended) {
+    try {
+      return decodeURIComponent(extended[1].trim());
+    } catch {
+      // fall back to the plain parameter
+    }
+  }
+  const quoted = /filename\s*=\s*"((?:[^"\\]|\\.)*)"/i.exec(disposition);
+  if (quoted) return quoted[1].replace(/\\(.)/g, '$1');
+  const bare = /filename\s*=\s*([^;\s]+)/i.exec(disposition);
+  return bare ? bare[1] : null;
+}
+
+function toBlob(file: FileInput): { blob: Blob; name: string } {
+  if (typeof Blob !== 'undefined' && file instanceof Blob) {
+    const name = (file as Blob & { name?: unknown }).name;
+    return { blob: file, name: typeof name === 'string' && name ? name : 'file' };
+  }
+  const { data, name, type } = file as Exclude<FileInput, Blob>;
+  if (typeof name !== 'string' || !name) throw new TypeError('Each file needs a `name`.');
+  if (data instanceof Blob) return { blob: type ? new Blob([data], { type }) : data, name };
+  const part = typeof data === 'string' ? data : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : data;
+  return { blob: new Blob([part as BlobPart], { type: type ?? 'application/octet-stream' }), name };
+}
+
+function normaliseBaseUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new TypeError(`baseUrl must be an absolute URL such as https://chat.example.com/api/v1, not ${JSON.stringify(raw)}.`);
+  }
+  const loopback = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && loopback)) {
+    throw new TypeError(`baseUrl must use https:// (the service has no plaintext listener), not ${url.protocol}//.`);
+  }
+  if (url.pathname === '/' || url.pathname === '') url.pathname = '/api/v1';
+  url.search = '';
+  url.hash = '';
+  return url.toString().replace(/\/+$/, '');
+}
+
+/**
+ * Loop protection without a client: true when `message` was written through the API with one of
+ * `keyIds`. See `ChatClient.isOwnMessage` for the version that knows its key.
+ */
+export function isOwnMessage(message: Pick<Message, 'origin' | 'apiKeyId'>, keyIds: string | readonly string[]): boolean {
+  const ids = typeof keyIds === 'string' ? [keyIds] : keyIds;
+  return message.origin === 'api' && message.apiKeyId !== null && ids.includes(message.apiKeyId);
+}
+
+/**
+ * The API client. Create it once and share it: it holds no per-call state.
+ *
+ * Calls return the data (`Conversation`, `Message`) and throw an `ApiError` subclass on an error
+ * answer, an `ApiConnectionError`/`ApiTimeoutError` when no answer came, and `RequestAbortedError`
+ * when your `signal` aborted. Every call is typed from the OpenAPI document; `api` gives the
+ * underlying openapi-fetch client for anything the convenience methods do not cover.
+ */
+export class ChatClient {
+  /** The typed openapi-fetch client (auth, User-Agent, time-outs and retries applied). It never throws on HTTP errors. */
+  readonly api: Client<paths>;
+  readonly baseUrl: string;
+  private readonly policy: RetryPolicy;
+  private readonly fetchImpl: FetchLike;
+  private readonly defaultTransport: (request: Request) => Promise<Response>;
+  private readonly knownKeyIds = new Set<string>();
+
+  /** Conversations of the key's site. */
+  readonly conversations: {
+    /** All conversations matching the filters, newest first, following the cursor as you iterate. */
+    list(params?: ListConversationsParams, options?: RequestOptions): Paginator<Conversation>;
+    /** One conversation; `NotFoundError` when it does not exist or belongs to another site. */
+    get(id: string, options?: RequestOptions): Promise<WithResponse<Conversation>>;
+    /** Closes it (emits `conversation.closed` once); closing a closed one returns it unchanged. */
+    close(id: string, options?: RequestOptions): Promise<WithResponse<Conversation>>;
+  };
+
+  /** Messages of a conversation. */
+  readonly messages: {
+    /** All messages of the conversation, oldest first (`order: 'desc'` for newest first). */
+    list(conversationId: string, params?: ListMessagesParams, options?: RequestOptions): Paginator<Message>;
+    /** Sends a reply; the same as `reply`. */
+    create(conversationId: string, params: ReplyParams, options?: ReplyOptions): Promise<WithResponse<Message>>;
+  };
+
+  /** Attachments. */
+  readonly media: {
+    /** Downloads an attachment (needs `media:read`); the same as `downloadMedia`. */
+    download(media: string | Pick<Attachment, 'id'>, options?: RequestOptions): Promise<MediaFile>;
+  };
+
+  constructor(options: ClientOptions) {
+    if (!options || typeof options.apiKey !== 'string' || !options.apiKey.startsWith('wck_')) {
+      throw new TypeError('apiKey must be the site access key, starting with wck_.');
+    }
+    if (!options.dangerouslyAllowBrowser && isBrowserPage()) {
+      throw new ChatError('The access key must stay on your server: this SDK refuses to run in a web page. Call your own backend from the page instead.');
+    }
+    if (options.keyId !== undefined) {
+      if (options.keyId.startsWith('wck_')) throw new TypeError('keyId is the id of the key (key_...), not the secret key itself.');
+      if (!KEY_ID.test(options.keyId)) throw new TypeError(`keyId must look like key_<26 characters>, not ${JSON.stringify(options.keyId)}.`);
+      this.knownKeyIds.add(options.keyId);
+    }
+    for (const [name, value] of [['timeoutMs', options.timeoutMs], ['maxRetries', options.maxRetries]] as const) {
+      if (value !== undefined && !(Number.isFinite(value) && value >= 0)) throw new TypeError(`${name} must be a number >= 0.`);
+    }
+    const globalFetch = (globalThis as { fetch?: FetchLike }).fetch;
+    const fetchImpl = options.fetch ?? (globalFetch ? (url: string, init: RequestInit) => globalFetch(url, init) : undefined);
+    if (!fetchImpl) throw new TypeError('No fetch in this runtime: pass `fetch` (Node.js 18+ has it built in).');
+    this.fetchImpl = fetchImpl;
+    this.baseUrl = normaliseBaseUrl(options.baseUrl);
+    this.policy = {
+      ...DEFAULT_RETRY_POLICY,
+      ...options.retry,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.maxRetries !== undefined ? { maxRetries: Math.floor(options.maxRetries) } : {}),
+    };
+    this.defaultTransport = createTransport(fetchImpl, this.policy);
+    this.api = createFetchClient<paths>({
+      baseUrl: this.baseUrl,
+      fetch: this.defaultTransport,
+      headers: { Authorization: `Bearer ${options.apiKey}`, 'User-Agent': userAgent(options.appInfo) },
+    });
+
+    this.conversations = {
+      list: (params, opts) => this.listConversations(params, opts),
+      get: (id, opts) => this.getConversation(id, opts),
+      close: (id, opts) => this.close(id, opts),
+    };
+    this.messages = {
+      list: (conversationId, params, opts) => this.listMessages(conversationId, params, opts),
+      create: (conversationId, params, opts) => this.reply(conversationId, params, opts),
+    };
+    this.media = { download: (media, opts) => this.downloadMedia(media, opts) };
+  }
+
+  /**
+   * This client's key id: the `keyId` option, or learned from the `apiKeyId` of its first reply;
+   * null until then.
+   */
+  get keyId(): string | null {
+    return this.knownKeyIds.values().next().value ?? null;
+  }
+
+  /**
+   * Loop protection: true when `message` is a reply written through the API with this client's
+   * key, so your integration does not answer (or forward) its own replies.
+   *
+   * Exact once the key id is known (the `keyId` option, or after the first reply). Before that,
+   * every `origin: 'api'` message counts as own: skipping another integration's API reply is
+   * harmless, answering your own starts a loop. Messages from visitors (`widget`) and agents
+   * (`messenger`) are never own.
+   */
+  isOwnMessage = (message: Pick<Message, 'origin' | 'apiKeyId'>): boolean => {
+    if (message.origin !== 'api') return false;
+    if (this.knownKeyIds.size === 0) return true;
+    return message.apiKeyId !== null && this.knownKeyIds.has(message.apiKeyId);
+  };
+
+  /**
+   * Replies to the visitor: JSON for text, multipart/form-data when `files` are given. The reply
+   * carries an Idempotency-Key (generated, or `options.idempotencyKey`) that stays the same on
+   * every retry, so a dropped connection never sends it twice.
+   */
+  reply = async (conversationId: string, params: ReplyParams, options: ReplyOptions = {}): Promise<WithResponse<Message>> => {
+    const idempotencyKey = options.idempotencyKey ?? (await randomUUID());
+    const files = params.files ?? [];
+    const common = {
+      params: { path: { id: conversationId }, header: { 'Idempotency-Key': idempotencyKey } },
+      signal: options.signal,
+      fetch: this.transportFor(options),
+    };
+    let result;
+    if (files.length === 0) {
+      result = await this.api.POST('/conversations/{id}/messages', {
+        ...common,
+        body: { content: params.content ?? '', ...(params.format ? { format: params.format } : {}) },
+      });
+    } else {
+      const form = new FormData();
+      if (params.content !== undefined) form.append('content', params.content);
+      if (params.format !== undefined) form.append('format', params.format);
+      for (const file of files) {
+        const { blob, name } = toBlob(file);
+        form.append('file', blob, name);
+      }
+      result = await this.api.POST('/conversations/{id}/messages', {
+        ...common,
+        body: { content: params.content, format: params.format },
+        bodySerializer: () => form,
+      });
+    }
+    const { data, meta } = this.unwrap(result);
+    if (data.data.apiKeyId) this.knownKeyIds.add(data.data.apiKeyId);
+    return withResponse(data.data, meta);
+  };
+
+  /** Closes a conversation; see `conversations.close`. */
+  close = async (conversationId: string, options: RequestOptions = {}): Promise<WithResponse<Conversation>> => {
+    const result = await this.api.POST('/conversations/{id}/close', {
+      params: { path: { id: conversationId } },
+      signal: options.signal,
+      fetch: this.transportFor(options),
+    });
+    const { data, meta } = this.unwrap(result);
+    return withResponse(data.data, meta);
+  };
+
+  /** Downloads an attachment by id (or an `Attachment`), with the key; needs `media:read`. */
+  downloadMedia = async (media: string | Pick<Attachment, 'id'>, options: RequestOptions = {}): Promise<MediaFile> => {
+    const id = typeof media === 'string' ? media : media?.id;
+    if (typeof id !== 'string' || !id) throw new TypeError('downloadMedia needs an attachment id (med_...) or an attachment.');
+    const result = await this.api.GET('/media/{id}', {
+      params: { path: { id } },
+      parseAs: 'arrayBuffer',
+      signal: options.signal,
+      fetch: this.transportFor(options),
+    });
+    const { data, meta } = this.unwrap(result, { allowEmpty: true });
+    const bytes = data === undefined ? new Uint8Array(0) : new Uint8Array(data as ArrayBuffer);
+    return {
+      data: bytes,
+      contentType: meta.headers.get('content-type') ?? 'application/octet-stream',
+      size: bytes.byteLength,
+      filename: filenameFrom(meta.headers.get('content-disposition')),
+      etag: meta.headers.get('etag'),
+      requestId: meta.requestId,
+    };
+  };
+
+  private listConversations(params: ListConversationsParams = {}, options: RequestOptions = {}): Paginator<Conversation> {
+    const { cursor: start, createdAfter, createdBefore, updatedAfter, updatedBefore, ...rest } = params;
+    const query = {
+      ...rest,
+      ...(createdAfter !== undefined ? { createdAfter: iso(createdAfter) } : {}),
+      ...(createdBefore !== undefined ? { createdBefore: iso(createdBefore) } : {}),
+      ...(updatedAfter !== undefined ? { updatedAfter: iso(updatedAfter) } : {}),
+      ...(updatedBefore !== undefined ? { updatedBefore: iso(updatedBefore) } : {}),
+    };
+    return new Paginator(async (cursor) => {
+      const result = await this.api.GET('/conversations', {
+        params: { query: { ...query, ...(cursor ? { cursor } : {}) } },
+        signal: options.signal,
+        fetch: this.transportFor(options),
+      });
+      const { data, meta } = this.unwrap(result);
+      return this.page(data, meta);
+    }, start);
+  }
+
+  private async getConversation(id: string, options: RequestOptions = {}): Promise<WithResponse<Conversation>> {
+    const result = await this.api.GET('/conversations/{id}', {
+      params: { path: { id } },
+      signal: options.signal,
+      fetch: this.transportFor(options),
+    });
+    const { data, meta } = this.unwrap(result);
+    return withResponse(data.data, meta);
+  }
+
+  private listMessages(conversationId: string, params: ListMessagesParams = {}, options: RequestOptions = {}): Paginator<Message> {
+    const { cursor: start, ...query } = params;
+    return new Paginator(async (cursor) => {
+      const result = await this.api.GET('/conversations/{id}/messages', {
+        params: { path: { id: conversationId }, query: { ...query, ...(cursor ? { cursor } : {}) } },
+        signal: options.signal,
+        fetch: this.transportFor(options),
+      });
+      const { data, meta } = this.unwrap(result);
+      return this.page(data, meta);
+    }, start);
+  }
+
+  private page<T>(answer: { data: T[]; page: { nextCursor: string | null; hasMore: boolean } }, meta: ResponseMeta): Page<T> {
+    return { data: answer.data, nextCursor: answer.page.nextCursor, hasMore: answer.page.hasMore, requestId: meta.requestId };
+  }
+
+  private transportFor(options: RequestOptions): (request: Request) => Promise<Response> {
+    if (options.timeoutMs === undefined && options.maxRetries === undefined) return this.defaultTransport;
+    return createTransport(this.fetchImpl, {
+      ...this.policy,
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.maxRetries !== undefined ? { maxRetries: Math.max(0, Math.floor(options.maxRetries)) } : {}),
+    });
+  }
+
+  private unwrap<D>(result: { data?: D; error?: unknown; response: Response }): { data: D; meta: ResponseMeta };
+  private unwrap<D>(result: { data?: D; error?: unknown; response: Response }, opts: { allowEmpty: true }): { data: D | undefined; meta: ResponseMeta };
+  private unwrap<D>(result: { data?: D; error?: unknown; response: Response }, opts: { allowEmpty?: boolean } = {}): { data: D | undefined; meta: ResponseMeta } {
+    const meta = metaOf(result.response);
+    if (!result.response.ok) throw toApiError(result.response, result.error, meta.attempts);
+    if (result.data === undefined && !opts.allowEmpty) {
+      throw ApiError.from({ status: meta.status, code: 'unexpected_response', message: `HTTP ${meta.status} with an empty body.`, requestId: meta.requestId, headers: meta.headers, attempts: meta.attempts });
+    }
+    return { data: result.data, meta };
+  }
+}
+
+/**
+ * Creates the API client.
+ *
+ * ```ts
+ * const chat = createClient({ apiKey: process.env.CHAT_API_KEY!, baseUrl: 'https://chat.example.com/api/v1' });
+ * for await (const c of chat.conversations.list({ state: 'open' })) console.log(c.id);
+ * ```
+ */
+export function createClient(options: ClientOptions): ChatClient {
+  return new ChatClient(options);
+}
