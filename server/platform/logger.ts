@@ -4,7 +4,7 @@ import pino from 'pino';
  * Structured JSON logs. Credentials never reach the log: the Authorization header, cookies,
  * signed-link signatures and secrets are redacted wherever they appear.
  */
-export function createLogger(level = process.env.LOG_LEVEL || 'info') {
+export function createLogger(level = process.env.LOG_LEVEL || 'info', destination?: pino.DestinationStream) {
   return pino({
     level,
     base: { service: 'chat-service' },
@@ -22,7 +22,7 @@ export function createLogger(level = process.env.LOG_LEVEL || 'info') {
       ],
       censor: '[redacted]',
     },
-  });
+  }, destination ?? pino.destination(1));
 }
 
 export type Logger = ReturnType<typeof createLogger>;

@@ -1,0 +1,58 @@
+import { Writable } from 'node:stream';
+import request from 'supertest';
+import { createHarness, Harness, bearer } from '../helpers/harness';
+import { createApp } from '../../server/app';
+import { createLogger } from '../../server/platform/logger';
+import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
+
+let h: Harness;
+beforeAll(async () => {
+  h = await createHarness();
+});
+afterAll(() => h.close());
+
+test('access logs are JSON lines with the request id, and never carry keys, signatures or idempotency keys', async () => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const app = createApp({ services: h.runtime.services, logger: createLogger('info', sink), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const m = await h.runtime.services.widget.visitorSay(h.site.id, 'v-log', 'file', {
+    files: [{ buffer: Buffer.from('x'), originalName: 'x.txt', mimeType: 'text/plain' }],
+  });
+  const link = new URL(m.message.attachments[0].url);
+  const signature = link.searchParams.get('signature')!;
+
+  const ok = await request(app).get('/api/v1/conversations').set(bearer(h.site.key));
+  await request(app).get(link.pathname + link.search);
+  await request(app).post(`/api/v1/conversations/${m.conversation.id}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'idem-secret-value').send({ content: 'x' });
+  await request(app).get('/api/v1/conversations').set('Authorization', 'Bearer wck_guessedKeyValue123');
+  const failing = jest.spyOn(h.runtime.services.conversations, 'list').mockRejectedValueOnce(new Error('kaboom'));
+  const crashed = await request(app).get('/api/v1/conversations').set(bearer(h.site.key));
+  failing.mockRestore();
+  await new Promise((r) => setTimeout(r, 50));
+
+  const all = lines.join('\n');
+  expect(lines.length).toBeGreaterThanOrEqual(5);
+  for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
+  expect(all).toContain(ok.headers['x-request-id']);
+  for (const secret of [h.site.key, signature, 'idem-secret-value', 'wck_guessedKeyValue123']) expect(all).not.toContain(secret);
+  // the unexpected error is logged with its request id (and the client saw neither)
+  const errorLine = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'unexpected error');
+  expect(errorLine.reqId).toBe(crashed.headers['x-request-id']);
+  expect(errorLine.err.message).toBe('kaboom');
+  expect(crashed.text).not.toContain('kaboom');
+});
+
+test('/readyz answers 503 when the database is gone', async () => {
+  const gone = await createHarness();
+  await gone.runtime.db.destroy();
+  const res = await request(gone.app).get('/readyz');
+  expect(res.status).toBe(503);
+  expect(res.body.error.code).toBe('service_unavailable');
+  expect((await request(gone.app).get('/healthz')).status).toBe(200);
+  await gone.database.drop();
+});
