@@ -5,7 +5,7 @@ import type { Services } from './services';
  * conversations, one with an attachment and one closed, and a demo key printed once.
  */
 export async function seedDemo(services: Services): Promise<{ siteId: string; key: string } | null> {
-  if ((await services.db('sites').count({ n: '*' }).first())!.n as number > 0) return null;
+  if (await services.access.hasSites()) return null;
   const site = await services.access.createSite('Demo site');
   const key = await services.access.createKey(site.id, ['conversations:read', 'conversations:write', 'media:read'], 'demo');
   const w = services.widget;

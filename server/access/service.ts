@@ -24,6 +24,12 @@ export function createAccessService(store: AccessStore, now: () => number = Date
     },
 
     /** Issues a key: the secret is returned once and only its SHA-256 fingerprint is stored. */
+    async listSites() {
+      return (await store.listSites()).map((s) => ({ id: s.id, name: s.name, createdAt: new Date(Number(s.created_at)).toISOString() }));
+    },
+
+    hasSites: async () => (await store.countSites()) > 0,
+
     async createKey(siteId: string, scopes: Scope[], label?: string) {
       if (!(await store.findSite(siteId))) throw new Error(`no site ${siteId}`);
       const key = KEY_PREFIX + randomBase62(32);

@@ -7,7 +7,7 @@ export const siteCommands: Record<string, Command> = {
     return { json: site, text: `site ${site.id} "${site.name}" created` };
   },
   'site list': async (rt) => {
-    const sites = (await rt.db('sites').orderBy('created_at')).map((s) => ({ id: s.id, name: s.name, createdAt: new Date(Number(s.created_at)).toISOString() }));
+    const sites = await rt.services.access.listSites();
     return { json: { sites }, text: sites.map((s) => `${s.id}  ${s.name}`).join('\n') || '(no sites)' };
   },
 };

@@ -1,0 +1,29 @@
+import type { Request, RequestHandler } from 'express';
+import { ulidBody } from '../platform/ids';
+
+const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
+
+/** A caller-supplied X-Request-Id is kept when harmless (no log injection), else we make one. */
+export function requestId(req: Request): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : `req_${ulidBody()}`;
+}
+
+export const securityHeaders: RequestHandler = (req, res, next) => {
+  res.setHeader('X-Request-Id', String(req.id));
+  res.setHeader('Cache-Control', 'no-store');
+  res.setHeader('X-Content-Type-Options', 'nosniff');
+  res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
+  res.setHeader('Referrer-Policy', 'no-referrer');
+  res.setHeader('X-Frame-Options', 'DENY');
+  next();
+};
+
+/** The public API answers no cross-origin request: strip anything that would look like CORS. */
+export const noCors: RequestHandler = (_req, res, next) => {
+  const setHeader = res.setHeader.bind(res);
+  res.setHeader = ((name: string, value: string | number | readonly string[]) =>
+    /^access-control-/i.test(name) ? res : setHeader(name, value)) as typeof res.setHeader;
+  next();
+};
+

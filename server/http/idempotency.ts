@@ -1,0 +1,66 @@
+import type { RequestHandler } from 'express';
+import fs from 'node:fs';
+import { createHash } from 'node:crypto';
+import { ApiError } from '../platform/errors';
+import type { IdempotencyService } from '../idempotency/service';
+import { sendError } from './error-handler';
+import './request-context';
+
+async function fileDigest(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * Idempotency-Key on the reply: a repeat answers the recorded answer with Idempotent-Replayed,
+ * a concurrent repeat is 409, another request under the same key is 422. The handler records a
+ * success in its own transaction (req.idempotency.completeIn); other answers are recorded here.
+ */
+export function idempotency(service: IdempotencyService): RequestHandler {
+  return async (req, res, next) => {
+    const key = req.headers['idempotency-key'];
+    if (typeof key !== 'string' || !req.principal) return next();
+    try {
+      const files = ((req.files as Express.Multer.File[] | undefined) ?? []).map((f) => f.path);
+      const fingerprint = createHash('sha256')
+        .update(`${req.method} ${req.baseUrl}${req.path}\n${canonical(req.body ?? null)}\n`)
+        .update((await Promise.all(files.map(fileDigest))).join(','))
+        .digest('hex');
+      const begun = await service.begin(req.principal.keyId, key, fingerprint);
+      if (begun.kind === 'replay') {
+        res.setHeader('Idempotent-Replayed', 'true');
+        res.status(begun.status).type('application/json').send(begun.body);
+        return;
+      }
+      const handle = begun.handle;
+      req.idempotency = handle;
+      const json = res.json.bind(res);
+      res.json = (body: unknown) => {
+        if (!handle.completed) {
+          handle.finish(res.statusCode, body).then(
+            () => json(body),
+            (err) => {
+              req.log?.error({ err }, 'could not record the idempotent answer');
+              json(body);
+            },
+          );
+          return res;
+        }
+        return json(body);
+      };
+      next();
+    } catch (err) {
+      if (err instanceof ApiError) return sendError(res, err);
+      next(err);
+    }
+  };
+}
