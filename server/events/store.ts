@@ -157,7 +157,16 @@ export function createEventStore(db: Knex) {
         }
         return { claimed, skipped };
       };
-      return mysql ? runInTransaction(db, work) : work(db);
+      if (!mysql) return work(db);
+      // READ COMMITTED: the locking read takes no gap locks, so it never holds up the outbox inserts
+      // of new deliveries while it runs.
+      for (let i = 1; ; i++) {
+        try {
+          return await db.transaction(work, { isolationLevel: 'read committed' });
+        } catch (err) {
+          if (i >= 4 || (err as { code?: string }).code !== 'ER_LOCK_DEADLOCK') throw err;
+        }
+      }
     },
 
     async loadForDelivery(eventId: string, endpointId: string): Promise<{ event: EventRow | undefined; endpoint: EndpointRow | undefined }> {

@@ -1,0 +1,51 @@
+import { createHarness, Harness } from '../helpers/harness';
+import { answer, attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
+
+/**
+ * The real schedule of SPEC section 6: three attempts with pauses of 5 s and then 10 s (the
+ * default WEBHOOK_RETRY_DELAYS_MS). The only test that measures time; it allows for the attempt's
+ * own duration and timer jitter.
+ */
+let receiver: Receiver;
+let h: Harness;
+const workers = workerPool(() => h);
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  h = await createHarness({
+    env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_CA_FILE: receiver.caFile },
+    onEvents: () => workers.wake(),
+  });
+});
+afterAll(async () => {
+  await workers.stopAll();
+  await h.close();
+  await receiver.close();
+});
+
+test('a failing address gets three attempts: at once, after 5 s, after 10 s more', async () => {
+  expect(h.config.webhookRetryDelaysMs).toEqual([5000, 10000]);
+  expect(h.config.webhookTimeoutMs).toBe(20000);
+  workers.start();
+  const site = await h.newSite('schedule');
+  await webhooks(h).setEndpoint(site.id, receiver.url('/schedule'), 'message.created');
+  receiver.on('/schedule', answer(503));
+  await h.visitorSay(site.id, 'v', 'hi');
+  const [id] = await eventIdsOf(h, site.id, 'message.created');
+  await waitFor('three attempts', async () => (await deliveryOf(h, id)).status === 'failed', 25_000);
+
+  const arrivals = receiver.at('/schedule').map((r) => r.at);
+  expect(arrivals).toHaveLength(3);
+  const gaps = [arrivals[1] - arrivals[0], arrivals[2] - arrivals[1]];
+  expect(gaps[0]).toBeGreaterThanOrEqual(5000 - 20);
+  expect(gaps[0]).toBeLessThanOrEqual(5000 + 1000);
+  expect(gaps[1]).toBeGreaterThanOrEqual(10000 - 20);
+  expect(gaps[1]).toBeLessThanOrEqual(10000 + 1000);
+  // The log agrees with what the receiver saw.
+  const log = await attemptsOf(h, id);
+  expect(log.map((a) => a.attempt)).toEqual([1, 2, 3]);
+  const logged = log.map((a) => Number(a.started_at));
+  expect(logged[1] - logged[0]).toBeGreaterThanOrEqual(5000);
+  expect(logged[2] - logged[1]).toBeGreaterThanOrEqual(10000);
+  process.stdout.write(`measured pauses: ${gaps.join(' ms, ')} ms\n`);
+}, 40_000);
