@@ -65,13 +65,12 @@ async function exhausted(method: 'get' | 'post', path: (id: string) => string, b
   return call(limited.app, method, target, site.key, body);
 }
 
-function failing<T extends object>(target: () => T, method: keyof T): Scenario {
-  // A service throwing something unexpected: the answer must be the 500 envelope, nothing internal.
+/** A service method throwing something unexpected while `send` runs: the answer must be the 500 envelope, nothing internal. */
+function failing<T extends object>(target: () => T, method: keyof T, send: () => request.Test = () => call(h.app, 'get', '/conversations', h.site.key)): Scenario {
   return async () => {
     const spy = jest.spyOn(target(), method as never).mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
     try {
-      const res = await call(h.app, 'get', '/conversations', h.site.key);
-      return res;
+      return await send();
     } finally {
       spy.mockRestore();
     }
@@ -97,14 +96,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     403: () => call(h.app, 'get', `/conversations/${convId}`, noRightsKey),
     404: () => call(h.app, 'get', `/conversations/${convId}`, other.key),
     429: () => exhausted('get', (id) => `/conversations/${id}`),
-    500: async () => {
-      const spy = jest.spyOn(services().conversations, 'get').mockRejectedValueOnce(new Error('boom'));
-      try {
-        return await call(h.app, 'get', `/conversations/${convId}`, h.site.key);
-      } finally {
-        spy.mockRestore();
-      }
-    },
+    500: failing(() => services().conversations, 'get', () => call(h.app, 'get', `/conversations/${convId}`, h.site.key)),
     503: () => call(broken.app, 'get', `/conversations/${convId}`, broken.site.key),
   },
   listMessages: {
@@ -114,14 +106,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     403: () => call(h.app, 'get', `/conversations/${convId}/messages`, noRightsKey),
     404: () => call(h.app, 'get', `/conversations/${convId}/messages`, other.key),
     429: () => exhausted('get', (id) => `/conversations/${id}/messages`),
-    500: async () => {
-      const spy = jest.spyOn(services().messages, 'list').mockRejectedValueOnce(new Error('boom'));
-      try {
-        return await call(h.app, 'get', `/conversations/${convId}/messages`, h.site.key);
-      } finally {
-        spy.mockRestore();
-      }
-    },
+    500: failing(() => services().messages, 'list', () => call(h.app, 'get', `/conversations/${convId}/messages`, h.site.key)),
     503: () => call(broken.app, 'get', `/conversations/${convId}/messages`, broken.site.key),
   },
   createReply: {
@@ -140,14 +125,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       return call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'second' }).set('Idempotency-Key', key);
     },
     429: () => exhausted('post', (id) => `/conversations/${id}/messages`, { content: 'x' }),
-    500: async () => {
-      const spy = jest.spyOn(services().messages, 'reply').mockRejectedValueOnce(new Error('boom'));
-      try {
-        return await call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'x' });
-      } finally {
-        spy.mockRestore();
-      }
-    },
+    500: failing(() => services().messages, 'reply', () => call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'x' })),
     503: () => call(broken.app, 'post', `/conversations/${convId}/messages`, broken.site.key, { content: 'x' }),
   },
   closeConversation: {
@@ -160,14 +138,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     403: () => call(h.app, 'post', `/conversations/${convId}/close`, readOnlyKey),
     404: () => call(h.app, 'post', `/conversations/${convId}/close`, other.key),
     429: () => exhausted('post', (id) => `/conversations/${id}/close`),
-    500: async () => {
-      const spy = jest.spyOn(services().conversations, 'close').mockRejectedValueOnce(new Error('boom'));
-      try {
-        return await call(h.app, 'post', `/conversations/${convId}/close`, h.site.key);
-      } finally {
-        spy.mockRestore();
-      }
-    },
+    500: failing(() => services().conversations, 'close', () => call(h.app, 'post', `/conversations/${convId}/close`, h.site.key)),
     503: () => call(broken.app, 'post', `/conversations/${convId}/close`, broken.site.key),
   },
   downloadMedia: {
@@ -193,14 +164,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       await call(limited.app, 'get', `/media/${id}`, site.key);
       return call(limited.app, 'get', `/media/${id}`, site.key);
     },
-    500: async () => {
-      const spy = jest.spyOn(services().media, 'open').mockRejectedValueOnce(new Error('boom'));
-      try {
-        return await call(h.app, 'get', `/media/${mediaId}`, h.site.key);
-      } finally {
-        spy.mockRestore();
-      }
-    },
+    500: failing(() => services().media, 'open', () => call(h.app, 'get', `/media/${mediaId}`, h.site.key)),
     503: () => call(broken.app, 'get', `/media/${mediaId}`, broken.site.key),
   },
   getEventSchema: {
