@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Knex } from 'knex';
+import type { Services } from './services';
+import type { Logger } from './platform/logger';
+
+const HOUR = 3600_000;
+
+/**
+ * Housekeeping that keeps storage bounded after crashes and over time:
+ *  - Idempotency-Key records older than 24 hours are forgotten;
+ *  - upload spool files (DATA_DIR/tmp) older than an hour are removed (a process killed mid-upload
+ *    leaves them behind);
+ *  - media files with no attachment row, older than an hour, are removed (a process killed between
+ *    storing a file and committing its message leaves them behind).
+ * Every step is idempotent, so several instances may run it at once.
+ */
+export async function runMaintenance(db: Knex, services: Services, now = Date.now()) {
+  const purgedKeys = Number(await services.idempotency.purgeExpired());
+  const removedSpool = removeOlderThan(path.join(services.config.dataDir, 'tmp'), now - HOUR);
+  const mediaDir = path.join(services.config.dataDir, 'media');
+  const candidates = listOlderThan(mediaDir, now - HOUR);
+  let removedOrphans = 0;
+  for (let i = 0; i < candidates.length; i += 500) {
+    const batch = candidates.slice(i, i + 500);
+    const known = new Set((await db('attachments').whereIn('storage_key', batch).pluck('storage_key')) as string[]);
+    for (const name of batch) {
+      if (!known.has(name)) {
+        fs.rmSync(path.join(mediaDir, name), { force: true });
+        removedOrphans++;
+      }
+    }
+  }
+  return { purgedKeys, removedSpool, removedOrphans };
+}
+
+function listOlderThan(dir: string, before: number): string[] {
+  if (!fs.existsSync(dir)) return [];
+  return fs.readdirSync(dir).filter((name) => {
+    try {
+      return fs.statSync(path.join(dir, name)).mtimeMs < before;
+    } catch {
+      return false;
+    }
+  });
+}
+
+function removeOlderThan(dir: string, before: number): number {
+  const names = listOlderThan(dir, before);
+  for (const name of names) fs.rmSync(path.join(dir, name), { force: true });
+  return names.length;
+}
+
+export function startMaintenance(db: Knex, services: Services, logger: Logger, everyMs = HOUR) {
+  const tick = () =>
+    runMaintenance(db, services).then(
+      (result) => logger.info({ maintenance: result }, 'maintenance done'),
+      (err) => logger.error({ err }, 'maintenance failed'),
+    );
+  const first = setTimeout(tick, 10_000);
+  const timer = setInterval(tick, everyMs);
+  first.unref();
+  timer.unref();
+  return { stop: () => (clearTimeout(first), clearInterval(timer)) };
+}

@@ -1,0 +1,38 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import request from 'supertest';
+import { createHarness, Harness, bearer } from '../helpers/harness';
+import { runMaintenance } from '../../server/maintenance';
+
+let h: Harness;
+let now = Date.now();
+beforeAll(async () => {
+  h = await createHarness({ now: () => now });
+});
+afterAll(() => h.close());
+
+test('forgets old idempotency keys, stale spool files and orphaned media, and keeps everything in use', async () => {
+  const conv = (await h.visitorSay(h.site.id, 'v', 'hi')).conversation.id;
+  await request(h.app).post(`/api/v1/conversations/${conv}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'old').send({ content: 'a' });
+  const kept = await h.runtime.services.widget.visitorSay(h.site.id, 'v', 'file', {
+    files: [{ buffer: Buffer.from('keep me'), originalName: 'k.txt', mimeType: 'text/plain' }],
+  });
+  const mediaDir = path.join(h.config.dataDir, 'media');
+  const spoolDir = path.join(h.config.dataDir, 'tmp');
+  fs.mkdirSync(spoolDir, { recursive: true });
+  fs.writeFileSync(path.join(mediaDir, 'med_orphan_from_a_crash'), 'x');
+  fs.writeFileSync(path.join(spoolDir, 'upload_abandoned'), 'x');
+  const twoHoursAgo = new Date(Date.now() - 2 * 3600_000);
+  for (const f of fs.readdirSync(mediaDir)) fs.utimesSync(path.join(mediaDir, f), twoHoursAgo, twoHoursAgo);
+  fs.utimesSync(path.join(spoolDir, 'upload_abandoned'), twoHoursAgo, twoHoursAgo);
+
+  now += 25 * 3600_000;
+  await request(h.app).post(`/api/v1/conversations/${conv}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'fresh').send({ content: 'b' });
+  const result = await runMaintenance(h.runtime.db, h.runtime.services, Date.now());
+  expect(result).toEqual({ purgedKeys: 1, removedSpool: 1, removedOrphans: 1 });
+  expect(fs.existsSync(path.join(mediaDir, kept.message.attachments[0].id))).toBe(true);
+  expect(fs.existsSync(path.join(mediaDir, 'med_orphan_from_a_crash'))).toBe(false);
+  expect((await h.runtime.db('idempotency_keys')).length).toBe(1);
+  const again = await request(h.app).get(`/api/v1/media/${kept.message.attachments[0].id}`).set(bearer(h.site.key));
+  expect(again.status).toBe(200);
+});
