@@ -35,7 +35,7 @@ export function createApp(opts: AppOptions): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('trust proxy', process.env.TRUST_PROXY === 'true');
+  app.set('trust proxy', services.config.trustProxy);
 
   // 1. Request id and a structured access log (never the Authorization header or link signatures).
   app.use(

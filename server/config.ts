@@ -21,6 +21,8 @@ export interface Config {
   webhookRetryDelaysMs: number[];
   /** Run the delivery worker inside the server process. */
   embeddedWorker: boolean;
+  /** Behind a reverse proxy: take the client address from X-Forwarded-For (per-address rate limits). */
+  trustProxy: boolean;
 }
 
 function intFrom(value: string | undefined, fallback: number, name: string): number {
@@ -58,5 +60,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 20000, 'WEBHOOK_TIMEOUT_MS'),
     webhookRetryDelaysMs: delays,
     embeddedWorker: env.EMBEDDED_WORKER !== 'false',
+    trustProxy: boolFrom(env.TRUST_PROXY),
   };
 }
