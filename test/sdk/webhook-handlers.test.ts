@@ -175,7 +175,7 @@ describe('Fetch Request/Response (Deno, Bun, Workers, Next.js)', () => {
       for await (const c of req) chunks.push(c as Buffer);
       const request = new Request(`http://x${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body: req.method === 'POST' ? Buffer.concat(chunks) : undefined });
       const response = await handleWebhookRequest(request, options, r.listener);
-      res.writeHead(response.status, Object.fromEntries(response.headers));
+      res.writeHead(response.status, { 'Content-Type': response.headers.get('content-type') ?? 'application/json' });
       res.end(Buffer.from(await response.arrayBuffer()));
     });
     try {
