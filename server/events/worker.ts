@@ -132,7 +132,8 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       .catch((err) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'event delivery: claiming failed; retrying at the next poll'))
       .finally(() => {
         ticking = null;
-        scheduleNext();
+        if (again && !stopped) tick(); // woken after the last claim: look again now
+        else scheduleNext();
       });
   }
 
@@ -199,7 +200,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         started_at: startedAt,
         duration_ms: finishedAt - startedAt,
         status_code: result.status,
-        error: result.error?.slice(0, 500) ?? null,
+        error: result.status !== null && result.status >= 300 && result.status < 400 ? 'redirect not followed' : (result.error?.slice(0, 500) ?? null),
         response_excerpt: result.response,
       },
       event.id,

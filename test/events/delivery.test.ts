@@ -174,7 +174,7 @@ describe('answers and failures', () => {
     for (const id of ids) expect(await finished(id)).toMatchObject({ status: 'failed', attempts: 1 });
     expect(receiver.at('/moved-target')).toHaveLength(0);
     expect(receiver.at(p)).toHaveLength(ids.length);
-    for (const id of ids) expect((await attemptsOf(h, id)).map((a) => a.status_code)).toEqual([307]);
+    for (const id of ids) expect((await attemptsOf(h, id)).map((a) => [a.status_code, a.error])).toEqual([[307, 'redirect not followed']]);
   });
 
   test('a 5xx is retried after the configured pauses: three attempts in all, same id and body, each signed afresh and logged', async () => {
