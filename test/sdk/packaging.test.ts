@@ -193,6 +193,10 @@ main();
     }),
   );
   compile('tsconfig.cjs.json');
+  // Older projects resolve with moduleResolution node10 (no `exports`): typesVersions covers /validate.
+  write('legacy/consumer.ts', `import { createClient, type Message } from '@chat-service/sdk';\nimport { validateEvent } from '@chat-service/sdk/validate';\nexport const make = (m: Message) => [createClient, validateEvent(m)];\n`);
+  write('legacy/tsconfig.json', JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'CommonJS', moduleResolution: 'node10', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true, ignoreDeprecations: '5.0' }, files: ['consumer.ts'] }));
+  compile('legacy/tsconfig.json');
   // The validator's optional peers, as a customer would add them (linked from the repository's install).
   for (const peer of ['ajv', 'ajv-formats']) fs.symlinkSync(path.join(root, 'node_modules', peer), path.join(dir, 'node_modules', peer), 'dir');
   try {
@@ -280,7 +284,8 @@ const app = Fastify();
 app.register(fastifyWebhookPlugin, { prefix: '/webhooks/chat', secret: 'whsec_x', onEvent: async (event) => { if (event.event === 'conversation.closed') return event.data.message; } });
 `,
   );
-  // fastify (a devDependency of sdk/) linked in, as a customer's own dependency would be.
+  // fastify (a devDependency of sdk/, `npm ci --prefix sdk`) linked in, as a customer's own dependency would be.
+  expect(fs.existsSync(path.join(sdk, 'node_modules/fastify'))).toBe(true);
   fs.symlinkSync(path.join(sdk, 'node_modules/fastify'), path.join(dir, 'node_modules/fastify'), 'dir');
   write(
     'example/tsconfig.json',

@@ -197,6 +197,21 @@ describe('idempotent reply under a retry after a dropped connection', () => {
     expect((await s.client().messages.list(id).toArray()).filter((m) => m.content === 'manual')).toHaveLength(1);
   });
 
+  test('concurrent repeats under one key all resolve to the one message (409 idempotency_key_in_use is retried)', async () => {
+    const id = (await s.h.visitorSay(s.h.site.id, 'v-concurrent', 'hi')).conversation.id;
+    const client = s.client({ maxRetries: 5 });
+    const before = s.exchanges.length;
+    const results = await Promise.all(Array.from({ length: 12 }, () => client.reply(id, { content: 'one of many' }, { idempotencyKey: 'concurrent-key' })));
+    expect(new Set(results.map((m) => m.id)).size).toBe(1);
+    expect(results.filter((m) => !m.lastResponse.idempotentReplayed)).toHaveLength(1);
+    const statuses = s.exchanges.slice(before).map((e) => e.status);
+    // Whatever interleaving happened (SQLite tends to serialise them, MariaDB answers several
+    // 409 idempotency_key_in_use), nothing but 201 and retried 409s went over the wire.
+    expect(statuses.every((x) => x === 201 || x === 409)).toBe(true);
+    expect(statuses.filter((x) => x === 201)).toHaveLength(12);
+    expect((await s.client().messages.list(id).toArray()).filter((m) => m.content === 'one of many')).toHaveLength(1);
+  });
+
   test('a GET whose connection drops is retried transparently', async () => {
     let drops = 1;
     const client = createClient({

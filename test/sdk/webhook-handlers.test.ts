@@ -187,6 +187,15 @@ describe('Fetch Request/Response (Deno, Bun, Workers, Next.js)', () => {
   });
 });
 
+/** A devDependency of sdk/, installed by `npm ci --prefix sdk`. */
+function sdkDevDependency(name: string): string {
+  try {
+    return require.resolve(name, { paths: [`${__dirname}/../../sdk`] });
+  } catch {
+    throw new Error(`${name} is a devDependency of sdk/ and is not installed: run \`npm ci --prefix sdk\` at the repository root.`);
+  }
+}
+
 interface FastifyApp {
   register(plugin: unknown, options: object): Promise<unknown>;
   post(path: string, handler: (request: { body: unknown }) => Promise<unknown>): void;
@@ -199,7 +208,7 @@ describe('Fastify', () => {
   test('the plugin keeps the raw body in its own context; other routes keep JSON parsing', async () => {
     // fastify is a devDependency of sdk/ (npm ci --prefix sdk).
     // (Its types are checked against the plugin in the packaging test, where fastify resolves.)
-    const Fastify = require(require.resolve('fastify', { paths: [`${__dirname}/../../sdk`] })) as (opts?: object) => FastifyApp;
+    const Fastify = require(sdkDevDependency('fastify')) as (opts?: object) => FastifyApp;
     const r = recorder();
     const app = Fastify();
     await app.register(fastifyWebhookPlugin, { prefix: '/webhooks/chat', secret: SECRET, seen: new MemoryReplayStore(), onError: () => undefined, onEvent: r.listener });
