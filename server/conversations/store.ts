@@ -65,10 +65,17 @@ export function createConversationStore(db: Knex) {
       return normalise(await trx<ConversationRow>('conversations').where({ id }).first());
     },
 
+    /**
+     * The visitor's open conversation, locked. Found with a plain read first and then locked by
+     * primary key: a locking read of a row that does not exist yet would take a gap lock on
+     * MySQL, and two first messages of different visitors would deadlock on their inserts. The
+     * row may have been closed between the two reads, hence the state check.
+     */
     async findOpenForVisitor(trx: Knex.Transaction, siteId: string, visitorId: string) {
-      return normalise(
-        await forUpdate(trx, trx<ConversationRow>('conversations').where({ site_id: siteId, visitor_id: visitorId, open_marker: 1 }).first()),
-      );
+      const seen = await trx<ConversationRow>('conversations').where({ site_id: siteId, visitor_id: visitorId, open_marker: 1 }).first('id');
+      if (!seen) return undefined;
+      const locked = normalise(await forUpdate(trx, trx<ConversationRow>('conversations').where({ id: seen.id }).first()));
+      return locked && locked.state === 'open' ? locked : undefined;
     },
 
     insert: (trx: Knex.Transaction, row: ConversationRow) => trx('conversations').insert(row),

@@ -162,6 +162,27 @@ describe('closing and the visitor writing again', () => {
     expect(started).toHaveLength(1);
   });
 
+  test('50 different visitors writing their first message at once each get one conversation', async () => {
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => h.visitorSay(h.site.id, `crowd-${i}`, `first ${i}`)));
+    expect(new Set(results.map((r) => r.conversation.id)).size).toBe(50);
+    expect(results.every((r) => r.started)).toBe(true);
+  });
+
+  test('a visitor writing while their conversation is being closed: no message lands in a closed conversation', async () => {
+    for (let round = 0; round < 5; round++) {
+      const { conversation } = await h.visitorSay(h.site.id, `v-close-write-${round}`, 'hi');
+      const [, ...written] = await Promise.all([
+        h.runtime.services.conversations.close(h.site.id, conversation.id),
+        ...Array.from({ length: 4 }, (_, i) => h.visitorSay(h.site.id, `v-close-write-${round}`, `during ${i}`)),
+      ]);
+      const closedCard = await h.runtime.db('conversations').where({ id: conversation.id }).first();
+      const late = await h.runtime.db('messages').where({ conversation_id: conversation.id }).andWhere('created_at', '>', Number(closedCard.closed_at));
+      expect(late).toEqual([]);
+      const elsewhere = new Set(written.map((w) => w.conversation.id).filter((id) => id !== conversation.id));
+      expect(elsewhere.size).toBeLessThanOrEqual(1);
+    }
+  });
+
   test('a brand-new visitor writing several messages at once gets one conversation', async () => {
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => h.visitorSay(h.site.id, 'v-burst', `m${i}`)));
     expect(new Set(results.map((r) => r.conversation.id)).size).toBe(1);
