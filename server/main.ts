@@ -6,6 +6,8 @@ import { createApp } from './app';
 import { openRuntime, createLimiter } from './runtime';
 import { seedDemo } from './seed';
 import { createDeliveryWorker } from './events/worker';
+import { startMaintenance } from './maintenance';
+import { onShutdownSignal } from './platform/shutdown';
 
 /** `npm start`: HTTPS only (no plaintext listener), migrations first, graceful shutdown on SIGTERM. */
 async function main() {
@@ -54,11 +56,10 @@ async function main() {
 
   server.listen(config.port, () => logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/` }, 'listening (HTTPS)'));
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down: finishing in-flight requests');
+  const maintenance = startMaintenance(db, services, logger.child({ component: 'maintenance' }));
+
+  onShutdownSignal(logger, 'server', async () => {
+    // Stop accepting, let in-flight requests finish (25 s at most), then the worker, then the database.
     const force = setTimeout(() => {
       logger.warn('in-flight requests did not finish in 25 s; closing anyway');
       server.closeAllConnections();
@@ -66,14 +67,11 @@ async function main() {
     force.unref();
     server.closeIdleConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
+    maintenance.stop();
     await worker?.stop();
     await limiter.close?.();
     await runtime.close();
-    logger.info('stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
 main().catch((err) => {

@@ -2,6 +2,7 @@ import { loadConfig } from '../config';
 import { createLogger } from '../platform/logger';
 import { openRuntime } from '../runtime';
 import { createDeliveryWorker } from './worker';
+import { onShutdownSignal } from '../platform/shutdown';
 
 /**
  * `npm run worker`: the delivery worker alone, for when the server runs with EMBEDDED_WORKER=false
@@ -21,18 +22,11 @@ async function main() {
   worker.start();
   logger.info({ owner: worker.owner, database: config.databaseUrl ? 'mysql' : 'sqlite' }, 'delivery worker started');
 
-  let stopping = false;
-  const shutdown = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'delivery worker stopping: finishing attempts in flight');
+  // Stop claiming, let the attempts in flight end, then close the database.
+  onShutdownSignal(logger, 'delivery worker', async () => {
     await worker.stop();
     await runtime.close();
-    logger.info('delivery worker stopped');
-    process.exit(0);
-  };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  });
 }
 
 main().catch((err) => {
