@@ -151,7 +151,7 @@ function toApiError(response: Response, body: unknown, attempts: number): ApiErr
 }
 
 function iso(value: string | Date | undefined): string | undefined {
-  return value instanceof Date ? value.toISOString() : value;
+  return typeof value === 'object' && value !== null && typeof value.toISOString === 'function' ? value.toISOString() : (value as string | undefined);
 }
 
 function filenameFrom(disposition: string | null): string | null {
@@ -170,14 +170,22 @@ function filenameFrom(disposition: string | null): string | null {
   return bare ? bare[1] : null;
 }
 
+/** Blob from any realm (`instanceof` fails across realms). */
+function isBlob(value: unknown): value is Blob {
+  return (
+    (typeof Blob !== 'undefined' && value instanceof Blob) ||
+    (typeof value === 'object' && value !== null && typeof (value as Blob).arrayBuffer === 'function' && typeof (value as Blob).size === 'number' && typeof (value as Blob).type === 'string')
+  );
+}
+
 function toBlob(file: FileInput): { blob: Blob; name: string } {
-  if (typeof Blob !== 'undefined' && file instanceof Blob) {
+  if (isBlob(file)) {
     const name = (file as Blob & { name?: unknown }).name;
     return { blob: file, name: typeof name === 'string' && name ? name : 'file' };
   }
   const { data, name, type } = file as Exclude<FileInput, Blob>;
   if (typeof name !== 'string' || !name) throw new TypeError('Each file needs a `name`.');
-  if (data instanceof Blob) return { blob: type ? new Blob([data], { type }) : data, name };
+  if (isBlob(data)) return { blob: type ? new Blob([data], { type }) : data, name };
   const part = typeof data === 'string' ? data : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength) : data;
   return { blob: new Blob([part as BlobPart], { type: type ?? 'application/octet-stream' }), name };
 }

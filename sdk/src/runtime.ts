@@ -24,7 +24,7 @@ export function runtimeVersion(): string {
   return 'unknown-runtime';
 }
 
-/** `@chat-service/sdk/0.1.0 node/20.11.0 (linux; x64)`, with the caller's own product first when given. */
+/** `chat-service-sdk-js/0.1.0 node/20.11.0 (linux; x64)`, with the caller's own product (`appInfo`) first when given. */
 export function userAgent(appInfo?: string): string {
   const ua = `chat-service-sdk-js/${VERSION} ${runtimeVersion()}`;
   return appInfo ? `${appInfo} ${ua}` : ua;

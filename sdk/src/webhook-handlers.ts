@@ -12,7 +12,7 @@
  * | body over `maxBodyBytes` | 413 | does not retry |
  */
 import { WebhookVerificationError } from './errors';
-import { defaultReplayStore, verifyWebhook, type RawBody, type WebhookHeaders, type WebhookSecrets } from './webhooks';
+import { asBytes, defaultReplayStore, verifyWebhook, type RawBody, type WebhookHeaders, type WebhookSecrets } from './webhooks';
 import type { WebhookEvent } from './types';
 
 export interface WebhookHandlerOptions extends WebhookSecrets {
@@ -136,7 +136,7 @@ async function readNodeBody(req: NodeRequestLike, max: number): Promise<Uint8Arr
   let size = 0;
   const encoder = new TextEncoder();
   for await (const chunk of req) {
-    const bytes = typeof chunk === 'string' ? encoder.encode(chunk) : (chunk as Uint8Array);
+    const bytes = typeof chunk === 'string' ? encoder.encode(chunk) : (asBytes(chunk) ?? new Uint8Array(0));
     size += bytes.byteLength;
     if (size > max) throw new BodyTooLarge();
     chunks.push(bytes);
@@ -153,7 +153,9 @@ async function readNodeBody(req: NodeRequestLike, max: number): Promise<Uint8Arr
 /** The raw body: from `express.raw()`/`express.text()` when they ran, else read from the stream. Throws when a JSON parser ate it. */
 async function rawBodyOf(req: NodeRequestLike, max: number): Promise<Uint8Array | string> {
   const body = req.body;
-  if (body instanceof Uint8Array || typeof body === 'string') return body;
+  if (typeof body === 'string') return body;
+  const bytes = asBytes(body);
+  if (bytes) return bytes;
   const emptyObject = body !== null && typeof body === 'object' && Object.keys(body as object).length === 0;
   if (body === undefined || body === null || (emptyObject && !req.readableEnded)) {
     if (req.readableEnded) throw new Error(PARSED_BODY_MESSAGE.replace('(req.body is an object)', '(the stream was consumed)'));
@@ -283,7 +285,7 @@ export function fastifyWebhookPlugin(instance: FastifyInstanceLike, options: Fas
     instance.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, keepRaw);
     instance.post(options.path ?? '/', async (request, reply) => {
       const body = request.body;
-      const raw: RawBody = body instanceof Uint8Array || typeof body === 'string' ? body : new Uint8Array(0);
+      const raw: RawBody = typeof body === 'string' ? body : (asBytes(body) ?? new Uint8Array(0));
       const outcome = await processWebhook(raw, request.headers, options, (event) => options.onEvent(event, request, reply));
       if (reply.sent) return reply;
       return reply.code(outcome.status).header('Content-Type', 'application/json').send(outcome.body);

@@ -129,10 +129,17 @@ function header(headers: WebhookHeaders, name: string): string | null {
   return null;
 }
 
+/** Bytes from any realm (a Buffer from another context fails `instanceof Uint8Array`). */
+export function asBytes(value: unknown): Uint8Array | null {
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (Object.prototype.toString.call(value) === '[object ArrayBuffer]') return new Uint8Array(value as ArrayBuffer);
+  return null;
+}
+
 function bodyBytes(rawBody: RawBody): Uint8Array {
   if (typeof rawBody === 'string') return utf8(rawBody);
-  if (rawBody instanceof Uint8Array) return rawBody;
-  if (rawBody instanceof ArrayBuffer) return new Uint8Array(rawBody);
+  const bytes = asBytes(rawBody);
+  if (bytes) return bytes;
   throw new WebhookVerificationError(
     'invalid_body',
     'rawBody must be the raw request body (string, Buffer, Uint8Array or ArrayBuffer), not a parsed object. ' +

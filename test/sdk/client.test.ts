@@ -267,6 +267,15 @@ describe('what the SDK sends', () => {
     expect(missing.error).toMatchObject({ error: { code: 'not_found' } });
   });
 
+  test('a reply through the raw client gets an Idempotency-Key too, kept across its retries', async () => {
+    const id = await newConversation('v-raw-reply');
+    const before = s.exchanges.length;
+    const { data, response } = await chat.api.POST('/conversations/{id}/messages', { params: { path: { id } }, body: { content: 'raw' } });
+    expect(response.status).toBe(201);
+    expect(data!.data.content).toBe('raw');
+    expect(s.exchanges[before].headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   test('the published schemas endpoint matches the schemas shipped in the package', async () => {
     const { data } = await chat.api.GET('/schemas/{schemaName}', { params: { path: { schemaName: 'message.created.json' } } });
     expect(data).toEqual(require('../../sdk/schemas/message.created.json'));

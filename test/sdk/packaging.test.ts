@@ -98,7 +98,33 @@ test('the ESM build imports no Node.js built-in statically (edge runtimes have f
     expect({ file, nodeImports: code.match(/from\s+['"](node:)?(fs|path|http|https|crypto|buffer|stream|net|tls|os)['"]/g) }).toEqual({ file, nodeImports: null });
     expect({ file, require: /\brequire\(/.test(code) }).toEqual({ file, require: false });
     expect({ file, buffer: /\bBuffer\./.test(code) }).toEqual({ file, buffer: false });
+    expect({ file, nodeGlobals: code.match(/\b(setImmediate|__dirname|__filename)\b|\bglobal\./g) }).toEqual({ file, nodeGlobals: null });
   }
+});
+
+test('the ESM build runs without the Node.js global `process`', async () => {
+  // Only `process` can go: Node's own fetch and FormData use Buffer, global and setImmediate
+  // internally. That the SDK's code never touches Buffer or require is checked statically above,
+  // and its sources compile without Node's types (sdk/tsconfig.json, types: []).
+  write(
+    'edge.mjs',
+    `const { API_KEY, BASE_URL, CONVERSATION } = process.env;
+delete globalThis.process;
+const left = ['process'].filter((n) => n in globalThis);
+const sdk = await import('@chat-service/sdk');
+const chat = sdk.createClient({ apiKey: API_KEY, baseUrl: BASE_URL, maxRetries: 0 });
+const reply = await chat.reply(CONVERSATION, { content: 'from the edge', files: [{ data: new TextEncoder().encode('edge bytes'), name: 'edge.txt', type: 'text/plain' }] });
+const file = await chat.downloadMedia(reply.attachments[0].id);
+const page = await chat.messages.list(CONVERSATION, { order: 'desc', limit: 1 }).firstPage();
+const signed = await sdk.signTestWebhook({ payload: { id: 'message.created:01jd8x3r5k0000000000000000', event: 'message.created', data: { message: reply } }, secret: 'whsec_edge' });
+const event = await sdk.verifyWebhook({ ...signed, secret: 'whsec_edge' });
+const response = await sdk.handleWebhookRequest(new Request('https://edge.example/hook', { method: 'POST', headers: { ...signed.headers, 'X-Service-Delivery': 'message.created:01jd8x3r5k0000000000000001' }, body: signed.rawBody.replace('5k0000000000000000', '5k0000000000000001') }), { secret: 'whsec_edge', onError: () => {} }, () => {});
+console.log(JSON.stringify({ left, content: page.data[0].content, file: new TextDecoder().decode(file.data), verified: event.data.message.id === reply.id, handler: response.status }));
+`,
+  );
+  // The handler got a body that differs from the signed one: it must refuse it (400), proving it verified.
+  const out = await node('edge.mjs');
+  expect(out).toEqual({ left: [], content: 'from the edge', file: 'edge bytes', verified: true, handler: 400 });
 });
 
 test('a strict TypeScript ESM consumer compiles (types checked, no skipLibCheck, no Node types) and runs against the server', async () => {
@@ -114,7 +140,7 @@ const open: Conversation[] = await chat.conversations.list({ state: 'open', crea
 out.found = open.some((c) => c.id === process.env.CONVERSATION);
 const history: Message[] = [];
 for await (const m of chat.messages.list(process.env.CONVERSATION!, { order: 'desc', limit: 1 })) history.push(m);
-out.history = history.map((m) => m.content);
+out.oldest = history[history.length - 1].content; // desc order, every page followed
 const reply = await chat.reply(process.env.CONVERSATION!, { content: 'Hello from ESM', format: 'markdown' });
 out.reply = [reply.origin, reply.direction, reply.format, reply.lastResponse.status];
 out.own = chat.isOwnMessage(reply);
@@ -161,7 +187,7 @@ console.log(JSON.stringify(out));
   expect(out).toEqual({
     module: 'string',
     found: true,
-    history: ['Hello from the packaging test'],
+    oldest: 'Hello from the packaging test',
     reply: ['api', 'outgoing', 'markdown', 201],
     own: true,
     notFound: [404, 'not_found', 'string'],
