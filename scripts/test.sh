@@ -5,6 +5,11 @@
 # (test/contract/generated.test.ts); they do not depend on the database and run once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The SDK package has its own dev dependency (fastify, for its webhook-handler test).
+if [ ! -d sdk/node_modules/fastify ]; then
+  echo "== installing the SDK's dev dependencies (sdk/package-lock.json)"
+  npm ci --prefix sdk --no-audit --no-fund
+fi
 echo "== type-check"
 npx --no-install tsc -p tsconfig.json --noEmit
 echo "== jest on SQLite"

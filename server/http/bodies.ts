@@ -43,6 +43,7 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
       const files = (req.files as Express.Multer.File[]) ?? [];
       const wrong = files.find((f) => f.fieldname !== 'file');
       if (wrong) return next(new ApiError('invalid_request', `Unexpected file field "${wrong.fieldname}"; send files as "file".`, [{ path: `/body/${wrong.fieldname}`, message: 'unexpected file field' }]));
+      for (const f of files) f.originalname = utf8FileName(f.originalname);
       const big = files.find((f) => f.size > maxFileBytes);
       if (big) return next(new ApiError('payload_too_large', `The file "${big.originalname}" is larger than ${maxFileBytes} bytes.`));
       next();
@@ -50,3 +51,17 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
   };
 }
 
+
+/**
+ * busboy (under multer 2) reads a plain `filename="..."` as latin1, but browsers and fetch send
+ * raw UTF-8 bytes there (RFC 7578). Re-read the name as UTF-8 when its bytes are valid UTF-8; a
+ * name that already holds characters beyond latin1 (from an RFC 5987 `filename*`) is kept.
+ */
+export function utf8FileName(name: string): string {
+  if (![...name].some((c) => c.charCodeAt(0) > 0x7f) || [...name].some((c) => c.charCodeAt(0) > 0xff)) return name;
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(name, 'latin1'));
+  } catch {
+    return name; // genuinely latin1
+  }
+}

@@ -146,6 +146,12 @@ describe('replies', () => {
     expect((download.body as Buffer).toString()).toBe('%PDF-1.4 invoice');
   });
 
+  test('UTF-8 file names survive multipart upload', async () => {
+    const res = await request(h.app).post(url(convId)).set(bearer(h.site.key)).attach('file', Buffer.from('x'), { filename: 'reçu été 日本.pdf', contentType: 'application/pdf' });
+    expect(res.status).toBe(201);
+    expect(res.body.data.attachments[0].name).toBe('reçu été 日本.pdf');
+  });
+
   test('a file with empty content is a valid reply', async () => {
     const res = await request(h.app).post(url(convId)).set(bearer(h.site.key)).attach('file', Buffer.from('x'), 'x.txt');
     expect(res.status).toBe(201);

@@ -170,6 +170,11 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   getEventSchema: {
     200: () => call(h.app, 'get', '/schemas/message.created.json', null),
     400: () => call(h.app, 'get', '/schemas/secrets.json', null),
+    429: async () => {
+      // keyless requests share one budget per client address (1 a minute on this app)
+      await call(limited.app, 'get', '/schemas/message.created.json', null);
+      return call(limited.app, 'get', '/schemas/message.created.json', null);
+    },
   },
 };
 

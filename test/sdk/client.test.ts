@@ -166,11 +166,9 @@ describe('messages', () => {
     expect(csv.filename).toBe('table.csv');
   });
 
-  // SERVER BUG (reported to the lead): multer 2 hands busboy no `defParamCharset`, so busboy reads
-  // the multipart file name as latin1, while fetch/undici and every browser send it as UTF-8:
-  // "é.csv" is stored as "Ã©.csv". `test.failing` passes while the bug exists; when the server
-  // decodes names as UTF-8 this starts failing: then turn it into a plain `test`.
-  test.failing('a non-ASCII file name survives the upload', async () => {
+  // fetch/undici and browsers send multipart file names as raw UTF-8 (RFC 7578); the server must
+  // not read them as latin1 (multer 2 does by default; server/http/bodies.ts decodes them).
+  test('a non-ASCII file name survives the upload', async () => {
     const id = await newConversation('v-utf8-name');
     const message = await chat.reply(id, { files: [{ data: new Uint8Array([1]), name: 'reçu é.pdf', type: 'application/pdf' }] });
     expect(message.attachments[0].name).toBe('reçu é.pdf');

@@ -955,6 +955,17 @@ export interface operations {
                 };
             };
             400: components["responses"]["InvalidRequest"];
+            /** @description `rate_limit_exceeded`: more than 300 requests in the last minute from this client address (requests without a key are limited per address). */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     onConversationClosed: {
