@@ -122,6 +122,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/schemas": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the published event schemas
+         * @description The event payload schemas this service publishes, with their addresses. Needs no key.
+         */
+        get: operations["listEventSchemas"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/schemas/{schemaName}": {
         parameters: {
             query?: never;
@@ -305,6 +325,13 @@ export interface components {
         };
         /** @enum {string} */
         EventName: "conversation.started" | "message.created" | "conversation.closed";
+        EventSchemaList: {
+            data: {
+                event: components["schemas"]["EventName"];
+                /** @description Where the JSON Schema (2020-12) of this event's payload is served. */
+                url: string;
+            }[];
+        };
         /** @description A message of a conversation. */
         Message: {
             /** @description Id of the key that wrote it; `null` unless `origin` is `api`. Compare with your key's id for loop protection. */
@@ -928,6 +955,48 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listEventSchemas: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The published schemas. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "event": "message.created",
+                     *           "url": "/api/v1/schemas/message.created.json"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EventSchemaList"];
+                };
+            };
+            /** @description `rate_limit_exceeded`: more than 300 requests in the last minute from this client address (requests without a key are limited per address). */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorResponse"];
+                };
+            };
         };
     };
     getEventSchema: {

@@ -19,7 +19,7 @@ function rateLimited(d: RateDecision) {
 /** Paths under /api/v1 that open without a key: published schemas, and media by signed link. */
 function isKeyless(req: Request): boolean {
   if (req.method === 'OPTIONS') return true; // answered 405 without CORS headers by the validator
-  if (req.path.startsWith('/schemas/')) return true;
+  if (req.path === '/schemas' || req.path.startsWith('/schemas/')) return true;
   return req.method === 'GET' && req.path.startsWith('/media/') && !req.headers.authorization && 'signature' in req.query;
 }
 

@@ -167,6 +167,13 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     500: failing(() => services().media, 'open', () => call(h.app, 'get', `/media/${mediaId}`, h.site.key)),
     503: () => call(broken.app, 'get', `/media/${mediaId}`, broken.site.key),
   },
+  listEventSchemas: {
+    200: () => call(h.app, 'get', '/schemas', null),
+    429: async () => {
+      await call(limited.app, 'get', '/schemas', null);
+      return call(limited.app, 'get', '/schemas', null);
+    },
+  },
   getEventSchema: {
     200: () => call(h.app, 'get', '/schemas/message.created.json', null),
     400: () => call(h.app, 'get', '/schemas/secrets.json', null),
