@@ -65,15 +65,7 @@ export async function startSdkServer(options: HarnessOptions = {}): Promise<SdkS
   };
 }
 
-/** Polls until `check` is true; fails with `what` after `timeoutMs`. */
-export async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 15000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > end) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
+export { waitFor } from '../helpers/wait';
 
 /** Rows of the outbox, oldest first: `body` is exactly what the sender POSTs. */
 export async function outboxEvents(h: Harness, siteId: string): Promise<{ id: string; name: string; body: string }[]> {
