@@ -17,6 +17,12 @@ import { messageRoutes } from './messages/routes';
 import { mediaRoutes } from './media/routes';
 import { schemaRoutes } from './events/schema-routes';
 
+/** A reply body with the document's defaults filled in (the idempotency fingerprint compares these). */
+const normaliseReply = (body: unknown) => {
+  const b = (body ?? {}) as { content?: string; format?: string };
+  return { ...b, content: b.content ?? '', format: b.format ?? 'plain' };
+};
+
 export interface AppOptions {
   services: Services;
   logger: Logger;
@@ -66,6 +72,12 @@ export function createApp(opts: AppOptions): Express {
 
   // 4. The public API.
   const api = express.Router();
+  // HEAD is GET without a body (RFC 9110). Node already suppresses the body of a HEAD answer, so
+  // the document's GET operations serve it.
+  api.use((req, _res, next) => {
+    if (req.method === 'HEAD') req.method = 'GET';
+    next();
+  });
   api.use(authenticate(services.access, limiter)); // 401 / 429 before anything else is looked at
   api.post('/conversations/:id/messages', multipartBody(services.config.dataDir, services.config.maxAttachmentBytes));
   api.use(jsonBody);
@@ -81,7 +93,7 @@ export function createApp(opts: AppOptions): Express {
     }),
   );
   api.use(requireRights); // 403 from the operation's security scopes in the document
-  api.post('/conversations/:id/messages', idempotency(services.idempotency));
+  api.post('/conversations/:id/messages', idempotency(services.idempotency, normaliseReply));
   api.use(schemaRoutes());
   api.use(conversationRoutes(services.conversations));
   api.use(messageRoutes(services.messages));

@@ -38,14 +38,42 @@ const V6: [string, number][] = [
 for (const [a, p] of V4) BLOCKED.addSubnet(a, p, 'ipv4');
 for (const [a, p] of V6) BLOCKED.addSubnet(a, p, 'ipv6');
 
-/** An IPv4 address carried inside an IPv6 one (NAT64 64:ff9b::/96); BlockList already sees through ::ffff:0:0/96. */
-function embeddedV4(address: string): string | null {
-  const m = /^64:ff9b::(?:([0-9a-f]{1,4}):([0-9a-f]{1,4})|(\d+\.\d+\.\d+\.\d+))$/i.exec(address);
-  if (!m) return null;
-  if (m[3]) return m[3];
-  const hi = parseInt(m[1], 16);
-  const lo = parseInt(m[2], 16);
-  return [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+/** The eight 16-bit groups of an IPv6 literal (with a dotted IPv4 tail converted). */
+function groups(address: string): number[] | null {
+  let text = address.toLowerCase();
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (dotted) {
+    const o = dotted[1].split('.').map(Number);
+    text = text.slice(0, -dotted[1].length) + `${((o[0] << 8) | o[1]).toString(16)}:${((o[2] << 8) | o[3]).toString(16)}`;
+  }
+  const [head, tail] = text.split('::');
+  const h = head ? head.split(':') : [];
+  const t = tail !== undefined && tail ? tail.split(':') : [];
+  const fill = text.includes('::') ? 8 - h.length - t.length : 0;
+  const all = [...h, ...Array(fill).fill('0'), ...t].map((g) => parseInt(g, 16));
+  return all.length === 8 && all.every((g) => g >= 0 && g <= 0xffff) ? all : null;
+}
+
+const v4Of = (hi: number, lo: number) => [hi >> 8, hi & 255, lo >> 8, lo & 255].join('.');
+
+/**
+ * An IPv4 address carried inside an IPv6 one, so the IPv4 rules apply to it: IPv4-compatible
+ * (::/96), IPv4-mapped (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96) and
+ * 6to4 (2002::/16). Returns 'blocked' for ranges that hide an address we cannot see: local-use
+ * NAT64 (64:ff9b:1::/48) and Teredo (2001::/32).
+ */
+function embeddedV4(address: string): string | 'blocked' | null {
+  const g = groups(address);
+  if (!g) return 'blocked';
+  const zeros = (n: number) => g.slice(0, n).every((x) => x === 0);
+  if (zeros(6) && !(g[6] === 0 && g[7] <= 1)) return v4Of(g[6], g[7]); // ::a.b.c.d (not :: or ::1)
+  if (zeros(5) && g[5] === 0xffff) return v4Of(g[6], g[7]); // ::ffff:a.b.c.d
+  if (zeros(4) && g[4] === 0xffff && g[5] === 0) return v4Of(g[6], g[7]); // ::ffff:0:a.b.c.d
+  if (g[0] === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return v4Of(g[6], g[7]);
+  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 1) return 'blocked';
+  if (g[0] === 0x2002) return v4Of(g[1], g[2]);
+  if (g[0] === 0x2001 && g[1] === 0) return 'blocked';
+  return null;
 }
 
 /** Is this IP literal in a range event deliveries must never reach? Unparseable counts as blocked. */
@@ -54,6 +82,7 @@ export function isBlockedAddress(address: string): boolean {
   if (family === 4) return BLOCKED.check(address, 'ipv4');
   if (family === 6) {
     const v4 = embeddedV4(address);
+    if (v4 === 'blocked') return true;
     if (v4) return isBlockedAddress(v4);
     return BLOCKED.check(address, 'ipv6');
   }

@@ -24,15 +24,17 @@ function canonical(value: unknown): string {
  * Idempotency-Key on the reply: a repeat answers the recorded answer with Idempotent-Replayed,
  * a concurrent repeat is 409, another request under the same key is 422. The handler records a
  * success in its own transaction (req.idempotency.completeIn); other answers are recorded here.
+ * `normalise` fills in the document's defaults, so `{content}` and `{content, format: 'plain'}`
+ * count as the same request.
  */
-export function idempotency(service: IdempotencyService): RequestHandler {
+export function idempotency(service: IdempotencyService, normalise: (body: unknown) => unknown = (b) => b): RequestHandler {
   return async (req, res, next) => {
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || !req.principal) return next();
     try {
       const files = ((req.files as Express.Multer.File[] | undefined) ?? []).map((f) => f.path);
       const fingerprint = createHash('sha256')
-        .update(`${req.method} ${req.baseUrl}${req.path}\n${canonical(req.body ?? null)}\n`)
+        .update(`${req.method} ${req.baseUrl}${req.path}\n${canonical(normalise(req.body ?? null))}\n`)
         .update((await Promise.all(files.map(fileDigest))).join(','))
         .digest('hex');
       const begun = await service.begin(req.principal.keyId, key, fingerprint);
@@ -45,17 +47,14 @@ export function idempotency(service: IdempotencyService): RequestHandler {
       req.idempotency = handle;
       const json = res.json.bind(res);
       res.json = (body: unknown) => {
-        if (!handle.completed) {
-          handle.finish(res.statusCode, body).then(
-            () => json(body),
-            (err) => {
-              req.log?.error({ err }, 'could not record the idempotent answer');
-              json(body);
-            },
-          );
-          return res;
-        }
-        return json(body);
+        handle.finish(res.statusCode, body).then(
+          () => json(body),
+          (err) => {
+            req.log?.error({ err }, 'could not record the idempotent answer');
+            json(body);
+          },
+        );
+        return res;
       };
       next();
     } catch (err) {

@@ -15,9 +15,12 @@ export type Begin =
 export interface IdempotencyHandle {
   /** Records the answer inside the transaction that made the change: both commit or neither. */
   completeIn(trx: Knex, status: number, body: unknown): Promise<void>;
-  /** Records an answer given without a transaction (a 4xx); or forgets the key after a 5xx. */
+  /**
+   * Called with every answer. A record committed by completeIn stays as it is. Otherwise a 4xx is
+   * recorded (and replayed later), and a 5xx forgets the key so a retry runs again; this also
+   * covers a transaction that wrote the record and then failed to commit.
+   */
   finish(status: number, body: unknown): Promise<void>;
-  readonly completed: boolean;
 }
 
 /**
@@ -67,21 +70,18 @@ export function createIdempotencyService(store: IdempotencyStore, now: () => num
   };
 
   function handle(apiKeyId: string, keyHash: string): IdempotencyHandle {
-    let completed = false;
+    let finished = false;
     return {
-      get completed() {
-        return completed;
-      },
       async completeIn(trx, status, body) {
         await store.complete(apiKeyId, keyHash, status, JSON.stringify(body), trx);
-        completed = true;
       },
       async finish(status, body) {
-        if (completed) return;
-        completed = true;
-        // A 5xx says nothing about the outcome the client wanted; let a retry run it again.
-        if (status >= 500) await store.remove(apiKeyId, keyHash);
-        else await store.complete(apiKeyId, keyHash, status, JSON.stringify(body));
+        if (finished) return;
+        finished = true;
+        // Both statements only touch a record still `running`: one the request's transaction
+        // committed as `done` is never overwritten or forgotten.
+        if (status >= 500) await store.removeRunning(apiKeyId, keyHash);
+        else await store.completeRunning(apiKeyId, keyHash, status, JSON.stringify(body));
       },
     };
   }

@@ -28,7 +28,10 @@ export function createIdempotencyStore(db: Knex) {
     },
     complete: (apiKeyId: string, keyHash: string, status: number, body: string, trx: Knex = db) =>
       trx('idempotency_keys').where(where(apiKeyId, keyHash)).update({ state: 'done', response_status: status, response_body: body }),
-    remove: (apiKeyId: string, keyHash: string) => db('idempotency_keys').where(where(apiKeyId, keyHash)).delete(),
+    /** Forgets a key whose request did not finish; a record committed by the request's own transaction stays. */
+    removeRunning: (apiKeyId: string, keyHash: string) => db('idempotency_keys').where({ ...where(apiKeyId, keyHash), state: 'running' }).delete(),
+    completeRunning: (apiKeyId: string, keyHash: string, status: number, body: string) =>
+      db('idempotency_keys').where({ ...where(apiKeyId, keyHash), state: 'running' }).update({ state: 'done', response_status: status, response_body: body }),
     removeExpired: (before: number) => db('idempotency_keys').where('created_at', '<', before).delete(),
     async removeIfExpired(apiKeyId: string, keyHash: string, before: number) {
       await db('idempotency_keys').where(where(apiKeyId, keyHash)).andWhere('created_at', '<', before).delete();

@@ -183,6 +183,13 @@ describe('closing and the visitor writing again', () => {
     }
   });
 
+  test('visitor ids are compared byte for byte: "Bob" and "bob" are two visitors', async () => {
+    const upper = await h.visitorSay(h.site.id, 'Bob', 'I am Bob');
+    const lower = await h.visitorSay(h.site.id, 'bob', 'I am bob');
+    expect(lower.conversation.id).not.toBe(upper.conversation.id);
+    expect(lower.conversation.visitorId).toBe('bob');
+  });
+
   test('a brand-new visitor writing several messages at once gets one conversation', async () => {
     const results = await Promise.all(Array.from({ length: 8 }, (_, i) => h.visitorSay(h.site.id, 'v-burst', `m${i}`)));
     expect(new Set(results.map((r) => r.conversation.id)).size).toBe(1);

@@ -139,3 +139,34 @@ test('multipart repeats with the same files replay; other files are a different 
   expect((await send('BBB')).status).toBe(422);
   expect(await count('with file')).toBe(1);
 });
+
+test('an explicit default is the same request as leaving it out', async () => {
+  const first = await reply('k-default', { content: 'defaulted' });
+  const second = await reply('k-default', { content: 'defaulted', format: 'plain' });
+  expect(first.status).toBe(201);
+  expect(second.status).toBe(201);
+  expect(second.headers['idempotent-replayed']).toBe('true');
+  expect(await count('defaulted')).toBe(1);
+});
+
+test('when the transaction fails after recording the answer, the key is released at once', async () => {
+  const messages = h.runtime.services.messages;
+  const realReply = messages.reply.bind(messages);
+  const spy = jest.spyOn(messages, 'reply').mockImplementationOnce((siteId, conversationId, input, within) =>
+    realReply(siteId, conversationId, input, async (trx, message) => {
+      await within?.(trx, message);
+      throw new Error('commit failed'); // rolls back the message and the recorded answer
+    }),
+  );
+  try {
+    const failed = await reply('k-commit', { content: 'after a failed commit' });
+    expect(failed.status).toBe(500);
+  } finally {
+    spy.mockRestore();
+  }
+  expect(await count('after a failed commit')).toBe(0);
+  const retried = await reply('k-commit', { content: 'after a failed commit' });
+  expect(retried.status).toBe(201);
+  expect(retried.headers['idempotent-replayed']).toBeUndefined();
+  expect(await count('after a failed commit')).toBe(1);
+});

@@ -93,3 +93,16 @@ test('an active type is served as a download, sandboxed', async () => {
   expect(res.headers['content-security-policy']).toContain('sandbox');
   expect(res.headers['x-content-type-options']).toBe('nosniff');
 });
+
+test('HEAD answers like GET without a body, on media and on conversations', async () => {
+  const res = await request(h.app).head(`/api/v1/media/${media.id}`).set(bearer(h.site.key));
+  expect(res.status).toBe(200);
+  expect(res.headers['content-length']).toBe(String(bytes.length));
+  expect(res.headers.etag).toMatch(/^"/);
+  expect(res.text ?? '').toBe('');
+  const conv = (await request(h.app).get('/api/v1/conversations?limit=1').set(bearer(h.site.key))).body.data[0];
+  const head = await request(h.app).head(`/api/v1/conversations/${conv.id}`).set(bearer(h.site.key));
+  expect(head.status).toBe(200);
+  expect(head.text ?? '').toBe('');
+  expect((await request(h.app).head(`/api/v1/conversations/${conv.id}`)).status).toBe(401);
+});

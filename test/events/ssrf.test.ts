@@ -61,12 +61,19 @@ describe('address ranges', () => {
     ['::ffff:10.0.0.1', 'IPv4-mapped private'],
     ['::ffff:a9fe:a9fe', 'IPv4-mapped metadata (hex form)'],
     ['64:ff9b::7f00:1', 'NAT64 of loopback'],
+    ['::127.0.0.1', 'IPv4-compatible loopback'],
+    ['::a00:1', 'IPv4-compatible private (hex form)'],
+    ['::ffff:0:7f00:1', 'IPv4-translated loopback'],
+    ['64:ff9b:1::7f00:1', 'local-use NAT64'],
+    ['2002:7f00:1::1', '6to4 of loopback'],
+    ['2002:a9fe:a9fe::1', '6to4 of cloud metadata'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'],
     ['not-an-ip', 'not an address'],
   ])('%s (%s) is blocked', (address) => {
     expect(isBlockedAddress(address)).toBe(true);
   });
 
-  test.each([['93.184.215.14'], ['8.8.8.8'], ['1.1.1.1'], ['172.32.0.1'], ['100.128.0.1'], ['2606:4700:4700::1111'], ['::ffff:8.8.8.8']])('%s is public', (address) => {
+  test.each([['93.184.215.14'], ['8.8.8.8'], ['1.1.1.1'], ['172.32.0.1'], ['100.128.0.1'], ['2606:4700:4700::1111'], ['::ffff:8.8.8.8'], ['2002:808:808::1'], ['64:ff9b::808:808']])('%s is public', (address) => {
     expect(isBlockedAddress(address)).toBe(false);
   });
 });

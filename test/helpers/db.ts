@@ -32,7 +32,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     pool: { min: 0, max: 1 },
   });
   try {
-    await conn.raw(`CREATE DATABASE \`${name}\` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin`);
+    // The server's default collation (case-insensitive here): the migrations must not depend on it.
+    await conn.raw(`CREATE DATABASE \`${name}\``);
   } catch (err) {
     await conn.destroy();
     throw new Error(`TEST_DB=mysql needs MariaDB at ${admin.host} (${(err as Error).message}). Start it: start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`);

@@ -1,15 +1,18 @@
 import type { Knex } from 'knex';
+import { binaryText } from './columns';
 
 // Times are BIGINT milliseconds since the epoch (see platform/time.ts).
 // Every list query is a keyset range scan on one of the composite indexes below.
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('sites', (t) => {
+    binaryText(knex, t);
     t.string('id', 40).primary();
     t.string('name', 200).notNullable();
     t.bigInteger('created_at').notNullable();
   });
 
   await knex.schema.createTable('api_keys', (t) => {
+    binaryText(knex, t);
     t.string('id', 40).primary();
     t.string('site_id', 40).notNullable().references('id').inTable('sites');
     t.string('fingerprint', 64).notNullable().unique(); // SHA-256 hex of the whole key
@@ -23,6 +26,7 @@ export async function up(knex: Knex): Promise<void> {
   });
 
   await knex.schema.createTable('conversations', (t) => {
+    binaryText(knex, t);
     t.string('id', 40).primary();
     t.string('site_id', 40).notNullable().references('id').inTable('sites');
     t.string('visitor_id', 128).notNullable();
@@ -40,6 +44,7 @@ export async function up(knex: Knex): Promise<void> {
   });
 
   await knex.schema.createTable('messages', (t) => {
+    binaryText(knex, t);
     t.string('id', 40).primary();
     t.string('conversation_id', 40).notNullable().references('id').inTable('conversations');
     t.string('site_id', 40).notNullable();
@@ -53,6 +58,7 @@ export async function up(knex: Knex): Promise<void> {
   });
 
   await knex.schema.createTable('attachments', (t) => {
+    binaryText(knex, t);
     t.string('id', 40).primary();
     t.string('site_id', 40).notNullable();
     t.string('message_id', 40).nullable().references('id').inTable('messages');
@@ -66,6 +72,7 @@ export async function up(knex: Knex): Promise<void> {
   });
 
   await knex.schema.createTable('idempotency_keys', (t) => {
+    binaryText(knex, t);
     t.string('api_key_id', 40).notNullable();
     t.string('key_hash', 64).notNullable(); // SHA-256 of the Idempotency-Key value
     t.string('request_hash', 64).notNullable();

@@ -1,8 +1,10 @@
 import type { Knex } from 'knex';
+import { binaryText } from './columns';
 
 export async function up(knex: Knex): Promise<void> {
   // One event address per site, with its subscribed events and its encrypted signing secret.
   await knex.schema.createTable('webhook_endpoints', (t) => {
+    binaryText(knex, t);
     t.string('id', 40).primary();
     t.string('site_id', 40).notNullable().unique().references('id').inTable('sites');
     t.string('url', 2048).notNullable();
@@ -15,6 +17,7 @@ export async function up(knex: Knex): Promise<void> {
   // The outbox: written in the same transaction as the change it describes. `body` holds the
   // exact bytes sent on every attempt.
   await knex.schema.createTable('events', (t) => {
+    binaryText(knex, t);
     t.string('id', 80).primary();
     t.string('site_id', 40).notNullable();
     t.string('name', 40).notNullable();
@@ -26,6 +29,7 @@ export async function up(knex: Knex): Promise<void> {
 
   // Delivery state of one event to the site's address. Workers claim rows with a lease.
   await knex.schema.createTable('deliveries', (t) => {
+    binaryText(knex, t);
     t.string('event_id', 80).primary().references('id').inTable('events');
     t.string('site_id', 40).notNullable();
     t.string('endpoint_id', 40).notNullable();
@@ -47,6 +51,7 @@ export async function up(knex: Knex): Promise<void> {
 
   // The delivery log: one row per attempt, kept 30 days.
   await knex.schema.createTable('delivery_attempts', (t) => {
+    binaryText(knex, t);
     t.increments('id').primary();
     t.string('event_id', 80).notNullable();
     t.string('site_id', 40).notNullable();
