@@ -41,6 +41,14 @@ function defaultOnError(error: unknown, context: { deliveryId: string | null }):
 const json = (status: number, value: unknown): WebhookOutcome => ({ status, body: JSON.stringify(value) });
 
 /**
+ * Deliveries whose listener is still running in this process. The service retries a delivery
+ * whose first attempt is still being processed when that attempt takes longer than its 20 s
+ * time-out; answering that retry "duplicate" (200) would make the service log the event as
+ * delivered even if the first run then fails. Such a retry gets 503 instead, so it is tried again.
+ */
+const inProgress = new Set<string>();
+
+/**
  * The core of every handler: verify `rawBody`, run `listener`, and decide the answer. Use it to
  * plug the SDK into a framework it has no helper for.
  */
@@ -57,10 +65,16 @@ export async function processWebhook(
     event = await verifyWebhook({ ...options, seen: store ?? false, rawBody, headers });
   } catch (err) {
     if (!(err instanceof WebhookVerificationError)) throw err;
-    if (err.reason === 'replayed') return json(200, { received: true, duplicate: true });
+    if (err.reason === 'replayed') {
+      if (err.deliveryId && inProgress.has(err.deliveryId.trim())) {
+        return json(503, { error: { code: 'in_progress', message: 'This delivery is still being processed; retry later.' } });
+      }
+      return json(200, { received: true, duplicate: true });
+    }
     onError(err, { deliveryId: err.deliveryId });
     return json(400, { error: { code: 'webhook_verification_failed', reason: err.reason, message: err.message } });
   }
+  inProgress.add(event.id);
   try {
     await listener(event);
   } catch (err) {
@@ -68,6 +82,8 @@ export async function processWebhook(
     await store?.release?.(event.id);
     onError(err, { deliveryId: event.id });
     return json(500, { error: { code: 'listener_failed', message: 'The event listener failed; the delivery will be retried.' } });
+  } finally {
+    inProgress.delete(event.id);
   }
   return json(200, { received: true });
 }

@@ -224,3 +224,34 @@ describe('Fastify', () => {
     }
   });
 });
+
+describe('a retry that arrives while the first attempt is still running', () => {
+  test('is answered 503 (retry later), not "duplicate", so a failing first run is not lost', async () => {
+    const { processWebhook } = await import('../../sdk/src/webhook-handlers');
+    const options = { secret: SECRET, seen: new MemoryReplayStore(), onError: () => undefined };
+    const fresh = JSON.parse(body);
+    fresh.id = `message.created:${'0'.repeat(10)}slowlistener0000`;
+    let finishFirst!: (ok: boolean) => void;
+    const gate = new Promise<boolean>((r) => (finishFirst = r));
+    let runs = 0;
+    const listener = async () => {
+      runs++;
+      if (runs === 1 && !(await gate)) throw new Error('the first run failed late');
+    };
+    const send = async () => {
+      const signed = await signTestWebhook({ payload: fresh, secret: SECRET });
+      return processWebhook(signed.rawBody, signed.headers, options, listener);
+    };
+    const first = send();
+    await new Promise((r) => setTimeout(r, 20));
+    const retry = await send(); // the service's retry after its 20 s time-out
+    expect(retry.status).toBe(503);
+    finishFirst(false);
+    expect((await first).status).toBe(500);
+    const later = await send(); // the next retry is processed
+    expect(later.status).toBe(200);
+    expect(runs).toBe(2);
+    expect((await send()).status).toBe(200); // and a repeat after success is a duplicate
+    expect(JSON.parse((await send()).body).duplicate).toBe(true);
+  });
+});
