@@ -13,15 +13,9 @@ import { jsonBody, multipartBody } from './http/bodies';
 import { requireRights } from './http/rights';
 import { idempotency } from './http/idempotency';
 import { conversationRoutes } from './conversations/routes';
-import { messageRoutes } from './messages/routes';
+import { messageRoutes, normaliseReply } from './messages/routes';
 import { mediaRoutes } from './media/routes';
 import { schemaRoutes } from './events/schema-routes';
-
-/** A reply body with the document's defaults filled in (the idempotency fingerprint compares these). */
-const normaliseReply = (body: unknown) => {
-  const b = (body ?? {}) as { content?: string; format?: string };
-  return { ...b, content: b.content ?? '', format: b.format ?? 'plain' };
-};
 
 export interface AppOptions {
   services: Services;

@@ -8,6 +8,12 @@ type ListAnswer = operations['listMessages']['responses'][200]['content']['appli
 type ReplyBody = operations['createReply']['requestBody']['content']['application/json'];
 type ReplyAnswer = operations['createReply']['responses'][201]['content']['application/json'];
 
+/** A reply body with the document's defaults filled in (the idempotency fingerprint compares these). */
+export function normaliseReply(body: unknown) {
+  const b = (body ?? {}) as Partial<ReplyBody>;
+  return { ...b, content: b.content ?? '', format: b.format ?? 'plain' };
+}
+
 /** GET and POST /conversations/{id}/messages. */
 export function messageRoutes(service: MessageService): Router {
   const router = Router();
