@@ -37,15 +37,19 @@ test('a failing address gets three attempts: at once, after 5 s, after 10 s more
   const arrivals = receiver.at('/schedule').map((r) => r.at);
   expect(arrivals).toHaveLength(3);
   const gaps = [arrivals[1] - arrivals[0], arrivals[2] - arrivals[1]];
+  // As the receiver sees it: the pause plus the previous attempt's own duration and the scheduling
+  // latency of a loaded 2-core CI machine (the whole suite runs beside this test).
   expect(gaps[0]).toBeGreaterThanOrEqual(5000 - 20);
-  expect(gaps[0]).toBeLessThanOrEqual(5000 + 1000);
+  expect(gaps[0]).toBeLessThanOrEqual(5000 + 2500);
   expect(gaps[1]).toBeGreaterThanOrEqual(10000 - 20);
-  expect(gaps[1]).toBeLessThanOrEqual(10000 + 1000);
-  // The log agrees with what the receiver saw.
+  expect(gaps[1]).toBeLessThanOrEqual(10000 + 2500);
+  // As the log records it: each pause runs from the end of one attempt to the start of the next.
   const log = await attemptsOf(h, id);
   expect(log.map((a) => a.attempt)).toEqual([1, 2, 3]);
-  const logged = log.map((a) => Number(a.started_at));
-  expect(logged[1] - logged[0]).toBeGreaterThanOrEqual(5000);
-  expect(logged[2] - logged[1]).toBeGreaterThanOrEqual(10000);
+  const pauses = [1, 2].map((i) => Number(log[i].started_at) - (Number(log[i - 1].started_at) + Number(log[i - 1].duration_ms)));
+  expect(pauses[0]).toBeGreaterThanOrEqual(5000);
+  expect(pauses[0]).toBeLessThanOrEqual(5000 + 2000);
+  expect(pauses[1]).toBeGreaterThanOrEqual(10000);
+  expect(pauses[1]).toBeLessThanOrEqual(10000 + 2000);
   process.stdout.write(`measured pauses: ${gaps.join(' ms, ')} ms\n`);
 }, 40_000);
