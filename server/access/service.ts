@@ -1,6 +1,7 @@
 import { newId } from '../platform/ids';
 import { randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
 import { ApiError } from '../platform/errors';
+import { toIsoRequired } from '../platform/time';
 import type { Scope } from './scopes';
 import { AccessStore, keyToDto } from './store';
 
@@ -25,7 +26,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
 
     /** Issues a key: the secret is returned once and only its SHA-256 fingerprint is stored. */
     async listSites() {
-      return (await store.listSites()).map((s) => ({ id: s.id, name: s.name, createdAt: new Date(Number(s.created_at)).toISOString() }));
+      return (await store.listSites()).map((s) => ({ id: s.id, name: s.name, createdAt: toIsoRequired(s.created_at) }));
     },
 
     hasSites: async () => (await store.countSites()) > 0,
@@ -57,7 +58,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       await store.revokeKey(id, at);
       const row = await store.findKey(id);
       if (!row) throw new Error(`no key ${id}`);
-      return { id: row.id, revokedAt: new Date(Number(row.revoked_at)).toISOString() };
+      return { id: row.id, revokedAt: toIsoRequired(row.revoked_at!) };
     },
 
     /**
@@ -70,7 +71,9 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       const fingerprint = sha256Hex(presented);
       const row = await store.findKeyByFingerprint(fingerprint);
       if (!row || !safeEqual(row.fingerprint, fingerprint) || row.revoked_at !== null) throw fail();
-      await store.touchKey(row.id, now());
+      // lastUsedAt moves at most once a minute: skip the write (a lock on SQLite) when it is fresh.
+      const at = now();
+      if (row.last_used_at === null || Number(row.last_used_at) < at - 60_000) await store.touchKey(row.id, at);
       return { keyId: row.id, siteId: row.site_id, scopes: row.scopes.split(',') as Scope[] };
     },
   };

@@ -6,6 +6,7 @@ import { toIsoRequired } from '../platform/time';
 import { EVENT_NAMES, EventName } from './outbox';
 import { BlockedAddressError, hostOf, resolveChecked, Resolver } from './ssrf';
 import { createEventStore, EndpointRow } from './store';
+import { createAccessStore } from '../access/store';
 
 export const SECRET_PREFIX = 'whsec_';
 
@@ -25,6 +26,7 @@ export function parseEventNames(value: string | undefined): EventName[] {
  */
 export function createWebhookService(deps: { db: Knex; secretKey: Buffer; allowPrivateNetworks: boolean; resolve?: Resolver; now?: () => number }) {
   const store = createEventStore(deps.db);
+  const sites = createAccessStore(deps.db);
   const now = deps.now ?? Date.now;
 
   async function checkUrl(raw: string): Promise<string> {
@@ -51,7 +53,7 @@ export function createWebhookService(deps: { db: Knex; secretKey: Buffer; allowP
   }
 
   async function requireSite(siteId: string) {
-    if (!(await store.siteExists(siteId))) throw notFound('Site');
+    if (!(await sites.findSite(siteId))) throw notFound('Site');
   }
 
   const newSecret = () => SECRET_PREFIX + randomBase62(32);

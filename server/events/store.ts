@@ -85,10 +85,6 @@ export function createEventStore(db: Knex) {
   const mysql = dialectOf(db) === 'mysql';
 
   return {
-    async siteExists(siteId: string): Promise<boolean> {
-      return !!(await db('sites').where({ id: siteId }).first('id'));
-    },
-
     async findEndpoint(siteId: string): Promise<EndpointRow | undefined> {
       return db<EndpointRow>('webhook_endpoints').where({ site_id: siteId }).first();
     },

@@ -28,28 +28,28 @@ function isKeyless(req: Request): boolean {
  * address, so keys cannot be guessed at speed.
  */
 export function authenticate(access: AccessService, limiter: RateLimiter): RequestHandler {
+  /** Counts a request that holds no valid key against its client address. */
+  async function limitByAddress(req: Request) {
+    const d = await limiter.hit(`ip:${req.ip}`);
+    if (!d.allowed) throw rateLimited(d);
+  }
   return async (req, res, next) => {
     try {
       if (isKeyless(req)) {
-        const d = await limiter.hit(`ip:${req.ip}`);
-        if (!d.allowed) throw rateLimited(d);
+        await limitByAddress(req);
         req.mediaLink = req.path.startsWith('/media/');
         return next();
       }
       const header = req.headers.authorization;
       const match = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
       if (!match) {
-        const d = await limiter.hit(`ip:${req.ip}`);
-        if (!d.allowed) throw rateLimited(d);
+        await limitByAddress(req);
         throw new ApiError('unauthorized', 'Missing API key: send Authorization: Bearer wck_...');
       }
       try {
         req.principal = await access.authenticate(match[1]);
       } catch (err) {
-        if (err instanceof ApiError && err.code === 'unauthorized') {
-          const d = await limiter.hit(`ip:${req.ip}`);
-          if (!d.allowed) throw rateLimited(d);
-        }
+        if (err instanceof ApiError && err.code === 'unauthorized') await limitByAddress(req);
         throw err;
       }
       const d = await limiter.hit(`key:${req.principal.keyId}`);

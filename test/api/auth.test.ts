@@ -39,6 +39,18 @@ describe('401 unauthorized', () => {
     expect(listed.find((x) => x.id === k.id)?.revokedAt).toBe(revoked.revokedAt);
   });
 
+  test('lastUsedAt is set by a request and then written at most once a minute', async () => {
+    const k = await h.newKey(h.site.id, ['conversations:read']);
+    const before = (await h.runtime.services.access.listKeys(h.site.id)).find((x) => x.id === k.id);
+    expect(before?.lastUsedAt).toBeNull();
+    await get('/conversations').set(bearer(k.key));
+    const first = (await h.runtime.services.access.listKeys(h.site.id)).find((x) => x.id === k.id)?.lastUsedAt;
+    expect(first).toMatch(/Z$/);
+    await new Promise((r) => setTimeout(r, 5));
+    await get('/conversations').set(bearer(k.key));
+    expect((await h.runtime.services.access.listKeys(h.site.id)).find((x) => x.id === k.id)?.lastUsedAt).toBe(first);
+  });
+
   test('only the fingerprint of a key is stored', async () => {
     const k = await h.newKey(h.site.id, ['conversations:read']);
     expect(k.key).toMatch(/^wck_[0-9A-Za-z]{43,}$/);
