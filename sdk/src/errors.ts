@@ -154,8 +154,14 @@ export type WebhookVerificationReason =
   | 'delivery_id_mismatch'
   /** `X-Service-Event` differs from the signed body's `event`. */
   | 'event_mismatch'
-  /** This delivery id was already taken (a retry or redelivery of an event you processed). */
-  | 'replayed';
+  /** This delivery id is `done` in the replay store (a retry or redelivery of an event you processed). */
+  | 'replayed'
+  /**
+   * This delivery id is `processing` in the replay store: its listener is running (in this or
+   * another process), or stopped less than `processingTtlSeconds` ago. Answer 503 so that the
+   * service retries later.
+   */
+  | 'in_progress';
 
 /** A webhook delivery failed verification; `reason` says which check. */
 export class WebhookVerificationError extends ChatError {

@@ -26,7 +26,18 @@ export {
 } from './errors';
 export type { ApiErrorInit, ErrorCode, ErrorDetail, WebhookVerificationReason } from './errors';
 export { verifyWebhook, signTestWebhook, computeWebhookSignature, MemoryReplayStore, defaultReplayStore } from './webhooks';
-export type { VerifyWebhookOptions, WebhookSecrets, WebhookReplayStore, WebhookHeaders, RawBody, SignTestWebhookOptions, SignedTestWebhook } from './webhooks';
+export type {
+  VerifyWebhookOptions,
+  WebhookSecrets,
+  WebhookReplayStore,
+  WebhookDeliveryState,
+  WebhookBeginResult,
+  ClaimOnlyReplayStore,
+  WebhookHeaders,
+  RawBody,
+  SignTestWebhookOptions,
+  SignedTestWebhook,
+} from './webhooks';
 export { processWebhook, handleWebhookRequest, createNodeWebhookHandler, expressWebhookHandler, fastifyWebhookPlugin } from './webhook-handlers';
 export type {
   WebhookHandlerOptions,

@@ -1,2 +1,2 @@
 /** The SDK's version; a test keeps it equal to `version` in sdk/package.json. */
-export const VERSION = '0.1.0';
+export const VERSION = '0.2.0';

@@ -5,52 +5,71 @@
  *
  * | outcome | answer | the service then |
  * |---|---|---|
- * | listener returned | 200 `{"received":true}` | is done |
- * | delivery id already taken (a retry of a processed event) | 200 `{"received":true,"duplicate":true}` | is done |
+ * | listener returned | 200 `{"received":true}` (the id is recorded `done`) | is done |
+ * | delivery id `done` (a retry of a processed event) | 200 `{"received":true,"duplicate":true}` | is done |
+ * | delivery id `processing` (its listener runs here or in another process, or died less than `processingTtlSeconds` ago) | 503 with `Retry-After` | retries later |
  * | verification failed | 400 with the `reason` | does not retry (shows the answer in the delivery log) |
- * | listener threw | 500 (the id is released) | retries: the retry is accepted |
+ * | listener threw | 500 (the id is released) | retries: the retry runs the listener |
+ * | replay store unreachable | 503 with `Retry-After` | retries later |
  * | body over `maxBodyBytes` | 413 | does not retry |
+ *
+ * Why 503 and not 409 for `processing`: the service takes every 4xx as the receiver's final "no"
+ * and gives up, and retries every 5xx; 503 "try again later" is what this answer means.
  */
 import { WebhookVerificationError } from './errors';
-import { asBytes, defaultReplayStore, verifyWebhook, type RawBody, type WebhookHeaders, type WebhookSecrets } from './webhooks';
+import {
+  asBytes,
+  beginDelivery,
+  completeDelivery,
+  releaseDelivery,
+  replayStoreOf,
+  replayTtls,
+  verifySignedDelivery,
+  type RawBody,
+  type WebhookBeginResult,
+  type WebhookHeaders,
+  type WebhookSecrets,
+} from './webhooks';
 import type { WebhookEvent } from './types';
 
 export interface WebhookHandlerOptions extends WebhookSecrets {
   /** Largest body accepted. Default 1 MiB (an event is a few KiB). */
   maxBodyBytes?: number;
   /**
-   * Told about each refused delivery (a `WebhookVerificationError`) and each listener failure.
+   * Told about each refused delivery (a `WebhookVerificationError`), each listener failure and
+   * each replay store failure.
    * Default: one line on `console.error`. Pass `() => {}` to silence it.
    */
   onError?: (error: unknown, context: { deliveryId: string | null }) => void;
 }
 
-/** What a handler answers: status, JSON body. */
+/** What a handler answers: status, JSON body, and extra headers (`Retry-After` on a 503). */
 export interface WebhookOutcome {
   status: number;
   body: string;
+  headers?: Record<string, string>;
 }
 
 const DEFAULT_MAX_BODY = 1024 * 1024;
 
 function defaultOnError(error: unknown, context: { deliveryId: string | null }): void {
-  const what = error instanceof WebhookVerificationError ? `refused (${error.reason}): ${error.message}` : `listener failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`;
+  const what = error instanceof WebhookVerificationError ? `refused (${error.reason}): ${error.message}` : `failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`;
   console.error(`[chat-service-sdk] webhook delivery ${context.deliveryId ?? '(no id)'} ${what}`);
 }
 
-const json = (status: number, value: unknown): WebhookOutcome => ({ status, body: JSON.stringify(value) });
+const json = (status: number, value: unknown, headers?: Record<string, string>): WebhookOutcome =>
+  headers ? { status, body: JSON.stringify(value), headers } : { status, body: JSON.stringify(value) };
 
-/**
- * Deliveries whose listener is still running in this process. The service retries a delivery
- * whose first attempt is still being processed when that attempt takes longer than its 20 s
- * time-out; answering that retry "duplicate" (200) would make the service log the event as
- * delivered even if the first run then fails. Such a retry gets 503 instead, so it is tried again.
- */
-const inProgress = new Set<string>();
+const tooLarge = (max: number): WebhookOutcome => json(413, { error: { code: 'payload_too_large', message: `The body is over ${max} bytes.` } });
 
 /**
  * The core of every handler: verify `rawBody`, run `listener`, and decide the answer. Use it to
- * plug the SDK into a framework it has no helper for.
+ * plug the SDK into a framework it has no helper for (send `outcome.headers` too).
+ *
+ * The delivery id goes `processing` when verification passes and `done` only once the listener
+ * resolved, so a retry that arrives while the listener runs, in this process or another one
+ * sharing the store, or after the process running it died, is never answered "duplicate" for an
+ * event nobody finished.
  */
 export async function processWebhook(
   rawBody: RawBody,
@@ -59,37 +78,93 @@ export async function processWebhook(
   listener: (event: WebhookEvent) => unknown,
 ): Promise<WebhookOutcome> {
   const onError = options.onError ?? defaultOnError;
-  const store = options.seen === false ? null : (options.seen ?? defaultReplayStore);
+  const store = replayStoreOf(options);
+  const ttl = replayTtls(options);
   let event: WebhookEvent;
   try {
-    event = await verifyWebhook({ ...options, seen: store ?? false, rawBody, headers });
+    event = await verifySignedDelivery({ ...options, rawBody, headers });
   } catch (err) {
     if (!(err instanceof WebhookVerificationError)) throw err;
-    if (err.reason === 'replayed') {
-      if (err.deliveryId && inProgress.has(err.deliveryId.trim())) {
-        return json(503, { error: { code: 'in_progress', message: 'This delivery is still being processed; retry later.' } });
-      }
-      return json(200, { received: true, duplicate: true });
-    }
     onError(err, { deliveryId: err.deliveryId });
     return json(400, { error: { code: 'webhook_verification_failed', reason: err.reason, message: err.message } });
   }
-  inProgress.add(event.id);
+  // Seconds after which the `processing` entry has expired at the latest.
+  const retryAfter = { 'Retry-After': String(Math.ceil(ttl.processing)) };
+
+  if (store) {
+    let state: WebhookBeginResult;
+    try {
+      state = await beginDelivery(store, event.id, options, { runsHere: true });
+    } catch (err) {
+      onError(err, { deliveryId: event.id });
+      return json(503, { error: { code: 'replay_store_unavailable', message: 'The replay store could not be reached; retry later.' } }, retryAfter);
+    }
+    if (state === 'done') return json(200, { received: true, duplicate: true });
+    if (state === 'processing') {
+      return json(503, { error: { code: 'in_progress', message: 'This delivery is still being processed; retry later.' } }, retryAfter);
+    }
+  }
+
   try {
     await listener(event);
   } catch (err) {
-    // Let the retry through: this delivery was not processed.
-    await store?.release?.(event.id);
     onError(err, { deliveryId: event.id });
+    if (store) {
+      // Let the retry through: this delivery was not processed.
+      try {
+        await releaseDelivery(store, event.id);
+      } catch (releaseErr) {
+        // The `processing` entry then expires by itself; the retries until then are answered 503.
+        onError(releaseErr, { deliveryId: event.id });
+      }
+    }
     return json(500, { error: { code: 'listener_failed', message: 'The event listener failed; the delivery will be retried.' } });
-  } finally {
-    inProgress.delete(event.id);
+  }
+
+  if (store) {
+    try {
+      await completeDelivery(store, event.id, options);
+    } catch (err) {
+      // The event was processed: answering 5xx would have it processed twice. The `processing`
+      // entry holds off retries for its time to live; a later redelivery would run again.
+      onError(err, { deliveryId: event.id });
+    }
   }
   return json(200, { received: true });
 }
 
 // ---------------------------------------------------------------------------------------------
 // Fetch-style runtimes
+
+/** The body's bytes, or null as soon as they pass `max` (the rest is never read: the stream is cancelled). */
+async function readLimited(body: ReadableStream<Uint8Array> | null, max: number): Promise<Uint8Array | null> {
+  if (!body) return new Uint8Array(0);
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      const bytes = asBytes(value) ?? new Uint8Array(0);
+      size += bytes.byteLength;
+      if (size > max) {
+        await reader.cancel().catch(() => undefined);
+        return null;
+      }
+      chunks.push(bytes);
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  const out = new Uint8Array(size);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.byteLength;
+  }
+  return out;
+}
 
 /**
  * For runtimes with Fetch `Request`/`Response`: Deno, Bun, Cloudflare Workers, Next.js route
@@ -106,19 +181,20 @@ export async function handleWebhookRequest(
   listener: (event: WebhookEvent) => unknown,
 ): Promise<Response> {
   const max = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
-  const declared = Number(request.headers.get('content-length'));
+  const declared = Number(request.headers.get('content-length') ?? Number.NaN);
   let outcome: WebhookOutcome;
   if (request.method !== 'POST') {
-    outcome = json(405, { error: { code: 'method_not_allowed', message: 'Events are delivered with POST.' } });
+    outcome = json(405, { error: { code: 'method_not_allowed', message: 'Events are delivered with POST.' } }, { Allow: 'POST' });
   } else if (declared > max) {
-    outcome = json(413, { error: { code: 'payload_too_large', message: `The body is over ${max} bytes.` } });
+    // Refused on the declared length: not a byte of the body is read.
+    await request.body?.cancel().catch(() => undefined);
+    outcome = tooLarge(max);
   } else {
-    const body = new Uint8Array(await request.arrayBuffer());
-    outcome = body.byteLength > max
-      ? json(413, { error: { code: 'payload_too_large', message: `The body is over ${max} bytes.` } })
-      : await processWebhook(body, request.headers, options, listener);
+    // Chunked bodies have no length: counted while read, and reading stops at the limit.
+    const body = await readLimited(request.body, max);
+    outcome = body === null ? tooLarge(max) : await processWebhook(body, request.headers, options, listener);
   }
-  return new Response(outcome.body, { status: outcome.status, headers: { 'Content-Type': 'application/json' } });
+  return new Response(outcome.body, { status: outcome.status, headers: { ...outcome.headers, 'Content-Type': 'application/json' } });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -183,6 +259,7 @@ async function rawBodyOf(req: NodeRequestLike, max: number): Promise<Uint8Array 
 function send(res: NodeResponseLike, outcome: WebhookOutcome): void {
   if (res.headersSent) return;
   res.statusCode = outcome.status;
+  for (const [name, value] of Object.entries(outcome.headers ?? {})) res.setHeader(name, value);
   res.setHeader('Content-Type', 'application/json');
   res.end(outcome.body);
 }
@@ -304,7 +381,9 @@ export function fastifyWebhookPlugin(instance: FastifyInstanceLike, options: Fas
       const raw: RawBody = typeof body === 'string' ? body : (asBytes(body) ?? new Uint8Array(0));
       const outcome = await processWebhook(raw, request.headers, options, (event) => options.onEvent(event, request, reply));
       if (reply.sent) return reply;
-      return reply.code(outcome.status).header('Content-Type', 'application/json').send(outcome.body);
+      reply.code(outcome.status);
+      for (const [name, value] of Object.entries(outcome.headers ?? {})) reply.header(name, value);
+      return reply.header('Content-Type', 'application/json').send(outcome.body);
     });
     done();
   } catch (err) {

@@ -9,33 +9,78 @@ export type WebhookHeaders = Headers | Record<string, string | string[] | undefi
 export type RawBody = string | Uint8Array | ArrayBuffer;
 
 /**
- * Remembers the delivery ids already taken, so a retried or replayed delivery is dropped.
- * Implement it on Redis or your database when you run more than one process:
+ * Where a delivery id stands in a `WebhookReplayStore`:
+ * - `processing`: a handler verified it and its listener is running (or its process died while it
+ *   ran: the entry then expires after the short processing time to live and the retry runs it);
+ * - `done`: the listener finished; a retry or a replay is a duplicate until the entry expires.
+ */
+export type WebhookDeliveryState = 'processing' | 'done';
+
+/** What `WebhookReplayStore.begin` found: `started` means this call recorded the id as `processing`. */
+export type WebhookBeginResult = 'started' | WebhookDeliveryState;
+
+/**
+ * Remembers delivery ids in two states, so that a retry of a delivery whose listener is still
+ * running (or crashed) is not mistaken for a retry of one that was processed. Share one store
+ * between every process that receives events (Redis, your database); each method maps to one
+ * atomic command:
  *
  * ```ts
- * const redisStore: WebhookReplayStore = {
- *   claim: async (id, ttl) => (await redis.set(`webhook:${id}`, '1', 'EX', ttl, 'NX')) === 'OK',
- *   release: async (id) => void (await redis.del(`webhook:${id}`)),
+ * const redisStore: WebhookReplayStore = {   // ioredis
+ *   async begin(id, ttl) {
+ *     if ((await redis.set(`chat-webhook:${id}`, 'processing', 'PX', Math.ceil(ttl * 1000), 'NX')) === 'OK') return 'started';
+ *     return (await redis.get(`chat-webhook:${id}`)) === 'done' ? 'done' : 'processing';
+ *   },
+ *   complete: async (id, ttl) => void (await redis.set(`chat-webhook:${id}`, 'done', 'PX', Math.ceil(ttl * 1000))),
+ *   release: async (id) => void (await redis.del(`chat-webhook:${id}`)),
  * };
  * ```
  */
 export interface WebhookReplayStore {
   /**
-   * Records `id` unless it is already recorded and unexpired, atomically (Redis `SET NX EX`, an
-   * INSERT on a unique key). Returns true when this call recorded it, false for a repeat.
+   * Atomically: when `id` has no unexpired entry, records it as `processing` for `ttlSeconds` and
+   * returns `started` (Redis `SET key processing PX ms NX`, an INSERT on a unique key); otherwise
+   * returns the entry's state. When the state cannot be read (the entry vanished between the two
+   * commands), return `processing`: the handler then answers 503 and the service tries again.
    */
-  claim(id: string, ttlSeconds: number): boolean | Promise<boolean>;
-  /** Forgets `id`, so a retry of the delivery is accepted. Call it when processing the event failed. */
-  release?(id: string): void | Promise<void>;
+  begin(id: string, ttlSeconds: number): WebhookBeginResult | Promise<WebhookBeginResult>;
+  /** Records `id` as `done` for `ttlSeconds`, replacing its `processing` entry (Redis `SET key done PX ms`). */
+  complete(id: string, ttlSeconds: number): void | Promise<void>;
+  /** Forgets `id`, so the next retry of the delivery runs the listener (Redis `DEL key`). Called when the listener failed. */
+  release(id: string): void | Promise<void>;
 }
 
 /**
- * The in-memory replay store: ids expire after their time to live, and the oldest are dropped
+ * @deprecated The store interface of SDK 0.1.0: one state, taken at verification. Still accepted by
+ * `seen`, with its old behaviour: a delivery whose listener is running in another process, or
+ * whose process died mid-listener, is answered `200 duplicate` and its event is lost. Implement
+ * `WebhookReplayStore` (`begin`, `complete`, `release`) instead.
+ */
+export interface ClaimOnlyReplayStore {
+  /** Records `id` unless it is already recorded and unexpired, atomically. True when this call recorded it. */
+  claim(id: string, ttlSeconds: number): boolean | Promise<boolean>;
+  /** Forgets `id`. */
+  release?(id: string): void | Promise<void>;
+}
+
+/** Default time to live of a `processing` entry: how long a retry waits for a running (or crashed) listener. */
+export const DEFAULT_PROCESSING_TTL_SECONDS = 10;
+/** Default time to live of a `done` entry. */
+export const DEFAULT_DONE_TTL_SECONDS = 86_400;
+const DEFAULT_TOLERANCE_SECONDS = 300;
+
+interface MemoryEntry {
+  state: WebhookDeliveryState;
+  expires: number;
+}
+
+/**
+ * The in-memory replay store: entries expire after their time to live, and the oldest are dropped
  * beyond `maxEntries`. Per process: with several processes behind a load balancer, use a shared
  * store (see `WebhookReplayStore`).
  */
 export class MemoryReplayStore implements WebhookReplayStore {
-  private readonly entries = new Map<string, number>();
+  private readonly entries = new Map<string, MemoryEntry>();
   private readonly maxEntries: number;
   private readonly now: () => number;
 
@@ -44,42 +89,134 @@ export class MemoryReplayStore implements WebhookReplayStore {
     this.now = options.now ?? Date.now;
   }
 
-  claim(id: string, ttlSeconds: number): boolean {
+  begin(id: string, ttlSeconds: number): WebhookBeginResult {
     const now = this.now();
     this.sweep(now);
-    const expires = this.entries.get(id);
-    if (expires !== undefined && expires > now) return false;
-    this.entries.delete(id);
-    this.entries.set(id, now + ttlSeconds * 1000);
-    while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
-    return true;
+    const entry = this.entries.get(id);
+    if (entry && entry.expires > now) return entry.state;
+    this.put(id, { state: 'processing', expires: now + ttlSeconds * 1000 });
+    return 'started';
+  }
+
+  complete(id: string, ttlSeconds: number): void {
+    this.put(id, { state: 'done', expires: this.now() + ttlSeconds * 1000 });
   }
 
   release(id: string): void {
     this.entries.delete(id);
   }
 
+  /**
+   * @deprecated The one-state API of SDK 0.1.0: records `id` as `done` unless it has an unexpired
+   * entry; true when this call recorded it.
+   */
+  claim(id: string, ttlSeconds: number): boolean {
+    if (this.state(id) !== null) return false;
+    this.complete(id, ttlSeconds);
+    return true;
+  }
+
+  /** The unexpired state of `id`, or null. */
+  state(id: string): WebhookDeliveryState | null {
+    const entry = this.entries.get(id);
+    return entry && entry.expires > this.now() ? entry.state : null;
+  }
+
   has(id: string): boolean {
-    const expires = this.entries.get(id);
-    return expires !== undefined && expires > this.now();
+    return this.state(id) !== null;
   }
 
   get size(): number {
     return this.entries.size;
   }
 
-  /** Drops expired ids from the oldest end (insertion order), a few at a time. */
+  /** Re-inserts, so the map's order stays the order of last writes (the sweep and eviction rely on it). */
+  private put(id: string, entry: MemoryEntry): void {
+    this.entries.delete(id);
+    this.entries.set(id, entry);
+    while (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value as string);
+  }
+
+  /** Drops expired ids from the oldest end, a few at a time. */
   private sweep(now: number): void {
     let budget = 100;
-    for (const [id, expires] of this.entries) {
-      if (expires > now || budget-- <= 0) break;
+    for (const [id, entry] of this.entries) {
+      if (entry.expires > now || budget-- <= 0) break;
       this.entries.delete(id);
     }
   }
 }
 
-/** The store `verifyWebhook` uses when given none: one per process (per copy of the SDK). */
+/** The store `verifyWebhook` and the handlers use when given none: one per process (per copy of the SDK). */
 export const defaultReplayStore: MemoryReplayStore = /* @__PURE__ */ new MemoryReplayStore();
+
+/**
+ * Delivery ids whose listener runs in this process, for `ClaimOnlyReplayStore`s only: they cannot
+ * tell `processing` from `done`, so a retry of a delivery still running here is at least answered
+ * 503 instead of `duplicate`.
+ */
+const runningHere = new Set<string>();
+
+function isTwoStateStore(store: WebhookReplayStore | ClaimOnlyReplayStore): store is WebhookReplayStore {
+  return typeof (store as WebhookReplayStore).begin === 'function';
+}
+
+/** The parts of the options the replay steps need. */
+export type ReplaySettings = Pick<WebhookSecrets, 'seen' | 'replayTtlSeconds' | 'processingTtlSeconds' | 'toleranceSeconds'>;
+
+function positiveSeconds(value: number | undefined, fallback: number, name: string): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number of seconds.`);
+  return value;
+}
+
+/** How long each state lives. `done` covers at least a captured delivery's whole validity (tolerance both ways). */
+export function replayTtls(settings: ReplaySettings): { processing: number; done: number } {
+  const tolerance = positiveSeconds(settings.toleranceSeconds, DEFAULT_TOLERANCE_SECONDS, 'toleranceSeconds');
+  return {
+    processing: positiveSeconds(settings.processingTtlSeconds, DEFAULT_PROCESSING_TTL_SECONDS, 'processingTtlSeconds'),
+    done: Math.max(positiveSeconds(settings.replayTtlSeconds, DEFAULT_DONE_TTL_SECONDS, 'replayTtlSeconds'), 2 * tolerance),
+  };
+}
+
+/** The replay store the settings select, or null when the check is off. */
+export function replayStoreOf(settings: ReplaySettings): WebhookReplayStore | ClaimOnlyReplayStore | null {
+  return settings.seen === false ? null : (settings.seen ?? defaultReplayStore);
+}
+
+/** Step 1 of processing a verified delivery: `started` means the caller runs the listener, then `completeDelivery` or `releaseDelivery`. */
+export async function beginDelivery(
+  store: WebhookReplayStore | ClaimOnlyReplayStore,
+  id: string,
+  settings: ReplaySettings,
+  { runsHere = false }: { runsHere?: boolean } = {},
+): Promise<WebhookBeginResult> {
+  const ttl = replayTtls(settings);
+  if (isTwoStateStore(store)) {
+    const result = await store.begin(id, ttl.processing);
+    if (result !== 'started' && result !== 'processing' && result !== 'done') {
+      throw new TypeError(`WebhookReplayStore.begin must return 'started', 'processing' or 'done', not ${JSON.stringify(result)}.`);
+    }
+    return result;
+  }
+  if (await store.claim(id, ttl.done)) {
+    if (runsHere) runningHere.add(id);
+    return 'started';
+  }
+  return runningHere.has(id) ? 'processing' : 'done';
+}
+
+/** The listener succeeded: later retries and replays of `id` are duplicates. */
+export async function completeDelivery(store: WebhookReplayStore | ClaimOnlyReplayStore, id: string, settings: ReplaySettings): Promise<void> {
+  if (isTwoStateStore(store)) await store.complete(id, replayTtls(settings).done);
+  else runningHere.delete(id); // the claim already reads as taken
+}
+
+/** The listener failed: the next retry of `id` runs it again. */
+export async function releaseDelivery(store: WebhookReplayStore | ClaimOnlyReplayStore, id: string): Promise<void> {
+  runningHere.delete(id);
+  await store.release?.(id);
+}
 
 export interface WebhookSecrets {
   /** The signing secret (`whsec_...`) of your event address. */
@@ -92,13 +229,26 @@ export interface WebhookSecrets {
   /** Largest difference between the delivery's timestamp and your clock, either way. Default 300 s. */
   toleranceSeconds?: number;
   /**
-   * Where taken delivery ids are remembered: default an in-memory store per process; pass a
-   * shared store with several processes, or `false` to skip this check (only if you dedupe the
-   * event ids yourself: a retry repeats the id).
+   * Where delivery ids are remembered (`processing`, then `done`): default an in-memory store per
+   * process; pass a shared store with several processes, or `false` to skip this check (only if
+   * you dedupe the event ids yourself: a retry repeats the id). A `ClaimOnlyReplayStore` (SDK 0.1.0)
+   * still works, with its old single state.
    */
-  seen?: WebhookReplayStore | false;
-  /** How long a taken id is remembered. Default 86 400 s (a day). */
+  seen?: WebhookReplayStore | ClaimOnlyReplayStore | false;
+  /**
+   * How long a `done` id is remembered: retries and redeliveries within it are duplicates.
+   * Default 86 400 s (a day); never less than twice `toleranceSeconds` (a captured delivery stays
+   * valid that long), a smaller value is raised to it.
+   */
   replayTtlSeconds?: number;
+  /**
+   * How long a `processing` id holds off retries (answered 503) before a retry may run the
+   * listener again, in case the process running it died. Default 10 s: short enough that a crash
+   * mid-listener is still retried within the service's default schedule (attempts 5 s and 10 s
+   * apart), and a retry of a slow but living listener only comes after the service's own 20 s
+   * time-out, when the entry has expired anyway (delivery is at least once).
+   */
+  processingTtlSeconds?: number;
 }
 
 export interface VerifyWebhookOptions extends WebhookSecrets {
@@ -112,6 +262,14 @@ export interface VerifyWebhookOptions extends WebhookSecrets {
   headers: WebhookHeaders;
   /** Your clock, Unix seconds (for tests). Default now. */
   currentTime?: number;
+  /**
+   * When to record the delivery id as `done`. `'verified'` (default): at once, as SDK 0.1.0 did;
+   * if your processing then fails, call `seen.release(event.id)` before answering 5xx. `'later'`:
+   * the id stays `processing` (`processingTtlSeconds`); call `seen.complete(event.id, ttlSeconds)`
+   * when your processing succeeded, or `seen.release(event.id)` when it failed. Only `'later'`
+   * survives a crash mid-processing: the `processing` entry expires and the service's retry runs.
+   */
+  markDone?: 'verified' | 'later';
 }
 
 const SIGNATURE = /^sha256=([0-9a-f]{64})$/;
@@ -182,13 +340,31 @@ function signedBytes(timestamp: string, body: Uint8Array): Uint8Array {
  * 4. the body is a JSON event whose `id` equals `X-Service-Delivery` and whose `event` equals
  *    `X-Service-Event` (`invalid_body`, `delivery_id_mismatch`, `event_mismatch`): the headers are
  *    not signed, the body is;
- * 5. the delivery id was not taken before (`replayed`); it is recorded as taken now. If your
- *    processing then fails and you answer 5xx so that the service retries, call
- *    `seen.release(event.id)` first (the SDK's handlers do this for you).
+ * 5. the delivery id is not `done` (`replayed`) nor `processing` elsewhere (`in_progress`: answer
+ *    503 so that the service retries later); it is recorded as `processing`, then at once as
+ *    `done` unless `markDone: 'later'`. If your processing then fails and you answer 5xx so
+ *    that the service retries, call `seen.release(event.id)` first. The SDK's handlers do all of
+ *    this for you, with `done` recorded only after your listener succeeded.
  */
 export async function verifyWebhook(options: VerifyWebhookOptions): Promise<WebhookEvent> {
+  const event = await verifySignedDelivery(options);
+  const store = replayStoreOf(options);
+  if (!store) return event;
+  const state = await beginDelivery(store, event.id, options);
+  if (state === 'done') {
+    throw new WebhookVerificationError('replayed', `Delivery ${event.id} was already processed; a retry or redelivery of it is dropped.`, event.id);
+  }
+  if (state === 'processing') {
+    throw new WebhookVerificationError('in_progress', `Delivery ${event.id} is being processed (or its processing stopped less than processingTtlSeconds ago); answer 503 so that the service retries later.`, event.id);
+  }
+  if ((options.markDone ?? 'verified') === 'verified') await completeDelivery(store, event.id, options);
+  return event;
+}
+
+/** Checks 1 to 4 of `verifyWebhook`: everything but the replay store. */
+export async function verifySignedDelivery(options: Omit<VerifyWebhookOptions, 'seen' | 'markDone'>): Promise<WebhookEvent> {
   const secrets = secretsOf(options);
-  const tolerance = options.toleranceSeconds ?? 300;
+  const tolerance = options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS;
   const body = bodyBytes(options.rawBody);
   const { headers } = options;
 
@@ -244,11 +420,6 @@ export async function verifyWebhook(options: VerifyWebhookOptions): Promise<Webh
   }
   if (!event.id.startsWith(`${event.event}:`) || (eventHeader !== null && eventHeader.trim() !== event.event)) {
     throw new WebhookVerificationError('event_mismatch', `X-Service-Event (${eventHeader}) or the id does not match the signed body's event (${event.event}).`, deliveryId);
-  }
-
-  const store = options.seen === false ? null : (options.seen ?? defaultReplayStore);
-  if (store && !(await store.claim(event.id, options.replayTtlSeconds ?? 86_400))) {
-    throw new WebhookVerificationError('replayed', `Delivery ${event.id} was already taken; a retry or redelivery of it is dropped.`, deliveryId);
   }
   return event;
 }
