@@ -94,13 +94,74 @@ export interface ResolvedAddress {
   family: 4 | 6;
 }
 
-/** Name resolution as the operating system does it (hosts file included); replaceable in tests. */
+/** Name resolution of event addresses; replaceable in tests. */
 export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
 
-export const systemResolver: Resolver = async (hostname) => {
-  const all = await dns.promises.lookup(hostname, { all: true, verbatim: true });
-  return all.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-};
+/** How long one name may take to resolve (both record types) before the attempt gives up on it. */
+export const DNS_TIMEOUT_MS = 5000;
+
+/** A DNS server that did not answer in time; the delivery log says `dns timeout`. */
+export class DnsTimeoutError extends Error {
+  readonly code = 'ETIMEOUT';
+  constructor(readonly hostname: string, timeoutMs: number) {
+    super(`${hostname}: no DNS answer within ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * A resolver that asks DNS servers directly (c-ares, on the event loop) instead of `dns.lookup`.
+ * `dns.lookup` is getaddrinfo on libuv's thread pool (4 threads, shared with file I/O and crypto):
+ * a site whose DNS zone is black-holed holds one thread per lookup for the system resolver's whole
+ * time-out, so a handful of its deliveries would stall every file read and every other site's
+ * deliveries. Here a lookup costs a socket and a timer, and it ends after `timeoutMs` whatever the
+ * servers do. The hosts file is not read: an event address must be a name the public DNS knows
+ * (`localhost` and IP literals never get here, see resolveChecked). `servers` (host or host:port)
+ * replaces the system's /etc/resolv.conf servers.
+ */
+export function createDnsResolver(opts: { timeoutMs?: number; servers?: string[] } = {}): Resolver {
+  const timeoutMs = opts.timeoutMs ?? DNS_TIMEOUT_MS;
+  // Two tries, the second with c-ares' doubled wait, fit the budget; the deadline below is what
+  // guarantees it, whatever c-ares' back-off does.
+  const resolver = new dns.promises.Resolver({ timeout: Math.max(50, Math.floor(timeoutMs / 3)), tries: 2 });
+  if (opts.servers) resolver.setServers(opts.servers);
+  return async (hostname) => {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_resolve, reject) => {
+      timer = setTimeout(() => reject(new DnsTimeoutError(hostname, timeoutMs)), timeoutMs);
+    });
+    // Both families at once, as getaddrinfo does; a family that fails or has no records is left out
+    // (only the addresses returned here are checked, and only they are connected to).
+    const lookups = Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
+    try {
+      const [v4, v6] = await Promise.race([lookups, deadline]);
+      const addresses: ResolvedAddress[] = [
+        ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 as const })) : []),
+        ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 as const })) : []),
+      ];
+      if (addresses.length > 0) return addresses;
+      const codes = [v4, v6].map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'ENODATA'));
+      if (codes.includes('ETIMEOUT')) throw new DnsTimeoutError(hostname, timeoutMs);
+      // NXDOMAIN, no records, a server that refused or failed: the name does not resolve.
+      throw Object.assign(new Error(`${hostname} does not resolve (${codes.join(', ')})`), { code: 'ENOTFOUND' });
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+}
+
+let defaultResolver: Resolver | undefined;
+/** The resolver used when none is given: the system's DNS servers, DNS_TIMEOUT_MS per name. */
+export function systemResolver(hostname: string): Promise<ResolvedAddress[]> {
+  defaultResolver ??= createDnsResolver();
+  return defaultResolver(hostname);
+}
+
+/** RFC 6761: `localhost` and its subdomains are loopback whatever a resolver says. */
+const LOCALHOST = /(^|\.)localhost\.?$/i;
+// IPv4 only: with a second address the connect would race both families (250 ms per try), and a
+// busy local receiver listening on 127.0.0.1 alone then fails with ETIMEDOUT. An IPv6-only
+// receiver is reachable as https://[::1]:port.
+const LOOPBACK: ResolvedAddress[] = [{ address: '127.0.0.1', family: 4 }];
 
 export class BlockedAddressError extends Error {
   constructor(readonly hostname: string) {
@@ -115,13 +176,16 @@ export function hostOf(url: URL): string {
 
 /**
  * Resolves `hostname` and returns its addresses, all checked. Throws BlockedAddressError when any
- * of them is blocked (unless private networks are allowed), and the resolver's error (ENOTFOUND...)
- * when the name does not resolve.
+ * of them is blocked (unless private networks are allowed), the resolver's error (ENOTFOUND...)
+ * when the name does not resolve, and DnsTimeoutError when DNS does not answer in time.
  */
 export async function resolveChecked(hostname: string, opts: { allowPrivate: boolean; resolve?: Resolver }): Promise<ResolvedAddress[]> {
   const family = net.isIP(hostname);
-  // RFC 6761: these names are loopback whatever a resolver says.
-  if (!opts.allowPrivate && /(^|\.)localhost\.?$/i.test(hostname)) throw new BlockedAddressError(hostname);
+  if (LOCALHOST.test(hostname)) {
+    if (!opts.allowPrivate) throw new BlockedAddressError(hostname);
+    // Answered here, not by DNS (which does not know it) or the hosts file (which is not read).
+    return LOOPBACK.map((a) => ({ ...a }));
+  }
   const addresses: ResolvedAddress[] = family ? [{ address: hostname, family: family as 4 | 6 }] : await (opts.resolve ?? systemResolver)(hostname);
   if (addresses.length === 0) throw Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' });
   if (!opts.allowPrivate && addresses.some((a) => isBlockedAddress(a.address))) throw new BlockedAddressError(hostname);

@@ -63,6 +63,9 @@ export interface Claimed {
   exhausted: boolean;
 }
 
+/** The log text of an attempt whose worker stopped (or lost its lease) before reporting back. */
+export const INTERRUPTED = 'interrupted: the worker stopped during the attempt';
+
 const num = (v: unknown) => Number(v);
 const numOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
@@ -107,7 +110,10 @@ export function createEventStore(db: Knex) {
      * lease (next_attempt_at moves to the lease's end, so if this worker dies the row is due again
      * then). On MySQL the candidates are locked with SKIP LOCKED, so concurrent workers take
      * different rows without waiting on each other; the UPDATE is conditional on what was read, so
-     * on SQLite (no row locks) a row can still be claimed by one worker only.
+     * on SQLite (no row locks) a row can still be claimed by one worker only. The rows in
+     * `exclude` are left alone even when their lease ran out: they are this worker's own attempts
+     * still in flight (a stalled database or a slow receiver outlasted the lease), and claiming them
+     * again would send the event a second time alongside the first.
      */
     async claimDue(opts: {
       owner: string;
@@ -118,14 +124,18 @@ export function createEventStore(db: Knex) {
       /** Deliveries this worker has in flight per endpoint, and the most it takes per endpoint. */
       inFlight: Map<string, number>;
       perEndpoint: number;
+      /** Event ids this worker is still sending. */
+      exclude?: Iterable<string>;
     }): Promise<{ claimed: Claimed[]; skipped: number }> {
       const { owner, now, leaseMs, limit, maxAttempts, perEndpoint } = opts;
       if (limit <= 0) return { claimed: [], skipped: 0 };
       const busy = new Map(opts.inFlight);
       const full = [...busy].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
+      const own = [...(opts.exclude ?? [])];
       const work = async (q: Knex | Knex.Transaction) => {
         let select = q('deliveries').where('status', 'pending').andWhere('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
         if (full.length) select = select.whereNotIn('endpoint_id', full);
+        if (own.length) select = select.whereNotIn('event_id', own);
         if (mysql) select = select.forUpdate().skipLocked();
         const rows = (await select).map(deliveryFromDb);
         const claimed: Claimed[] = [];
@@ -173,22 +183,41 @@ export function createEventStore(db: Knex) {
       return { event, endpoint };
     },
 
-    async logAttempt(row: AttemptLog): Promise<void> {
-      await db('delivery_attempts').insert(row);
+    /**
+     * Records the end of an attempt: its row in the log and the delivery's new state, in one commit.
+     * The state changes only while the row is still this claim's: leased by `owner` AND at the
+     * attempt number the claim sent. A lease that ran out may have been taken by another worker,
+     * which may have finished and released it and been followed by a newer claim (even this
+     * worker's own); the owner alone cannot tell those apart, the attempt number can. A stale
+     * result changes nothing (returns false), but the attempt did happen, so its row is logged,
+     * replacing the `interrupted` placeholder a later claim wrote for it.
+     */
+    async finishAttempt(
+      row: AttemptLog | null,
+      eventId: string,
+      claim: { owner: string; attempt: number },
+      next: { status: DeliveryStatus; nextAttemptAt: number; now: number },
+    ): Promise<boolean> {
+      return runInTransaction(db, async (trx) => {
+        const n = await trx('deliveries')
+          .where({ event_id: eventId, lease_owner: claim.owner, attempts: claim.attempt })
+          .update({ status: next.status, next_attempt_at: next.nextAttemptAt, lease_owner: null, lease_until: null, updated_at: next.now });
+        if (row) {
+          if (n === 0) await trx('delivery_attempts').where({ event_id: eventId, attempt: row.attempt }).andWhere('error', INTERRUPTED).del();
+          await trx('delivery_attempts').insert(row);
+        }
+        return n === 1;
+      });
     },
 
     /**
-     * Writes the attempt to the log and the delivery's new state in one commit. The state changes
-     * only while this worker still holds the lease; the log row is written regardless, since the
-     * attempt did happen.
+     * Logs an attempt whose worker never reported back (found by the claim that took its expired
+     * lease), unless that worker's real result is in the log already: it may have been late, not dead.
      */
-    async finishAttempt(row: AttemptLog | null, eventId: string, owner: string, next: { status: DeliveryStatus; nextAttemptAt: number; now: number }): Promise<boolean> {
-      return runInTransaction(db, async (trx) => {
-        if (row) await trx('delivery_attempts').insert(row);
-        const n = await trx('deliveries')
-          .where({ event_id: eventId, lease_owner: owner })
-          .update({ status: next.status, next_attempt_at: next.nextAttemptAt, lease_owner: null, lease_until: null, updated_at: next.now });
-        return n === 1;
+    async logInterrupted(row: Omit<AttemptLog, 'error' | 'status_code' | 'response_excerpt'>): Promise<void> {
+      await runInTransaction(db, async (trx) => {
+        const known = await trx('delivery_attempts').where({ event_id: row.event_id, attempt: row.attempt }).first('id');
+        if (!known) await trx('delivery_attempts').insert({ ...row, status_code: null, error: INTERRUPTED, response_excerpt: null });
       });
     },
 

@@ -1,6 +1,6 @@
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { BlockedAddressError, hostOf, resolveChecked, ResolvedAddress, Resolver } from './ssrf';
+import { BlockedAddressError, DnsTimeoutError, hostOf, resolveChecked, ResolvedAddress, Resolver } from './ssrf';
 
 export interface PostOptions {
   /** The whole attempt (name resolution, connect, TLS, answer) must end within this. */
@@ -25,6 +25,7 @@ const EXCERPT_BYTES = 1024;
 /** Maps a transport failure to the short, stable texts of the delivery log. */
 export function describeError(err: unknown): string {
   if (err instanceof BlockedAddressError) return 'blocked address';
+  if (err instanceof DnsTimeoutError) return 'dns timeout';
   const e = err as { code?: string; message?: string };
   const code = e?.code ?? '';
   if (code === 'ECONNRESET' || code === 'EPIPE' || /socket hang up/i.test(e?.message ?? '')) return 'connection reset';

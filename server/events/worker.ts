@@ -34,8 +34,11 @@ export interface DeliveryWorker {
   /** Stops claiming, lets the attempts in flight finish (at most the attempt time-out), then resolves. */
   stop(): Promise<void>;
   readonly owner: string;
-  /** Attempts this worker finished, by outcome (for tests and diagnostics). */
-  readonly stats: Record<'delivered' | 'failed' | 'retry', number>;
+  /**
+   * Attempts this worker finished, by outcome (for tests and diagnostics). `stale`: the attempt
+   * outlived its lease and a newer claim owned the row by then, so its result was only logged.
+   */
+  readonly stats: Record<'delivered' | 'failed' | 'retry' | 'stale', number>;
 }
 
 const CLEANUP_EVERY_MS = 60 * 60 * 1000;
@@ -86,7 +89,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   const ca = config.webhookCaFile ? [...tls.rootCertificates, fs.readFileSync(config.webhookCaFile, 'utf8')] : undefined;
 
   const inFlight = new Map<string, { endpointId: string; done: Promise<void> }>();
-  const stats = { delivered: 0, failed: 0, retry: 0 };
+  const stats = { delivered: 0, failed: 0, retry: 0, stale: 0 };
   let started = false;
   let stopped = false;
   let ticking: Promise<void> | null = null;
@@ -122,7 +125,18 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         again = false;
         const free = concurrency - inFlight.size;
         if (free <= 0) break;
-        const { claimed, skipped } = await store.claimDue({ owner, now: Date.now(), leaseMs, limit: free, maxAttempts, inFlight: inFlightByEndpoint(), perEndpoint });
+        const { claimed, skipped } = await store.claimDue({
+          owner,
+          now: Date.now(),
+          leaseMs,
+          limit: free,
+          maxAttempts,
+          inFlight: inFlightByEndpoint(),
+          perEndpoint,
+          // An attempt of ours can outlast its lease (a database stall, a slow answer): the row then
+          // looks due, but it is still being sent.
+          exclude: [...inFlight.keys()],
+        });
         for (const c of claimed) run(c);
         // More may be due: the batch was full, or rows of an address that just filled up hid others
         // (the next round leaves that address out).
@@ -153,25 +167,18 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   async function deliver(c: Claimed): Promise<void> {
     const { delivery } = c;
     const { event, endpoint } = await store.loadForDelivery(delivery.event_id, delivery.endpoint_id);
+    const claim = { owner, attempt: c.attempt };
     if (!event || !endpoint) {
-      await store.finishAttempt(null, delivery.event_id, owner, { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() });
+      await store.finishAttempt(null, delivery.event_id, claim, { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() });
       return;
     }
     const base = { event_id: event.id, site_id: delivery.site_id, endpoint_id: endpoint.id, event_name: event.name, url: endpoint.url };
     if (c.interrupted) {
       const { attempt, startedAt, leaseUntil } = c.interrupted;
-      await store.logAttempt({
-        ...base,
-        attempt,
-        started_at: startedAt,
-        duration_ms: Math.max(0, leaseUntil - startedAt),
-        status_code: null,
-        error: 'interrupted: the worker stopped during the attempt',
-        response_excerpt: null,
-      });
+      await store.logInterrupted({ ...base, attempt, started_at: startedAt, duration_ms: Math.max(0, leaseUntil - startedAt) });
     }
     if (c.exhausted) {
-      await store.finishAttempt(null, event.id, owner, { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() });
+      await store.finishAttempt(null, event.id, claim, { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() });
       stats.failed++;
       return;
     }
@@ -193,7 +200,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     const status: DeliveryStatus = outcome === 'retry' ? 'pending' : outcome;
     const nextAttemptAt = outcome === 'retry' ? finishedAt + delays[Math.min(roundAttempt - 1, delays.length - 1)] : finishedAt;
 
-    await store.finishAttempt(
+    const applied = await store.finishAttempt(
       {
         ...base,
         attempt: c.attempt,
@@ -204,19 +211,22 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         response_excerpt: result.response,
       },
       event.id,
-      owner,
+      claim,
       { status, nextAttemptAt, now: finishedAt },
     );
+    // The address's host only: a URL may carry a receiver's token in its path or query.
+    const summary = { eventId: event.id, event: event.name, attempt: c.attempt, host: new URL(endpoint.url).host, status: result.status, error: result.error, durationMs: finishedAt - startedAt, outcome };
+    if (!applied) {
+      stats.stale++;
+      logger.warn(summary, 'event delivery attempt outlived its lease; a newer claim owns the delivery, so this result is logged only');
+      return;
+    }
     stats[outcome]++;
     if (outcome === 'retry') {
       retryTimes.push(nextAttemptAt);
       if (!ticking) scheduleNext();
     }
-    // The address's host only: a URL may carry a receiver's token in its path or query.
-    logger.info(
-      { eventId: event.id, event: event.name, attempt: c.attempt, host: new URL(endpoint.url).host, status: result.status, error: result.error, durationMs: finishedAt - startedAt, outcome },
-      'event delivery attempt',
-    );
+    logger.info(summary, 'event delivery attempt');
   }
 
   async function cleanup() {
