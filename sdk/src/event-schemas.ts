@@ -23,6 +23,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
     "properties": {
       "id": {
         "type": "string",
+        "maxLength": 64,
         "pattern": "^conversation\\.started:[0-9a-hjkmnp-tv-z]{26}$",
         "description": "`<event>:<unique part>`, the same as `X-Service-Delivery`."
       },
@@ -66,27 +67,35 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
         "additionalProperties": false,
         "properties": {
           "id": {
-            "type": "string",
-            "pattern": "^med_[0-9a-hjkmnp-tv-z]{26}$"
+            "$ref": "#/$defs/MediaIdValue"
           },
           "name": {
             "type": "string",
-            "description": "The file name as sent, made safe."
+            "description": "The file name as sent, made safe: no directories, no control characters, none of\n`\" \\ / < > : | ? *`, no leading dot, at most 200 characters.\n",
+            "minLength": 1,
+            "maxLength": 200,
+            "pattern": "^[^\\x00-\\x1F\\x7F\"\\\\/<>:|?*]+$"
           },
           "mimeType": {
             "type": "string",
+            "description": "The media type the file was sent with, lowercased; `application/octet-stream` when it was not a valid `type/subtype`.",
+            "maxLength": 255,
+            "pattern": "^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$",
             "examples": [
               "image/png"
             ]
           },
           "size": {
             "type": "integer",
+            "format": "int64",
             "minimum": 0,
-            "description": "Size in bytes."
+            "maximum": 9007199254740991,
+            "description": "Size in bytes; at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the operator changed it)."
           },
           "url": {
             "type": "string",
             "format": "uri",
+            "maxLength": 2048,
             "description": "Signed link that opens the file without a key for one hour."
           }
         }
@@ -113,7 +122,10 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
           },
           "visitorId": {
             "type": "string",
-            "description": "The visitor's identifier as given by the chat window."
+            "description": "The visitor's identifier as given by the chat window (1 to 128 printable ASCII characters, no spaces).",
+            "minLength": 1,
+            "maxLength": 128,
+            "pattern": "^[\\x21-\\x7E]+$"
           },
           "createdAt": {
             "$ref": "#/$defs/Timestamp"
@@ -152,6 +164,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       },
       "ConversationIdValue": {
         "type": "string",
+        "maxLength": 31,
         "pattern": "^conv_[0-9a-hjkmnp-tv-z]{26}$",
         "examples": [
           "conv_01jd8x3r5k0000000000000000"
@@ -164,6 +177,14 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
           "closed"
         ],
         "description": "`open` from the visitor's first message; `closed` after a close."
+      },
+      "MediaIdValue": {
+        "type": "string",
+        "maxLength": 30,
+        "pattern": "^med_[0-9a-hjkmnp-tv-z]{26}$",
+        "examples": [
+          "med_01jd8x3r5k0000000000000000"
+        ]
       },
       "Message": {
         "type": "object",
@@ -183,6 +204,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
         "properties": {
           "id": {
             "type": "string",
+            "maxLength": 30,
             "pattern": "^msg_[0-9a-hjkmnp-tv-z]{26}$"
           },
           "conversationId": {
@@ -200,10 +222,12 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
               "string",
               "null"
             ],
+            "maxLength": 30,
             "pattern": "^key_[0-9a-hjkmnp-tv-z]{26}$"
           },
           "content": {
             "type": "string",
+            "description": "Free text as written, at most 10,000 characters (Unicode code points).",
             "maxLength": 10000
           },
           "format": {
@@ -249,6 +273,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       "Timestamp": {
         "type": "string",
         "format": "date-time",
+        "maxLength": 24,
         "description": "ISO 8601 UTC with milliseconds.",
         "examples": [
           "2026-11-22T18:43:00.000Z"
@@ -256,6 +281,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       },
       "WorkspaceKey": {
         "type": "string",
+        "maxLength": 29,
         "pattern": "^ws_[0-9a-hjkmnp-tv-z]{26}$",
         "description": "Identifier of the site (workspace) the event belongs to."
       }
@@ -279,6 +305,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
     "properties": {
       "id": {
         "type": "string",
+        "maxLength": 64,
         "pattern": "^message\\.created:[0-9a-hjkmnp-tv-z]{26}$",
         "description": "`<event>:<unique part>`, the same as `X-Service-Delivery`."
       },
@@ -322,27 +349,35 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
         "additionalProperties": false,
         "properties": {
           "id": {
-            "type": "string",
-            "pattern": "^med_[0-9a-hjkmnp-tv-z]{26}$"
+            "$ref": "#/$defs/MediaIdValue"
           },
           "name": {
             "type": "string",
-            "description": "The file name as sent, made safe."
+            "description": "The file name as sent, made safe: no directories, no control characters, none of\n`\" \\ / < > : | ? *`, no leading dot, at most 200 characters.\n",
+            "minLength": 1,
+            "maxLength": 200,
+            "pattern": "^[^\\x00-\\x1F\\x7F\"\\\\/<>:|?*]+$"
           },
           "mimeType": {
             "type": "string",
+            "description": "The media type the file was sent with, lowercased; `application/octet-stream` when it was not a valid `type/subtype`.",
+            "maxLength": 255,
+            "pattern": "^[a-z0-9!#$&^_.+-]+/[a-z0-9!#$&^_.+-]+$",
             "examples": [
               "image/png"
             ]
           },
           "size": {
             "type": "integer",
+            "format": "int64",
             "minimum": 0,
-            "description": "Size in bytes."
+            "maximum": 9007199254740991,
+            "description": "Size in bytes; at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the operator changed it)."
           },
           "url": {
             "type": "string",
             "format": "uri",
+            "maxLength": 2048,
             "description": "Signed link that opens the file without a key for one hour."
           }
         }
@@ -369,7 +404,10 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
           },
           "visitorId": {
             "type": "string",
-            "description": "The visitor's identifier as given by the chat window."
+            "description": "The visitor's identifier as given by the chat window (1 to 128 printable ASCII characters, no spaces).",
+            "minLength": 1,
+            "maxLength": 128,
+            "pattern": "^[\\x21-\\x7E]+$"
           },
           "createdAt": {
             "$ref": "#/$defs/Timestamp"
@@ -408,6 +446,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       },
       "ConversationIdValue": {
         "type": "string",
+        "maxLength": 31,
         "pattern": "^conv_[0-9a-hjkmnp-tv-z]{26}$",
         "examples": [
           "conv_01jd8x3r5k0000000000000000"
@@ -420,6 +459,14 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
           "closed"
         ],
         "description": "`open` from the visitor's first message; `closed` after a close."
+      },
+      "MediaIdValue": {
+        "type": "string",
+        "maxLength": 30,
+        "pattern": "^med_[0-9a-hjkmnp-tv-z]{26}$",
+        "examples": [
+          "med_01jd8x3r5k0000000000000000"
+        ]
       },
       "Message": {
         "type": "object",
@@ -439,6 +486,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
         "properties": {
           "id": {
             "type": "string",
+            "maxLength": 30,
             "pattern": "^msg_[0-9a-hjkmnp-tv-z]{26}$"
           },
           "conversationId": {
@@ -456,10 +504,12 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
               "string",
               "null"
             ],
+            "maxLength": 30,
             "pattern": "^key_[0-9a-hjkmnp-tv-z]{26}$"
           },
           "content": {
             "type": "string",
+            "description": "Free text as written, at most 10,000 characters (Unicode code points).",
             "maxLength": 10000
           },
           "format": {
@@ -505,6 +555,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       "Timestamp": {
         "type": "string",
         "format": "date-time",
+        "maxLength": 24,
         "description": "ISO 8601 UTC with milliseconds.",
         "examples": [
           "2026-11-22T18:43:00.000Z"
@@ -512,6 +563,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       },
       "WorkspaceKey": {
         "type": "string",
+        "maxLength": 29,
         "pattern": "^ws_[0-9a-hjkmnp-tv-z]{26}$",
         "description": "Identifier of the site (workspace) the event belongs to."
       }
@@ -535,6 +587,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
     "properties": {
       "id": {
         "type": "string",
+        "maxLength": 64,
         "pattern": "^conversation\\.closed:[0-9a-hjkmnp-tv-z]{26}$",
         "description": "`<event>:<unique part>`, the same as `X-Service-Delivery`."
       },
@@ -588,7 +641,10 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
           },
           "visitorId": {
             "type": "string",
-            "description": "The visitor's identifier as given by the chat window."
+            "description": "The visitor's identifier as given by the chat window (1 to 128 printable ASCII characters, no spaces).",
+            "minLength": 1,
+            "maxLength": 128,
+            "pattern": "^[\\x21-\\x7E]+$"
           },
           "createdAt": {
             "$ref": "#/$defs/Timestamp"
@@ -627,6 +683,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       },
       "ConversationIdValue": {
         "type": "string",
+        "maxLength": 31,
         "pattern": "^conv_[0-9a-hjkmnp-tv-z]{26}$",
         "examples": [
           "conv_01jd8x3r5k0000000000000000"
@@ -643,6 +700,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       "Timestamp": {
         "type": "string",
         "format": "date-time",
+        "maxLength": 24,
         "description": "ISO 8601 UTC with milliseconds.",
         "examples": [
           "2026-11-22T18:43:00.000Z"
@@ -650,6 +708,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
       },
       "WorkspaceKey": {
         "type": "string",
+        "maxLength": 29,
         "pattern": "^ws_[0-9a-hjkmnp-tv-z]{26}$",
         "description": "Identifier of the site (workspace) the event belongs to."
       }

@@ -131,7 +131,8 @@ export interface paths {
         };
         /**
          * List the published event schemas
-         * @description The event payload schemas this service publishes, with their addresses. Needs no key.
+         * @description The event payload schemas this service publishes, with their addresses. Needs no key (an
+         *     `Authorization` header is not read here); limited per client address.
          */
         get: operations["listEventSchemas"];
         put?: never;
@@ -153,7 +154,7 @@ export interface paths {
          * Download the JSON Schema of an event payload
          * @description The published JSON Schema (draft 2020-12) of one event's payload, self-contained, for
          *     integrators who validate deliveries. The same files ship in the SDK package under `schemas/`.
-         *     Needs no key.
+         *     Needs no key (an `Authorization` header is not read here); limited per client address.
          */
         get: operations["getEventSchema"];
         put?: never;
@@ -234,12 +235,21 @@ export interface components {
     schemas: {
         /** @description A file attached to a message. */
         Attachment: {
-            id: string;
-            /** @example image/png */
+            id: components["schemas"]["MediaIdValue"];
+            /**
+             * @description The media type the file was sent with, lowercased; `application/octet-stream` when it was not a valid `type/subtype`.
+             * @example image/png
+             */
             mimeType: string;
-            /** @description The file name as sent, made safe. */
+            /**
+             * @description The file name as sent, made safe: no directories, no control characters, none of
+             *     `" \ / < > : | ? *`, no leading dot, at most 200 characters.
+             */
             name: string;
-            /** @description Size in bytes. */
+            /**
+             * Format: int64
+             * @description Size in bytes; at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the operator changed it).
+             */
             size: number;
             /**
              * Format: uri
@@ -258,7 +268,7 @@ export interface components {
             state: components["schemas"]["ConversationState"];
             /** @description Last message or state change. */
             updatedAt: components["schemas"]["Timestamp"];
-            /** @description The visitor's identifier as given by the chat window. */
+            /** @description The visitor's identifier as given by the chat window (1 to 128 printable ASCII characters, no spaces). */
             visitorId: string;
         };
         /** @description Payload of `conversation.closed`. */
@@ -302,6 +312,8 @@ export interface components {
          * @enum {string}
          */
         ConversationState: "open" | "closed";
+        /** @description Opaque. Pass it back unchanged. */
+        Cursor: string;
         Error: {
             /**
              * @description Stable machine-readable code: `invalid_request`, `unauthorized`, `insufficient_scope`,
@@ -312,12 +324,16 @@ export interface components {
              */
             code: string;
             details?: components["schemas"]["ErrorDetail"][];
-            /** @description Human-readable explanation. */
+            /** @description Human-readable explanation; may quote a parameter or file name the request sent. */
             message: string;
         };
         ErrorDetail: {
+            /** @description Human-readable; may quote a parameter name the request sent. */
             message: string;
-            /** @description Where the problem is, for example `/body/content` or `/query/limit`. */
+            /**
+             * @description Where the problem is, for example `/body/content` or `/query/limit`. It may name a
+             *     field or parameter the request sent, so it is as long as that name.
+             */
             path: string;
         };
         ErrorResponse: {
@@ -332,11 +348,14 @@ export interface components {
                 url: string;
             }[];
         };
+        /** @example med_01jd8x3r5k0000000000000000 */
+        MediaIdValue: string;
         /** @description A message of a conversation. */
         Message: {
             /** @description Id of the key that wrote it; `null` unless `origin` is `api`. Compare with your key's id for loop protection. */
             apiKeyId: string | null;
             attachments: components["schemas"]["Attachment"][];
+            /** @description Free text as written, at most 10,000 characters (Unicode code points). */
             content: string;
             conversationId: components["schemas"]["ConversationIdValue"];
             createdAt: components["schemas"]["Timestamp"];
@@ -383,13 +402,13 @@ export interface components {
         PageInfo: {
             hasMore: boolean;
             /** @description Pass as `cursor` for the next page; `null` on the last page. */
-            nextCursor: string | null;
+            nextCursor: components["schemas"]["Cursor"] | null;
         };
         /** @description A reply with files. `content` may be empty when at least one file is attached. */
         ReplyMultipartRequest: {
             content?: string;
-            /** @description 1 to 10 files, each at most 20 MiB. */
-            file?: string[];
+            /** @description 1 to 10 files, each at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the operator changed it). */
+            file?: unknown[];
             format?: components["schemas"]["MessageFormat"];
         };
         /** @description A text reply. */
@@ -414,6 +433,9 @@ export interface components {
          */
         Conflict: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -431,6 +453,9 @@ export interface components {
         /** @description `idempotency_key_reused`: this `Idempotency-Key` was used with a different request. */
         IdempotencyKeyReused: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -449,6 +474,9 @@ export interface components {
         /** @description `insufficient_scope`: the key lacks the right this operation needs. */
         InsufficientScope: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -488,6 +516,9 @@ export interface components {
          */
         InvalidRequest: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -509,9 +540,61 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /**
+         * @description `invalid_request`: a path or query value the operation does not take (for example an
+         *     unknown query parameter). `details` lists each problem. No key is read, so no `X-RateLimit-*`.
+         */
+        KeylessInvalidRequest: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "invalid_request",
+                 *         "message": "Unknown query parameter 'page'",
+                 *         "details": [
+                 *           {
+                 *             "path": "/query/page",
+                 *             "message": "Unknown query parameter 'page'"
+                 *           }
+                 *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description `rate_limit_exceeded`: more than 300 requests in the last minute from this client address
+         *     (requests without a key are limited per address). No key is read, so no `X-RateLimit-*`.
+         */
+        KeylessRateLimited: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "rate_limit_exceeded",
+                 *         "message": "Rate limit of 300 requests per minute exceeded; retry in 12 s."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description `not_found`: no such resource for this key's site. */
         NotFound: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -530,6 +613,9 @@ export interface components {
         /** @description `payload_too_large`: the JSON body is over 64 KiB, a file over 20 MiB, or more than 10 files. */
         PayloadTooLarge: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -545,7 +631,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `rate_limit_exceeded`: more than 300 requests in the last minute on this key. */
+        /**
+         * @description `rate_limit_exceeded`: more than 300 requests in the last minute on this key (the
+         *     `X-RateLimit-*` counters are those of the key), or, for a request without a valid key (media
+         *     by signed link), from this client address.
+         */
         RateLimited: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
@@ -606,6 +696,9 @@ export interface components {
         /** @description `unsupported_media_type`: the body is neither `application/json` nor `multipart/form-data`. */
         UnsupportedMediaType: {
             headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -628,7 +721,7 @@ export interface components {
         /** @description Conversation identifier. */
         ConversationId: components["schemas"]["ConversationIdValue"];
         /** @description `page.nextCursor` of the previous page, unchanged. Use it with the same filters. */
-        Cursor: string;
+        Cursor: components["schemas"]["Cursor"];
         /**
          * @description The delivery id, the same as the body's `id` and identical on every retry of the event.
          *     Remember the ids you took and drop repeats. The header is not signed: compare it with the
@@ -646,7 +739,7 @@ export interface components {
         /** @description Page size. */
         Limit: number;
         /** @description Attachment identifier. */
-        MediaId: string;
+        MediaId: components["schemas"]["MediaIdValue"];
         /**
          * @description `sha256=` followed by the lowercase hex HMAC-SHA256, under your signing secret, of the
          *     timestamp header, a dot, and the exact raw body bytes. Compare in constant time.
@@ -657,17 +750,25 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description Strong validator of the file content (its SHA-256, quoted). */
+        ETag: string;
         /** @description `true` when this answer is the replay of an earlier request with the same `Idempotency-Key`. */
         "Idempotent-Replayed": "true";
-        /** @description Whole seconds to wait before trying again (at least 1). */
+        /** @description Whole seconds to wait before trying again (at least 1, at most the one-minute window). */
         "Retry-After": number;
-        /** @description Requests allowed per minute on this key. */
+        /**
+         * @description Requests allowed per minute on this key (300 unless the operator set RATE_LIMIT_PER_MINUTE).
+         *     Sent on every answer to a request with a valid key.
+         */
         "X-RateLimit-Limit": number;
-        /** @description Requests left in the current sliding window. */
+        /** @description Requests left in the current sliding window of this key. Sent with `X-RateLimit-Limit`. */
         "X-RateLimit-Remaining": number;
-        /** @description Seconds until a request slot frees. */
+        /** @description Seconds until the oldest counted request leaves the one-minute window (a slot frees). Sent with `X-RateLimit-Limit`. */
         "X-RateLimit-Reset": number;
-        /** @description Identifier of this request in the service's logs. */
+        /**
+         * @description Identifier of this request in the service's logs: the caller's own `X-Request-Id` when it is
+         *     1 to 64 characters of `A-Z a-z 0-9 . _ : -`, else one the service makes (`req_...`).
+         */
         "X-Request-Id": string;
     };
     pathItems: never;
@@ -921,28 +1022,36 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file. */
+            /**
+             * @description The file, with the media type it was uploaded with (`application/octet-stream` when that
+             *     was not a valid media type). Its size is at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the
+             *     operator changed it) and is given by `Content-Length`.
+             */
             200: {
                 headers: {
-                    /** @description `attachment` with a safe file name. */
-                    "Content-Disposition"?: string;
+                    /** @description `attachment` with a safe file name: an ASCII fallback and the RFC 8187 UTF-8 name. */
+                    "Content-Disposition": string;
                     /** @description Size in bytes. */
-                    "Content-Length"?: number;
-                    /** @description Strong validator of the file content. */
-                    ETag?: string;
+                    "Content-Length": number;
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "*/*": string;
-                    "application/octet-stream": string;
+                    "*/*": unknown;
+                    "application/octet-stream": unknown;
                 };
             };
             /** @description Not modified; the `ETag` in `If-None-Match` still matches. */
             304: {
                 headers: {
-                    /** @description Strong validator of the file content. */
-                    ETag?: string;
+                    ETag: components["headers"]["ETag"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     [name: string]: unknown;
                 };
@@ -986,17 +1095,9 @@ export interface operations {
                     "application/json": components["schemas"]["EventSchemaList"];
                 };
             };
-            /** @description `rate_limit_exceeded`: more than 300 requests in the last minute from this client address (requests without a key are limited per address). */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
+            400: components["responses"]["KeylessInvalidRequest"];
+            429: components["responses"]["KeylessRateLimited"];
+            500: components["responses"]["InternalError"];
         };
     };
     getEventSchema: {
@@ -1023,18 +1124,9 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["InvalidRequest"];
-            /** @description `rate_limit_exceeded`: more than 300 requests in the last minute from this client address (requests without a key are limited per address). */
-            429: {
-                headers: {
-                    "Retry-After": components["headers"]["Retry-After"];
-                    "X-Request-Id": components["headers"]["X-Request-Id"];
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ErrorResponse"];
-                };
-            };
+            400: components["responses"]["KeylessInvalidRequest"];
+            429: components["responses"]["KeylessRateLimited"];
+            500: components["responses"]["InternalError"];
         };
     };
     onConversationClosed: {

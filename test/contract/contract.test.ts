@@ -169,10 +169,13 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   },
   listEventSchemas: {
     200: () => call(h.app, 'get', '/schemas', null),
+    400: () => call(h.app, 'get', '/schemas?page=2', null),
     429: async () => {
       await call(limited.app, 'get', '/schemas', null);
       return call(limited.app, 'get', '/schemas', null);
     },
+    // The per-address limiter is the one dependency of the keyless operations.
+    500: failing(() => h.limiter, 'hit', () => call(h.app, 'get', '/schemas', null)),
   },
   getEventSchema: {
     200: () => call(h.app, 'get', '/schemas/message.created.json', null),
@@ -182,6 +185,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       await call(limited.app, 'get', '/schemas/message.created.json', null);
       return call(limited.app, 'get', '/schemas/message.created.json', null);
     },
+    500: failing(() => h.limiter, 'hit', () => call(h.app, 'get', '/schemas/message.created.json', null)),
   },
 };
 

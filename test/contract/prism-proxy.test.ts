@@ -1,0 +1,440 @@
+/**
+ * Contract under traffic: real HTTPS traffic, through Stoplight Prism's validating proxy
+ * (`prism proxy openapi/openapi.yaml <server> --errors`), to the real app configured as in
+ * production (its own response validation off, so Prism is the only judge). Every operation and
+ * its main error answers go through; any violation Prism reports fails the test.
+ *
+ * How Prism 5.14 reports: every request or response violation is listed in an `sl-violations`
+ * header (a JSON array); with `--errors` a response violation of severity error replaces the
+ * answer with its own `500 application/problem+json`, and an invalid request is not forwarded at
+ * all (Prism answers 422, or 401 when the security requirement is not met). So each answer is
+ * checked for: no `sl-violations` header, the status the server gives, and our own envelope.
+ *
+ * Two proxies over the same server:
+ *  - `strict`: `--errors`, requests validated too. Every request here is valid per the document.
+ *  - `lenient`: `--errors --validate-request=false`, for the answers to requests the document
+ *    itself rejects (400, 413, 415), which `strict` would answer itself instead of the server;
+ *    their answers are still validated. Multipart replies go here as well: Prism's multipart
+ *    parser keeps only the last part of a name (`parse-multipart-data`, then one value per name),
+ *    so it cannot see repeated `file` parts as the array the document (rightly) describes.
+ * A canary on each proxy proves it validates answers at all: Prism passes everything silently
+ * when it cannot use the document, and the lint test (generated.test.ts) is the other guard.
+ */
+import { spawn, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Agent, fetch, FormData } from 'undici';
+import { createHarness, listenHttps, Harness } from '../helpers/harness';
+import { freePort, ROOT } from '../helpers/spawn';
+import { createApp } from '../../server/app';
+import { createLogger } from '../../server/platform/logger';
+import { createMemoryLimiter, RateLimiter, RateDecision } from '../../server/http/rate-limit/limiter';
+
+const PRISM_BIN = path.join(ROOT, 'node_modules/@stoplight/prism-cli/dist/index.js');
+const DOCUMENT = path.join(ROOT, 'openapi/openapi.yaml');
+const MAX_ATTACHMENT_BYTES = 4096; // small, so a 413 on a file needs only a few KiB through the proxy
+
+interface Proxy {
+  name: string;
+  url: string;
+  child: ChildProcess;
+  log(): string;
+}
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  violations: string | null;
+  what: string;
+  proxy: Proxy;
+}
+
+let h: Harness;
+let upstream: Awaited<ReturnType<typeof listenHttps>>;
+let strict: Proxy;
+let lenient: Proxy;
+let tmpDir: string;
+const agent = new Agent({ keepAliveTimeout: 1000 });
+const started: ChildProcess[] = [];
+
+// Rate limits through the real authenticate path; a test marks a bucket exhausted to get a 429.
+const exhausted = new Set<string>();
+let addressesExhausted = false;
+const base = createMemoryLimiter(100_000);
+const full = (): RateDecision => ({ allowed: false, limit: 300, remaining: 0, resetSeconds: 42 });
+const isExhausted = (bucket: string) => exhausted.has(bucket) || (addressesExhausted && !bucket.startsWith('key:'));
+const limiter: RateLimiter = {
+  ...base,
+  hit: async (bucket) => (isExhausted(bucket) ? full() : base.hit(bucket)),
+  reserve: async (bucket) => (isExhausted(bucket) ? { ...full(), release: async () => {} } : base.reserve(bucket)),
+};
+
+// Seeded data
+let convIds: string[]; // three open conversations, oldest first
+let fileConv: { id: string; mediaId: string; mediaUrl: string };
+let closedId: string;
+let other: { key: string; convId: string; mediaId: string };
+let readOnlyKey: string;
+let mediaOnlyKey: string;
+let throttled: { key: string; keyId: string };
+const FILE_TEXT = 'notes from the visitor\n';
+
+async function startPrism(name: string, extraArgs: string[], caFile: string): Promise<Proxy> {
+  const port = await freePort();
+  const child = spawn(
+    process.execPath,
+    [PRISM_BIN, 'proxy', DOCUMENT, `${upstream.url}/api/v1`, '--errors', '--host', '127.0.0.1', '--port', String(port), '--cors=false', ...extraArgs],
+    // The upstream's certificate is self-signed: trusted by this child only, nothing disabled.
+    { cwd: ROOT, env: { ...process.env, NODE_EXTRA_CA_CERTS: caFile, FORCE_COLOR: '0', NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  started.push(child);
+  let log = '';
+  const keep = (d: Buffer) => {
+    log = (log + d.toString()).slice(-20_000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${name} Prism did not start in 40 s:\n${log}`)), 40_000);
+    const check = () => {
+      if (/Prism is listening/.test(log)) {
+        clearTimeout(timer);
+        child.stdout!.off('data', check);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', check);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${name} Prism exited (${code}) before listening:\n${log}`));
+    });
+  });
+  return { name, url: `http://127.0.0.1:${port}`, child, log: () => log };
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+beforeAll(async () => {
+  h = await createHarness({ env: { MAX_ATTACHMENT_BYTES: String(MAX_ATTACHMENT_BYTES) }, limiter });
+  const services = h.runtime.services;
+  convIds = [];
+  for (const visitor of ['v-1', 'v-2', 'v-3']) convIds.push((await h.visitorSay(h.site.id, visitor, `hello from ${visitor}`)).conversation.id);
+  await h.visitorSay(h.site.id, 'v-1', 'a second message');
+  const withFile = await services.widget.visitorSay(h.site.id, 'v-file', 'see the file', {
+    files: [{ buffer: Buffer.from(FILE_TEXT), originalName: 'notes "draft".txt', mimeType: 'text/plain' }],
+  });
+  const attachment = withFile.message.attachments[0];
+  fileConv = { id: withFile.conversation.id, mediaId: attachment.id, mediaUrl: attachment.url };
+  closedId = (await h.visitorSay(h.site.id, 'v-closed', 'bye')).conversation.id;
+  await services.conversations.close(h.site.id, closedId);
+  const otherSite = await h.newSite('Other');
+  const otherFile = await services.widget.visitorSay(otherSite.id, 'v-o', 'theirs', {
+    files: [{ buffer: Buffer.from('theirs'), originalName: 'theirs.txt', mimeType: 'text/plain' }],
+  });
+  other = { key: otherSite.key, convId: otherFile.conversation.id, mediaId: otherFile.message.attachments[0].id };
+  readOnlyKey = (await h.newKey(h.site.id, ['conversations:read'])).key;
+  mediaOnlyKey = (await h.newKey(h.site.id, ['media:read'])).key;
+  const t = await h.newKey(h.site.id, ['conversations:read', 'conversations:write', 'media:read']);
+  throttled = { key: t.key, keyId: t.id };
+
+  // The production configuration: answers are not validated by the app itself.
+  const app = createApp({ services, logger: createLogger('silent'), limiter, validateResponses: false, ready: async () => true });
+  upstream = await listenHttps(app);
+  tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'prism-proxy-'));
+  const caFile = path.join(tmpDir, 'upstream-ca.pem');
+  fs.writeFileSync(caFile, upstream.ca);
+  [strict, lenient] = await Promise.all([startPrism('strict', [], caFile), startPrism('lenient', ['--validate-request=false'], caFile)]);
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(started.map(stop));
+  await agent.close();
+  await upstream?.close();
+  await h?.close();
+  if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
+});
+
+interface SendOptions {
+  key?: string | null;
+  json?: unknown;
+  body?: string | FormData;
+  headers?: Record<string, string>;
+}
+
+async function send(proxy: Proxy, method: 'GET' | 'POST', urlPath: string, opts: SendOptions = {}): Promise<Answer> {
+  const headers: Record<string, string> = { ...opts.headers };
+  if (opts.key) headers.Authorization = `Bearer ${opts.key}`;
+  let body: string | FormData | undefined = opts.body;
+  if (opts.json !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(opts.json);
+  }
+  const res = await fetch(proxy.url + urlPath, { method, headers, body, dispatcher: agent });
+  const text = await res.text();
+  let json = null;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    // binary or empty bodies
+  }
+  return { status: res.status, headers: res.headers as unknown as Headers, text, json, violations: res.headers.get('sl-violations'), what: `${proxy.name}: ${method} ${urlPath}`, proxy };
+}
+
+/** The answer is the server's (not Prism's), with this status and error code, and Prism saw no violation. */
+function expectAnswer(answer: Answer, status: number, code?: string): Answer {
+  const problems: string[] = [];
+  if (answer.violations) problems.push(`Prism reported violations: ${answer.violations}`);
+  if (answer.status !== status) problems.push(`status ${answer.status}, expected ${status}`);
+  if (status >= 400) {
+    if (!/^application\/json/.test(answer.headers.get('content-type') ?? '')) problems.push(`content-type ${answer.headers.get('content-type')} (Prism's own answer?)`);
+    if (answer.json?.error?.code !== code) problems.push(`error code ${answer.json?.error?.code}, expected ${code}`);
+  }
+  if (problems.length) {
+    throw new Error(`${answer.what}\n  ${problems.join('\n  ')}\n  body: ${answer.text.slice(0, 600)}\n--- Prism log (tail) ---\n${answer.proxy.log().slice(-3000)}`);
+  }
+  return answer;
+}
+
+const apiPath = (signedUrl: string) => {
+  const u = new URL(signedUrl);
+  return u.pathname.replace(/^\/api\/v1/, '') + u.search;
+};
+
+describe('through the strict proxy (requests and answers validated, --errors)', () => {
+  test('conversations: list with filters and paging, read one', async () => {
+    const first = expectAnswer(await send(strict, 'GET', '/conversations?limit=2', { key: h.site.key }), 200);
+    expect(first.json.data).toHaveLength(2);
+    expect(first.json.page.hasMore).toBe(true);
+    const cursor = encodeURIComponent(first.json.page.nextCursor);
+    const second = expectAnswer(await send(strict, 'GET', `/conversations?limit=2&cursor=${cursor}`, { key: h.site.key }), 200);
+    expect(second.json.data.length).toBeGreaterThan(0);
+
+    const since = encodeURIComponent(new Date(Date.now() - 3600_000).toISOString());
+    const until = encodeURIComponent(new Date(Date.now() + 3600_000).toISOString());
+    const filtered = expectAnswer(
+      await send(strict, 'GET', `/conversations?state=open&createdAfter=${since}&createdBefore=${until}&updatedAfter=${since}&updatedBefore=${until}&limit=100`, { key: h.site.key }),
+      200,
+    );
+    expect(filtered.json.data.every((c: { state: string }) => c.state === 'open')).toBe(true);
+    expectAnswer(await send(strict, 'GET', '/conversations?state=closed', { key: h.site.key }), 200);
+
+    const one = expectAnswer(await send(strict, 'GET', `/conversations/${convIds[0]}`, { key: h.site.key }), 200);
+    expect(one.json.data.id).toBe(convIds[0]);
+    expect(one.headers.get('x-ratelimit-limit')).toBeTruthy();
+
+    // A cursor in the documented form that this service did not issue: the server's 400.
+    const tampered = first.json.page.nextCursor.replace(/.$/, (c: string) => (c === 'A' ? 'B' : 'A'));
+    expectAnswer(await send(strict, 'GET', `/conversations?limit=2&cursor=${encodeURIComponent(tampered)}`, { key: h.site.key }), 400, 'invalid_request');
+  });
+
+  test('messages: list both orders with paging', async () => {
+    const asc = expectAnswer(await send(strict, 'GET', `/conversations/${convIds[0]}/messages?limit=1`, { key: h.site.key }), 200);
+    expect(asc.json.page.hasMore).toBe(true);
+    expectAnswer(await send(strict, 'GET', `/conversations/${convIds[0]}/messages?limit=1&cursor=${encodeURIComponent(asc.json.page.nextCursor)}`, { key: h.site.key }), 200);
+    const desc = expectAnswer(await send(strict, 'GET', `/conversations/${fileConv.id}/messages?order=desc`, { key: h.site.key }), 200);
+    expect(desc.json.data[0].attachments).toHaveLength(1);
+  });
+
+  test('replies: JSON, Idempotency-Key with its replay and reuse, a key still running, closed conversation', async () => {
+    expectAnswer(await send(strict, 'POST', `/conversations/${convIds[1]}/messages`, { key: h.site.key, json: { content: 'Hello from the proxy test' } }), 201);
+
+    const idem = { 'Idempotency-Key': `prism-${Date.now()}` };
+    const body = { content: 'Your order **#1042** has shipped.', format: 'markdown' };
+    const created = expectAnswer(await send(strict, 'POST', `/conversations/${convIds[1]}/messages`, { key: h.site.key, json: body, headers: idem }), 201);
+    const replay = expectAnswer(await send(strict, 'POST', `/conversations/${convIds[1]}/messages`, { key: h.site.key, json: body, headers: idem }), 201);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.json.data.id).toBe(created.json.data.id);
+    expectAnswer(
+      await send(strict, 'POST', `/conversations/${convIds[1]}/messages`, { key: h.site.key, json: { content: 'something else' }, headers: idem }),
+      422,
+      'idempotency_key_reused',
+    );
+
+    // The first request with a key is held inside the service while a repeat arrives.
+    const messages = h.runtime.services.messages;
+    const realReply = messages.reply.bind(messages);
+    let release!: () => void;
+    let entered!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const spy = jest.spyOn(messages, 'reply').mockImplementationOnce(async (...args: Parameters<typeof messages.reply>) => {
+      entered();
+      await gate;
+      return realReply(...args);
+    });
+    try {
+      const running = { 'Idempotency-Key': `prism-running-${Date.now()}` };
+      const firstCall = send(strict, 'POST', `/conversations/${convIds[2]}/messages`, { key: h.site.key, json: { content: 'slow one' }, headers: running });
+      await inside;
+      expectAnswer(await send(strict, 'POST', `/conversations/${convIds[2]}/messages`, { key: h.site.key, json: { content: 'slow one' }, headers: running }), 409, 'idempotency_key_in_use');
+      release();
+      expectAnswer(await firstCall, 201);
+    } finally {
+      release();
+      spy.mockRestore();
+    }
+
+    expectAnswer(await send(strict, 'POST', `/conversations/${closedId}/messages`, { key: h.site.key, json: { content: 'too late' } }), 409, 'conversation_closed');
+  });
+
+  test('close: open to closed, then the same card again', async () => {
+    const closing = await h.visitorSay(h.site.id, 'v-to-close', 'please close');
+    const closed = expectAnswer(await send(strict, 'POST', `/conversations/${closing.conversation.id}/close`, { key: h.site.key }), 200);
+    expect(closed.json.data.state).toBe('closed');
+    const again = expectAnswer(await send(strict, 'POST', `/conversations/${closing.conversation.id}/close`, { key: h.site.key }), 200);
+    expect(again.json.data.closedAt).toBe(closed.json.data.closedAt);
+  });
+
+  test('media: by key, 304 on its ETag, by signed link, and a tampered link', async () => {
+    const byKey = expectAnswer(await send(strict, 'GET', `/media/${fileConv.mediaId}`, { key: mediaOnlyKey }), 200);
+    expect(byKey.text).toBe(FILE_TEXT);
+    expect(byKey.headers.get('content-disposition')).toMatch(/^attachment; /);
+    const etag = byKey.headers.get('etag')!;
+    expectAnswer(await send(strict, 'GET', `/media/${fileConv.mediaId}`, { key: mediaOnlyKey, headers: { 'If-None-Match': etag } }), 304);
+
+    const byLink = expectAnswer(await send(strict, 'GET', apiPath(fileConv.mediaUrl), { key: null }), 200);
+    expect(byLink.text).toBe(FILE_TEXT);
+    expect(byLink.headers.get('x-ratelimit-limit')).toBeNull(); // keyless: limited per address, no key counters
+
+    const tampered = new URL(fileConv.mediaUrl);
+    tampered.searchParams.set('expires', String(Number(tampered.searchParams.get('expires')) + 1));
+    expectAnswer(await send(strict, 'GET', apiPath(tampered.toString()), { key: null }), 401, 'unauthorized');
+  });
+
+  test('published schemas', async () => {
+    const list = expectAnswer(await send(strict, 'GET', '/schemas'), 200);
+    for (const { url } of list.json.data as { url: string }[]) {
+      const schema = expectAnswer(await send(strict, 'GET', url.replace(/^\/api\/v1/, '')), 200);
+      expect(schema.json.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
+    }
+  });
+
+  test('401, 403 and 404 from the server', async () => {
+    expectAnswer(await send(strict, 'GET', '/conversations', { key: 'wck_not_a_real_key_00000000000000000000000' }), 401, 'unauthorized');
+    expectAnswer(await send(strict, 'GET', '/conversations', { key: mediaOnlyKey }), 403, 'insufficient_scope');
+    expectAnswer(await send(strict, 'POST', `/conversations/${convIds[0]}/messages`, { key: readOnlyKey, json: { content: 'x' } }), 403, 'insufficient_scope');
+    expectAnswer(await send(strict, 'POST', `/conversations/${convIds[0]}/close`, { key: readOnlyKey }), 403, 'insufficient_scope');
+    expectAnswer(await send(strict, 'GET', `/media/${fileConv.mediaId}`, { key: readOnlyKey }), 403, 'insufficient_scope');
+    expectAnswer(await send(strict, 'GET', `/conversations/${other.convId}`, { key: h.site.key }), 404, 'not_found');
+    expectAnswer(await send(strict, 'GET', `/conversations/${other.convId}/messages`, { key: h.site.key }), 404, 'not_found');
+    expectAnswer(await send(strict, 'POST', `/conversations/${other.convId}/messages`, { key: h.site.key, json: { content: 'x' } }), 404, 'not_found');
+    expectAnswer(await send(strict, 'POST', `/conversations/${other.convId}/close`, { key: h.site.key }), 404, 'not_found');
+    expectAnswer(await send(strict, 'GET', `/media/${other.mediaId}`, { key: h.site.key }), 404, 'not_found');
+  });
+
+  test('429 on a key and on a client address', async () => {
+    exhausted.add(`key:${throttled.keyId}`);
+    try {
+      const limited = expectAnswer(await send(strict, 'GET', '/conversations', { key: throttled.key }), 429, 'rate_limit_exceeded');
+      expect(limited.headers.get('retry-after')).toBe('42');
+      expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
+      expectAnswer(await send(strict, 'POST', `/conversations/${convIds[0]}/messages`, { key: throttled.key, json: { content: 'x' } }), 429, 'rate_limit_exceeded');
+    } finally {
+      exhausted.clear();
+    }
+    addressesExhausted = true;
+    try {
+      expectAnswer(await send(strict, 'GET', '/schemas'), 429, 'rate_limit_exceeded');
+      expectAnswer(await send(strict, 'GET', '/schemas/message.created.json'), 429, 'rate_limit_exceeded');
+      expectAnswer(await send(strict, 'GET', apiPath(fileConv.mediaUrl)), 429, 'rate_limit_exceeded');
+    } finally {
+      addressesExhausted = false;
+    }
+  });
+
+  test('500 and 503 answers keep the documented envelope', async () => {
+    const services = h.runtime.services;
+    const boom = jest.spyOn(services.conversations, 'list').mockRejectedValueOnce(new Error('boom: internal detail'));
+    try {
+      expectAnswer(await send(strict, 'GET', '/conversations', { key: h.site.key }), 500, 'internal_error');
+    } finally {
+      boom.mockRestore();
+    }
+    const down = jest.spyOn(services.conversations, 'get').mockRejectedValueOnce(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3306'), { code: 'ECONNREFUSED' }));
+    try {
+      expectAnswer(await send(strict, 'GET', `/conversations/${convIds[0]}`, { key: h.site.key }), 503, 'service_unavailable');
+    } finally {
+      down.mockRestore();
+    }
+    const limiterDown = jest.spyOn(limiter, 'hit').mockRejectedValueOnce(new Error('boom: limiter'));
+    try {
+      expectAnswer(await send(strict, 'GET', '/schemas'), 500, 'internal_error');
+    } finally {
+      limiterDown.mockRestore();
+    }
+  });
+});
+
+describe('through the lenient proxy (answers validated; requests the document rejects reach the server)', () => {
+  test('multipart replies with one and with two files', async () => {
+    const one = new FormData();
+    one.append('content', 'here is the file');
+    one.append('file', new Blob(['first file\n'], { type: 'text/plain' }), 'first.txt');
+    const created = expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[2]}/messages`, { key: h.site.key, body: one }), 201);
+    expect(created.json.data.attachments).toHaveLength(1);
+    // Its signed link opens through the strict proxy too.
+    const download = expectAnswer(await send(strict, 'GET', apiPath(created.json.data.attachments[0].url)), 200);
+    expect(download.text).toBe('first file\n');
+
+    const two = new FormData();
+    two.append('content', '');
+    two.append('format', 'plain');
+    two.append('file', new Blob(['a'], { type: 'text/plain' }), 'a.txt');
+    two.append('file', new Blob(['{"b":1}'], { type: 'application/json' }), 'b.json');
+    const both = expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[2]}/messages`, { key: h.site.key, body: two, headers: { 'Idempotency-Key': `prism-mp-${Date.now()}` } }), 201);
+    expect(both.json.data.attachments.map((a: { mimeType: string }) => a.mimeType)).toEqual(['text/plain', 'application/json']);
+  });
+
+  test('400 on values the document rejects', async () => {
+    const key = { key: h.site.key };
+    expectAnswer(await send(lenient, 'GET', '/conversations?limit=0', key), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'GET', '/conversations?state=archived', key), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'GET', '/conversations?createdAfter=yesterday', key), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'GET', '/conversations?cursor=not%20a%20cursor', key), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'GET', '/conversations/not-an-id', key), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'GET', `/conversations/${convIds[0]}/messages?order=sideways`, key), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 42 } }), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 'x', extra: true } }), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 'x' }, headers: { 'Idempotency-Key': 'x'.repeat(256) } }), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'POST', '/conversations/conv_nope/close', key), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'GET', '/media/med_nope', key), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'GET', '/schemas?page=2'), 400, 'invalid_request');
+    expectAnswer(await send(lenient, 'GET', '/schemas/secrets.json'), 400, 'invalid_request');
+  });
+
+  test('413 and 415', async () => {
+    const key = { key: h.site.key };
+    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 'x'.repeat(70 * 1024) } }), 413, 'payload_too_large');
+    const big = new FormData();
+    big.append('content', 'too big');
+    big.append('file', new Blob(['y'.repeat(MAX_ATTACHMENT_BYTES + 1)], { type: 'text/plain' }), 'big.txt');
+    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, body: big }), 413, 'payload_too_large');
+    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, body: 'hello', headers: { 'Content-Type': 'text/plain' } }), 415, 'unsupported_media_type');
+  });
+});
+
+describe('the proxies do report violations', () => {
+  // A card that breaks the document (visitorId must be a string): each proxy must refuse it.
+  test.each(['strict', 'lenient'])('%s', async (which) => {
+    const proxy = which === 'strict' ? strict : lenient;
+    const services = h.runtime.services;
+    const card = (await services.conversations.get(h.site.id, convIds[0])) as object;
+    const spy = jest.spyOn(services.conversations, 'get').mockResolvedValueOnce({ ...card, visitorId: 42 } as never);
+    try {
+      const answer = await send(proxy, 'GET', `/conversations/${convIds[0]}`, { key: h.site.key });
+      expect(answer.status).toBe(500);
+      expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(answer.violations).toContain('visitorId');
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
