@@ -10,7 +10,7 @@ import { errorHandler, notFoundHandler } from './http/error-handler';
 import { noCors, requestId, securityHeaders } from './http/headers';
 import { authenticate } from './http/authenticate';
 import { jsonBody, multipartBody } from './http/bodies';
-import { requireRights } from './http/rights';
+import { checkBeforeUpload, requireRights } from './http/rights';
 import { idempotency } from './http/idempotency';
 import { conversationRoutes } from './conversations/routes';
 import { messageRoutes, normaliseReply } from './messages/routes';
@@ -26,6 +26,9 @@ export interface AppOptions {
   /** Answers whether the database answers; /readyz. */
   ready: () => Promise<boolean>;
 }
+
+/** /readyz answers 503 when the database has not answered within this. */
+export const READY_TIMEOUT_MS = 2000;
 
 /**
  * The whole request pipeline, in order. Read top to bottom to see what a request meets.
@@ -58,9 +61,16 @@ export function createApp(opts: AppOptions): Express {
     res.json({ data: { status: 'ok' } });
   });
   app.get('/readyz', async (_req, res) => {
-    const ok = await opts.ready().catch(() => false);
+    // A load balancer polls this with a short time-out of its own: a database that hangs must
+    // still get an answer from us, not a timed-out probe.
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS);
+    });
+    const ok = await Promise.race([opts.ready().catch(() => false), timedOut]);
+    clearTimeout(timer);
     if (ok) res.json({ data: { status: 'ready' } });
-    else res.status(503).json({ error: { code: 'service_unavailable', message: 'The database does not answer.' } });
+    else res.status(503).setHeader('Retry-After', '5').json({ error: { code: 'service_unavailable', message: 'The database does not answer.' } });
   });
   app.use(docsRoutes());
 
@@ -73,7 +83,12 @@ export function createApp(opts: AppOptions): Express {
     next();
   });
   api.use(authenticate(services.access, limiter)); // 401 / 429 before anything else is looked at
-  api.post('/conversations/:id/messages', multipartBody(services.config.dataDir, services.config.maxAttachmentBytes));
+  // An upload is refused (400 path id / 403 right / 404 conversation) before any byte is spooled.
+  api.post(
+    '/conversations/:id/messages',
+    checkBeforeUpload('post', '/conversations/{id}/messages', (siteId, { id }) => services.conversations.get(siteId, id)),
+    multipartBody(services.config.dataDir, services.config.maxAttachmentBytes),
+  );
   api.use(jsonBody);
   api.use(
     OpenApiValidator.middleware({

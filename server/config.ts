@@ -21,8 +21,60 @@ export interface Config {
   webhookRetryDelaysMs: number[];
   /** Run the delivery worker inside the server process. */
   embeddedWorker: boolean;
-  /** Behind a reverse proxy: take the client address from X-Forwarded-For (per-address rate limits). */
-  trustProxy: boolean;
+  /**
+   * Which hops of X-Forwarded-For to believe, in Express's `trust proxy` terms: `false` (direct, the
+   * socket's address), a hop count, or the proxies' addresses, subnets and names.
+   */
+  trustProxy: TrustProxy;
+  /** HTTPS listener limits against slow and abandoned clients (README: Failure behaviour). */
+  http: HttpLimits;
+}
+
+export interface HttpLimits {
+  /** A TLS handshake not finished by then is dropped (Node's default is 120 s). */
+  tlsHandshakeTimeoutMs: number;
+  /** The request line and headers must arrive within this (slow-header clients). */
+  headersTimeoutMs: number;
+  /** The whole request, body included, must arrive within this (slow uploads). */
+  requestTimeoutMs: number;
+  /** An idle keep-alive connection is closed after this. */
+  keepAliveTimeoutMs: number;
+  /** A connection with no traffic either way (a client that stopped reading) is closed after this. */
+  socketIdleTimeoutMs: number;
+  /** Connections beyond this are dropped at once, so descriptors and memory stay bounded. */
+  maxConnections: number;
+}
+
+export type TrustProxy = false | number | string[];
+
+// proxy-addr (Express's own parser for `trust proxy`) ships no types; only its validation is used.
+const proxyAddr = require('proxy-addr') as { compile(trusted: string[]): unknown };
+
+/**
+ * TRUST_PROXY takes what Express's `trust proxy` takes, except `true`: trusting every hop lets any
+ * client write its own address into X-Forwarded-For, which defeats the per-address limits.
+ */
+export function trustProxyFrom(value: string | undefined): TrustProxy {
+  const v = (value ?? '').trim();
+  if (v === '' || v.toLowerCase() === 'false') return false;
+  if (v.toLowerCase() === 'true') {
+    throw new Error(
+      'TRUST_PROXY=true is refused: it would trust every X-Forwarded-For entry, so any client could choose its own address and escape the per-address limits. ' +
+        'Give the number of proxy hops in front of the service (TRUST_PROXY=1 for one reverse proxy) or the proxies\' addresses (TRUST_PROXY=loopback, or TRUST_PROXY=10.0.0.0/8,172.16.0.0/12).',
+    );
+  }
+  if (/^\d+$/.test(v)) {
+    const hops = Number(v);
+    if (hops > 100) throw new Error(`TRUST_PROXY must be a hop count of at most 100 or a list of proxy addresses, got "${v}"`);
+    return hops === 0 ? false : hops;
+  }
+  const trusted = v.split(',').map((s) => s.trim()).filter(Boolean);
+  try {
+    proxyAddr.compile(trusted);
+  } catch (err) {
+    throw new Error(`TRUST_PROXY must be a hop count or a comma-separated list of addresses, subnets or loopback/linklocal/uniquelocal: ${(err as Error).message}`);
+  }
+  return trusted;
 }
 
 function intFrom(value: string | undefined, fallback: number, name: string): number {
@@ -60,6 +112,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 20000, 'WEBHOOK_TIMEOUT_MS'),
     webhookRetryDelaysMs: delays,
     embeddedWorker: env.EMBEDDED_WORKER !== 'false',
-    trustProxy: boolFrom(env.TRUST_PROXY),
+    trustProxy: trustProxyFrom(env.TRUST_PROXY),
+    http: httpLimitsFrom(env),
   };
+}
+
+function httpLimitsFrom(env: NodeJS.ProcessEnv): HttpLimits {
+  const limits: HttpLimits = {
+    tlsHandshakeTimeoutMs: intFrom(env.TLS_HANDSHAKE_TIMEOUT_MS, 10_000, 'TLS_HANDSHAKE_TIMEOUT_MS'),
+    headersTimeoutMs: intFrom(env.HTTP_HEADERS_TIMEOUT_MS, 15_000, 'HTTP_HEADERS_TIMEOUT_MS'),
+    // 10 files of 20 MiB need about 5.6 Mbit/s to arrive in 5 minutes.
+    requestTimeoutMs: intFrom(env.HTTP_REQUEST_TIMEOUT_MS, 300_000, 'HTTP_REQUEST_TIMEOUT_MS'),
+    // Above the 60 s idle time-out of common load balancers, so they never reuse a connection we just closed.
+    keepAliveTimeoutMs: intFrom(env.HTTP_KEEPALIVE_TIMEOUT_MS, 65_000, 'HTTP_KEEPALIVE_TIMEOUT_MS'),
+    socketIdleTimeoutMs: intFrom(env.HTTP_SOCKET_IDLE_TIMEOUT_MS, 120_000, 'HTTP_SOCKET_IDLE_TIMEOUT_MS'),
+    maxConnections: intFrom(env.HTTP_MAX_CONNECTIONS, 1000, 'HTTP_MAX_CONNECTIONS'),
+  };
+  // Node refuses a headers time-out above the request time-out; 0 would switch either off.
+  for (const [name, value] of [
+    ['TLS_HANDSHAKE_TIMEOUT_MS', limits.tlsHandshakeTimeoutMs],
+    ['HTTP_HEADERS_TIMEOUT_MS', limits.headersTimeoutMs],
+    ['HTTP_REQUEST_TIMEOUT_MS', limits.requestTimeoutMs],
+    ['HTTP_KEEPALIVE_TIMEOUT_MS', limits.keepAliveTimeoutMs],
+    ['HTTP_SOCKET_IDLE_TIMEOUT_MS', limits.socketIdleTimeoutMs],
+    ['HTTP_MAX_CONNECTIONS', limits.maxConnections],
+  ] as const) {
+    if (value < 1) throw new Error(`${name} must be at least 1, got ${value}`);
+  }
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new Error(`HTTP_HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`);
+  }
+  return limits;
 }

@@ -31,7 +31,7 @@ async function main() {
   const tls = await loadTls(config.dataDir, config.tlsCertFile, config.tlsKeyFile);
   if (tls.generatedAt) logger.warn({ cert: tls.generatedAt }, 'no TLS certificate configured: generated a self-signed one for localhost');
 
-  const limiter = createLimiter(config);
+  const limiter = createLimiter(config, logger.child({ component: 'rate-limit' }));
   const app = createApp({
     services,
     logger,
@@ -42,10 +42,32 @@ async function main() {
       return true;
     },
   });
-  const server = https.createServer({ cert: tls.cert, key: tls.key }, app);
-  server.keepAliveTimeout = 65_000;
-  server.headersTimeout = 66_000;
-  server.requestTimeout = 120_000;
+  const limits = config.http;
+  const server = https.createServer(
+    {
+      cert: tls.cert,
+      key: tls.key,
+      handshakeTimeout: limits.tlsHandshakeTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node checks the headers and request time-outs on this tick (30 s by default), so a slow
+      // client would otherwise hold its connection up to 30 s past its time-out.
+      connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
+    },
+    app,
+  );
+  // No 'timeout' listener: Node destroys a socket idle this long (a client that stopped reading a download).
+  server.setTimeout(limits.socketIdleTimeoutMs);
+  server.maxConnections = limits.maxConnections;
+  let droppedSince = 0;
+  server.on('drop', () => {
+    // Logged at most once a minute: a flood must not turn into a flood of log lines.
+    if (Date.now() - droppedSince > 60_000) {
+      droppedSince = Date.now();
+      logger.warn({ maxConnections: limits.maxConnections }, 'connection cap reached: dropping new connections');
+    }
+  });
 
   // The delivery worker runs here unless EMBEDDED_WORKER=false (then run `npm run worker` beside it).
   const worker = config.embeddedWorker

@@ -4,7 +4,9 @@ import { Config } from './config';
 import { createDb, migrate } from './db/knex';
 import { loadMasterKey } from './platform/master-key';
 import { createServices, Services } from './services';
-import { createMemoryLimiter, createRedisLimiter, RateLimiter } from './http/rate-limit/limiter';
+import { createMemoryLimiter, RateLimiter } from './http/rate-limit/limiter';
+import { createFailOpenLimiter, LIMITER_REDIS_OPTIONS } from './http/rate-limit/fail-open';
+import { createLogger, Logger } from './platform/logger';
 
 /** What the server, the worker and the CLI share: config, a migrated database and the services. */
 export interface Runtime {
@@ -22,8 +24,21 @@ export async function openRuntime(config: Config, opts: { onEvents?: () => void;
   return { config, db, services, close: () => db.destroy() };
 }
 
-export function createLimiter(config: Config): RateLimiter {
+/**
+ * In-process limits, or with REDIS_URL limits shared across instances that fall back to in-process
+ * ones while Redis is unreachable (never a 500, never a wait behind a reconnect).
+ */
+export function createLimiter(config: Config, logger: Logger = createLogger(config.logLevel)): RateLimiter {
   if (!config.redisUrl) return createMemoryLimiter(config.rateLimitPerMinute);
-  const redis = new Redis(config.redisUrl, { maxRetriesPerRequest: 2, enableOfflineQueue: true, lazyConnect: false });
-  return createRedisLimiter(redis, config.rateLimitPerMinute);
+  const redis = new Redis(config.redisUrl, LIMITER_REDIS_OPTIONS);
+  const password = urlPassword(config.redisUrl);
+  return createFailOpenLimiter(redis, { limit: config.rateLimitPerMinute, logger, secrets: password ? [password, encodeURIComponent(password)] : [] });
+}
+
+function urlPassword(url: string): string | undefined {
+  try {
+    return decodeURIComponent(new URL(url).password) || undefined;
+  } catch {
+    return undefined;
+  }
 }

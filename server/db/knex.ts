@@ -22,26 +22,44 @@ export function createDb(opts: { databaseUrl?: string; dataDir: string }): Knex 
     if (url.protocol !== 'mysql:' && url.protocol !== 'mariadb:') {
       throw new Error(`DATABASE_URL must be mysql://user:pass@host:3306/db, got protocol ${url.protocol}`);
     }
-    return knexFactory({
+    const connection = {
+      host: url.hostname,
+      port: Number(url.port || 3306),
+      user: decodeURIComponent(url.username),
+      password: decodeURIComponent(url.password),
+      database: url.pathname.replace(/^\//, ''),
+      charset: 'utf8mb4',
+      // Times are integer milliseconds in BIGINT columns; keep them numbers.
+      supportBigNumbers: true,
+      bigNumberStrings: false,
+      connectTimeout: MYSQL_TIMEOUTS.connectMs,
+      // TCP keep-alive finds pooled connections a firewall or a rebooted host dropped silently.
+      enableKeepAlive: true,
+      keepAliveInitialDelay: 30_000,
+    };
+    const guard = createMysqlGuard(connection);
+    const mysql = knexFactory({
       client: 'mysql2',
-      connection: {
-        host: url.hostname,
-        port: Number(url.port || 3306),
-        user: decodeURIComponent(url.username),
-        password: decodeURIComponent(url.password),
-        database: url.pathname.replace(/^\//, ''),
-        charset: 'utf8mb4',
-        // Times are integer milliseconds in BIGINT columns; keep them numbers.
-        supportBigNumbers: true,
-        bigNumberStrings: false,
-        connectTimeout: 5000,
+      connection,
+      pool: {
+        min: 0,
+        max: 10,
+        // Idle connections are closed well before MariaDB's wait_timeout or a NAT forgets them.
+        idleTimeoutMillis: 30_000,
+        afterCreate(conn: MysqlConnection, done: (err: Error | null, conn: unknown) => void) {
+          guard.watch(conn);
+          // MariaDB waits 50 s for a row lock by default; runInTransaction retries a lock-wait
+          // time-out, so a request could hang for minutes. 10 s, then retry, then 503.
+          conn.query(`SET SESSION innodb_lock_wait_timeout = ${MYSQL_TIMEOUTS.lockWaitSeconds}`, (err: Error | null) => done(err, conn));
+        },
       },
-      pool: { min: 0, max: 10 },
-      acquireConnectionTimeout: 5000,
+      acquireConnectionTimeout: MYSQL_TIMEOUTS.acquireMs,
     });
+    guard.attach(mysql);
+    return mysql;
   }
   fs.mkdirSync(opts.dataDir, { recursive: true });
-  return knexFactory({
+  const sqlite = knexFactory({
     client: 'better-sqlite3',
     connection: { filename: path.join(opts.dataDir, 'chat.sqlite3') },
     useNullAsDefault: true,
@@ -57,6 +75,34 @@ export function createDb(opts: { databaseUrl?: string; dataDir: string }): Knex 
       },
     },
   });
+  beginSqliteTransactionsImmediately(sqlite);
+  return sqlite;
+}
+
+interface KnexTransactionInternals {
+  readOnly?: boolean;
+  query(conn: unknown, sql: string): Promise<unknown>;
+}
+// knex 3 opens every SQLite transaction with a deferred `BEGIN` and has no option for another mode.
+const SqliteTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction') as new (...args: unknown[]) => KnexTransactionInternals;
+
+/**
+ * A deferred transaction that reads and then writes fails at once with SQLITE_BUSY_SNAPSHOT when
+ * another process (the CLI, `npm run worker`) committed in between; the busy time-out does not help
+ * there. BEGIN IMMEDIATE takes the write lock first, waiting up to the busy time-out for it, so the
+ * snapshot is always the newest. In this process the one connection serialises transactions anyway;
+ * `db.transaction(fn, { readOnly: true })` keeps the deferred BEGIN for transactions that only read.
+ */
+class ImmediateSqliteTransaction extends SqliteTransaction {
+  begin(conn: unknown) {
+    return this.query(conn, this.readOnly ? 'BEGIN;' : 'BEGIN IMMEDIATE;');
+  }
+}
+
+function beginSqliteTransactionsImmediately(db: Knex): void {
+  const client = db.client as { transaction: (...args: unknown[]) => unknown };
+  // Nested transactions get a client of their own (savepoints); only the outermost BEGIN changes.
+  client.transaction = (...args: unknown[]) => new ImmediateSqliteTransaction(db.client, ...args);
 }
 
 export async function migrate(db: Knex): Promise<void> {
@@ -69,14 +115,184 @@ export function isUniqueViolation(err: unknown): boolean {
   return e?.code === 'ER_DUP_ENTRY' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
 }
 
+/** The code of our own verdict that the MySQL server stopped answering (createMysqlGuard). */
+const DATABASE_UNRESPONSIVE = 'DATABASE_UNRESPONSIVE';
+
+const CONNECTION_ERROR_CODES = new Set([
+  // The network: refused while the server is down or restarting, reset or cut while it dies.
+  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+  // mysql2: the server closed the connection, a command on a connection already closed, a query time-out.
+  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR', 'PROTOCOL_ENQUEUE_AFTER_QUIT',
+  // The server answers but will not serve: shutting down, killed our connection, full, or misconfigured.
+  'ER_SERVER_SHUTDOWN', 'ER_NORMAL_SHUTDOWN', 'ER_CONNECTION_KILLED', 'ER_CON_COUNT_ERROR', 'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_ACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_CANT_CREATE_THREAD', 'ER_OUT_OF_RESOURCES',
+  // Our own verdict (createMysqlGuard): the server stopped answering.
+  DATABASE_UNRESPONSIVE,
+  'SQLITE_CANTOPEN', 'SQLITE_BUSY',
+]);
+const CONNECTION_ERROR_MESSAGES =
+  /Unable to acquire a connection|The pool is probably full|aborted|database connection is not open|Connection lost|Can't add new command when connection is in closed state|read ECONNRESET|write EPIPE|Pool is closed/i;
+
 /** Is this error the database being unreachable (as opposed to a bad query)? */
 export function isConnectionError(err: unknown): boolean {
-  const e = err as { code?: string; name?: string; message?: string };
+  const e = err as { code?: string; name?: string; message?: string; fatal?: boolean };
   if (!e) return false;
-  if (e.name === 'KnexTimeoutError') return true;
-  const codes = ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'PROTOCOL_CONNECTION_LOST', 'ER_CON_COUNT_ERROR', 'EHOSTUNREACH', 'SQLITE_CANTOPEN', 'SQLITE_BUSY', 'ER_ACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR'];
-  if (e.code && codes.includes(e.code)) return true;
-  return /Unable to acquire a connection|The pool is probably full|aborted|database connection is not open/i.test(e.message ?? '');
+  if (e.name === 'KnexTimeoutError') return true; // no free pool connection in time
+  if (e.code && CONNECTION_ERROR_CODES.has(e.code)) return true;
+  if (e.code?.startsWith('SQLITE_BUSY')) return true; // SQLITE_BUSY_SNAPSHOT, _RECOVERY, _TIMEOUT
+  return CONNECTION_ERROR_MESSAGES.test(e.message ?? '');
+}
+
+/**
+ * Time-outs of the MySQL/MariaDB connections (README: Failure behaviour). A server that is down
+ * refuses connections and costs nothing to detect; a server that hangs (stopped, overloaded
+ * storage, a network black hole) accepts TCP and then never answers, which without these would
+ * hold every request forever.
+ */
+export const MYSQL_TIMEOUTS = {
+  /** A new connection (TCP and the MySQL handshake) must be up within this. */
+  connectMs: 3000,
+  /** Waiting for a free pool connection (10 per process) when all are busy. */
+  acquireMs: 5000,
+  /** A statement running this long makes us ask whether the server still answers at all. */
+  stallCheckMs: 2000,
+  /** The liveness probe: a fresh connection, then SELECT 1, each within this. */
+  probeMs: 1500,
+  /** While the server is taken to be unresponsive, requests fail at once and it is probed this often. */
+  recoveryProbeEveryMs: 1000,
+  /** innodb_lock_wait_timeout of the service's sessions (MariaDB's default is 50 s). */
+  lockWaitSeconds: 10,
+};
+
+interface MysqlConnection {
+  query(...args: unknown[]): unknown;
+  destroy(): void;
+  on(event: 'error', listener: (err: Error) => void): unknown;
+  stream: { destroy(): void };
+  __knex__disposed?: unknown;
+}
+type QueryCallback = (err: Error | null, ...rest: unknown[]) => void;
+
+function unresponsive(): Error {
+  return Object.assign(new Error('Database unavailable: the server does not answer.'), { code: DATABASE_UNRESPONSIVE });
+}
+
+/**
+ * Tells a slow statement from a dead server without capping statement time: a statement that has
+ * run `stallCheckMs` triggers a probe on a fresh connection (shared by every waiting statement). If
+ * the server answers, the statement keeps running (a long migration, a lock wait). If it does not,
+ * every statement in flight fails with a connection error (their connections are dropped, so a
+ * transaction's ROLLBACK fails at once too), and new requests fail at once until a probe, every
+ * `recoveryProbeEveryMs`, gets an answer again: no request waits behind a hung server, and the
+ * service recovers by itself.
+ */
+function createMysqlGuard(settings: Record<string, unknown>) {
+  const driver = require('mysql2') as { createConnection(options: object): MysqlConnection };
+  const inFlight = new Set<(err: Error) => void>();
+  let down = false;
+  let probing: Promise<boolean> | null = null;
+  let recovery: NodeJS.Timeout | null = null;
+
+  function probe(): Promise<boolean> {
+    probing ??= new Promise<boolean>((resolve) => {
+      const conn = driver.createConnection({ ...settings, connectTimeout: MYSQL_TIMEOUTS.probeMs });
+      let done = false;
+      const finish = (alive: boolean) => {
+        if (done) return;
+        done = true;
+        clearTimeout(deadline);
+        conn.destroy();
+        conn.stream.destroy();
+        resolve(alive);
+      };
+      // Belt and braces over the driver's own time-outs (connect, then the query).
+      const deadline = setTimeout(() => finish(false), 2 * MYSQL_TIMEOUTS.probeMs + 500);
+      deadline.unref();
+      conn.on('error', () => finish(false));
+      // An error packet (too many connections, access denied) is an answer: the server is alive.
+      conn.query({ sql: 'SELECT 1', timeout: MYSQL_TIMEOUTS.probeMs }, (err: (Error & { sqlMessage?: string }) | null) => finish(!err || Boolean(err.sqlMessage)));
+    }).finally(() => {
+      probing = null;
+    });
+    return probing;
+  }
+
+  function declareDown() {
+    down = true;
+    for (const fail of [...inFlight]) fail(unresponsive());
+    if (recovery) return;
+    recovery = setInterval(() => {
+      void probe().then((alive) => {
+        if (!alive || !recovery) return;
+        down = false;
+        clearInterval(recovery);
+        recovery = null;
+      });
+    }, MYSQL_TIMEOUTS.recoveryProbeEveryMs);
+    recovery.unref();
+  }
+
+  const suspect = () => void probe().then((alive) => !alive && declareDown());
+
+  return {
+    /** Every raw connection of the pool: knex's queries (transactions included) go through `query`. */
+    watch(connection: MysqlConnection) {
+      const original = connection.query.bind(connection);
+      connection.query = (options: unknown, values: unknown, callback?: unknown) => {
+        if (typeof callback !== 'function') return original(options, values, callback);
+        const cb = callback as QueryCallback;
+        let settled = false;
+        let timer: NodeJS.Timeout;
+        const settle = () => {
+          settled = true;
+          clearTimeout(timer);
+          inFlight.delete(fail);
+        };
+        function fail(err: Error) {
+          if (settled) return;
+          settle();
+          // Never reused: the pool's validation drops it, and nothing more is queued on it.
+          connection.__knex__disposed = err;
+          connection.destroy();
+          connection.stream.destroy();
+          cb(err);
+        }
+        const check = () =>
+          void probe().then((alive) => {
+            if (settled) return;
+            if (alive) timer = setTimeout(check, MYSQL_TIMEOUTS.stallCheckMs).unref();
+            else declareDown();
+          });
+        timer = setTimeout(check, MYSQL_TIMEOUTS.stallCheckMs).unref();
+        inFlight.add(fail);
+        return original(options, values, (err: Error | null, ...rest: unknown[]) => {
+          if (settled) return;
+          settle();
+          cb(err, ...rest);
+        });
+      };
+    },
+    /** Fail fast while the server is down; a failed connect makes us check. */
+    attach(db: Knex) {
+      const client = db.client as { acquireConnection(): Promise<unknown>; destroy(cb?: unknown): Promise<void> };
+      const acquire = client.acquireConnection.bind(client);
+      client.acquireConnection = async () => {
+        if (down) throw unresponsive();
+        try {
+          return await acquire();
+        } catch (err) {
+          if (isConnectionError(err)) suspect();
+          throw err;
+        }
+      };
+      const destroy = client.destroy.bind(client);
+      client.destroy = (cb?: unknown) => {
+        if (recovery) clearInterval(recovery);
+        recovery = null;
+        return destroy(cb);
+      };
+    },
+  };
 }
 
 /** `SELECT ... FOR UPDATE` where it means something (MySQL); SQLite serialises writers anyway. */

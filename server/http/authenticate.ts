@@ -2,6 +2,7 @@ import type { Request, RequestHandler } from 'express';
 import { ApiError } from '../platform/errors';
 import type { AccessService } from '../access/service';
 import type { RateLimiter, RateDecision } from './rate-limit/limiter';
+import { addressBucket } from './rate-limit/client-address';
 import './request-context';
 
 function rateHeaders(res: Parameters<RequestHandler>[1], d: RateDecision) {
@@ -25,12 +26,18 @@ function isKeyless(req: Request): boolean {
 
 /**
  * Authentication, then the per-key rate limit. Requests without a valid key are limited per client
- * address, so keys cannot be guessed at speed.
+ * address (`addressBucket`: IPv4, or the IPv6 /64), so keys cannot be guessed at speed.
+ *
+ * A presented key takes a slot in its address's window before it is looked up, and gives it back
+ * when it proves valid: an address whose window is full is answered 429 without touching the
+ * database, and one address can never have more than the limit of lookups running or failed in a
+ * minute, however many it sends at once. A valid key from such an address is refused too; letting
+ * it through would tell a guesser which of its keys work.
  */
 export function authenticate(access: AccessService, limiter: RateLimiter): RequestHandler {
   /** Counts a request that holds no valid key against its client address. */
   async function limitByAddress(req: Request) {
-    const d = await limiter.hit(`ip:${req.ip}`);
+    const d = await limiter.hit(addressBucket(req.ip));
     if (!d.allowed) throw rateLimited(d);
   }
   return async (req, res, next) => {
@@ -46,12 +53,16 @@ export function authenticate(access: AccessService, limiter: RateLimiter): Reque
         await limitByAddress(req);
         throw new ApiError('unauthorized', 'Missing API key: send Authorization: Bearer wck_...');
       }
+      const slot = await limiter.reserve(addressBucket(req.ip));
+      if (!slot.allowed) throw rateLimited(slot);
       try {
         req.principal = await access.authenticate(match[1]);
       } catch (err) {
-        if (err instanceof ApiError && err.code === 'unauthorized') await limitByAddress(req);
+        // A wrong key keeps its slot; a database failure is not the client's doing.
+        if (!(err instanceof ApiError && err.code === 'unauthorized')) void slot.release();
         throw err;
       }
+      void slot.release(); // not awaited: the answer does not depend on it
       const d = await limiter.hit(`key:${req.principal.keyId}`);
       rateHeaders(res, d);
       if (!d.allowed) throw rateLimited(d);
@@ -61,4 +72,3 @@ export function authenticate(access: AccessService, limiter: RateLimiter): Reque
     }
   };
 }
-

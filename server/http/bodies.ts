@@ -1,8 +1,9 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import express from 'express';
 import multer from 'multer';
 import path from 'node:path';
 import fs from 'node:fs';
+import { pipeline, Readable } from 'node:stream';
 import { ApiError } from '../platform/errors';
 import { ulidBody } from '../platform/ids';
 
@@ -23,23 +24,45 @@ export const jsonBody = express.json({
 
 /**
  * multipart/form-data for replies with files: spooled to DATA_DIR/tmp (never whole in memory),
- * limits from DECISIONS. Leftover spool files are removed when the answer is sent.
+ * limits from DECISIONS. Every spool file a request wrote is removed when its answer is sent or its
+ * connection goes away, including a file that was still being written (see RequestSpool).
  */
 export function multipartBody(dataDir: string, maxFileBytes: number): RequestHandler {
   const tmp = path.join(dataDir, 'tmp');
   fs.mkdirSync(tmp, { recursive: true });
+  sweepStaleSpoolFiles(tmp);
+  const spools = new WeakMap<Request, RequestSpool>();
+  const storage: multer.StorageEngine = {
+    _handleFile: (req, file, cb) => spools.get(req)!.write(file.stream, cb),
+    _removeFile: (_req, file, cb) => fs.rm(file.path, { force: true }, (err) => cb(err)),
+  };
   const upload = multer({
-    storage: multer.diskStorage({ destination: tmp, filename: (_req, _file, cb) => cb(null, `upload_${ulidBody()}`) }),
+    storage,
     // busboy flags a file that reaches the limit, so allow one byte more and check `size` below.
     limits: { fileSize: maxFileBytes + 1, files: 10, fields: 10, fieldSize: 64 * 1024, parts: 30, headerPairs: 100 },
   }).any();
   return (req, res, next) => {
     if (!req.is('multipart/form-data')) return next();
-    res.on('close', () => {
-      for (const f of (req.files as Express.Multer.File[] | undefined) ?? []) fs.rm(f.path, { force: true }, () => undefined);
+    const spool = new RequestSpool(tmp);
+    spools.set(req, spool);
+    let handedOver = false;
+    // A client that drops the connection mid-upload: busboy never ends the part being written (and
+    // multer waits for it forever), so the spool stops it and removes what it wrote. Once the files
+    // are handed to the handler, they stay until it answers, even to a connection that is gone.
+    res.once('close', () => {
+      if (!handedOver || res.writableEnded) spool.release();
     });
+    const end = res.end;
+    res.end = function endThenRelease(this: typeof res, ...args: Parameters<typeof end>) {
+      try {
+        return end.apply(this, args);
+      } finally {
+        spool.release();
+      }
+    } as typeof end;
     upload(req, res, (err?: unknown) => {
-      if (err) return next(err);
+      if (err) return next(uploadError(err));
+      handedOver = true;
       const files = (req.files as Express.Multer.File[]) ?? [];
       const wrong = files.find((f) => f.fieldname !== 'file');
       if (wrong) return next(new ApiError('invalid_request', `Unexpected file field "${wrong.fieldname}"; send files as "file".`, [{ path: `/body/${wrong.fieldname}`, message: 'unexpected file field' }]));
@@ -51,6 +74,102 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
   };
 }
 
+/** Raised into the file streams of a request whose connection is gone. */
+class UploadAbandoned extends Error {
+  constructor() {
+    super('The client went away during the upload.');
+  }
+}
+
+/**
+ * The spool files of one request. multer 2's disk storage pipes busboy's file stream into a write
+ * stream with `pipe`, which neither closes the write stream nor reports when the part is cut off
+ * (the descriptor and a partial file stay behind, and multer never learns of them); here each part
+ * is written with `pipeline`, and its path is known from the moment the file is created.
+ */
+class RequestSpool {
+  private readonly written = new Set<string>();
+  private readonly inFlight = new Set<Readable>();
+  private released = false;
+
+  constructor(private readonly dir: string) {}
+
+  write(part: Readable, cb: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
+    if (this.released) {
+      part.resume();
+      return cb(new UploadAbandoned());
+    }
+    const filename = `upload_${ulidBody()}`;
+    const target = path.join(this.dir, filename);
+    this.inFlight.add(part);
+    const out = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
+    pipeline(part, out, (err) => {
+      this.inFlight.delete(part);
+      if (!err && this.released) {
+        // the connection went away while the last bytes were flushed: nobody will read this file
+        removeQuietly(target);
+        return cb(new UploadAbandoned());
+      }
+      if (!err) {
+        this.written.add(target);
+        return cb(null, { destination: this.dir, filename, path: target, size: out.bytesWritten });
+      }
+      // The write stream may still be open (or opening) when pipeline reports: remove the file
+      // only once its descriptor is closed, so a late open cannot re-create it after the removal.
+      const removeAndReport = () => fs.rm(target, { force: true }, () => cb(err));
+      if (out.closed) removeAndReport();
+      else out.once('close', removeAndReport);
+    });
+  }
+
+  /** Stops the parts still being written (their files go as they close) and removes the rest. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    for (const part of this.inFlight) part.destroy(new UploadAbandoned());
+    for (const file of this.written) removeQuietly(file);
+  }
+}
+
+function removeQuietly(file: string) {
+  fs.rm(file, { force: true }, () => undefined);
+}
+
+/**
+ * Spool files older than any request can live (a crash or SIGKILL mid-upload leaves them). Younger
+ * ones may belong to another process sharing DATA_DIR, so they stay.
+ */
+function sweepStaleSpoolFiles(dir: string, olderThanMs = 60 * 60 * 1000) {
+  fs.readdir(dir, (err, names) => {
+    if (err) return;
+    for (const name of names.filter((n) => n.startsWith('upload_'))) {
+      const file = path.join(dir, name);
+      fs.stat(file, (statErr, st) => {
+        if (!statErr && Date.now() - st.mtimeMs > olderThanMs) removeQuietly(file);
+      });
+    }
+  });
+}
+
+/**
+ * multer's failures as answers: its limits go to the error handler (413); a body cut off or
+ * malformed (busboy's plain errors, a dropped connection) is the client's 400; errors from the
+ * disk (ENOSPC, EACCES: an `errno`) stay server errors.
+ */
+function uploadError(err: unknown): unknown {
+  if (err instanceof ApiError) return err;
+  if (err instanceof multer.MulterError) {
+    if (err.code.startsWith('LIMIT_')) return err;
+    return new ApiError('invalid_request', `The multipart body is malformed: ${err.message}.`, [{ path: '/body', message: err.message }]);
+  }
+  if (err instanceof UploadAbandoned || (err as { code?: string }).code === 'ECONNRESET') {
+    return new ApiError('invalid_request', 'The request body was incomplete.');
+  }
+  if (err instanceof Error && (err as NodeJS.ErrnoException).errno === undefined) {
+    return new ApiError('invalid_request', 'The multipart body is malformed or incomplete.', [{ path: '/body', message: err.message }]);
+  }
+  return err;
+}
 
 /**
  * busboy (under multer 2) reads a plain `filename="..."` as latin1, but browsers and fetch send

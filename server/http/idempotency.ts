@@ -12,6 +12,17 @@ async function fileDigest(file: string): Promise<string> {
   return hash.digest('hex');
 }
 
+/**
+ * Each file's name, declared type and content, in order: the same bytes under another name or type
+ * are another request (the message would show another attachment). Empty without files, so a JSON
+ * request's fingerprint is what it was before files counted by name (keys recorded then still match).
+ */
+async function filesFingerprint(files: Express.Multer.File[]): Promise<string> {
+  if (files.length === 0) return '';
+  const described = await Promise.all(files.map(async (f) => ({ name: f.originalname, type: f.mimetype, sha256: await fileDigest(f.path) })));
+  return canonical(described);
+}
+
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
   if (value && typeof value === 'object') {
@@ -32,10 +43,9 @@ export function idempotency(service: IdempotencyService, normalise: (body: unkno
     const key = req.headers['idempotency-key'];
     if (typeof key !== 'string' || !req.principal) return next();
     try {
-      const files = ((req.files as Express.Multer.File[] | undefined) ?? []).map((f) => f.path);
       const fingerprint = createHash('sha256')
         .update(`${req.method} ${req.baseUrl}${req.path}\n${canonical(normalise(req.body ?? null))}\n`)
-        .update((await Promise.all(files.map(fileDigest))).join(','))
+        .update(await filesFingerprint((req.files as Express.Multer.File[] | undefined) ?? []))
         .digest('hex');
       const begun = await service.begin(req.principal.keyId, key, fingerprint);
       if (begun.kind === 'replay') {

@@ -1,24 +1,39 @@
 import type { Knex } from 'knex';
+import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../platform/crypto';
 import { ApiError } from '../platform/errors';
 import { isUniqueViolation } from '../db/knex';
 import type { IdempotencyStore } from './store';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
-/** A first request that has not finished after this long is taken to have died (crash, kill). */
+/**
+ * The lease of a running request. It is renewed every third of it while the request runs, so only
+ * a request whose process died (crash, kill) or could not reach the database for this long loses
+ * its key to a repeat.
+ */
 export const IDEMPOTENCY_LOCK_MS = 60 * 1000;
+/**
+ * Renewals stop after this long, so a request stuck for good cannot hold its key forever. Far beyond
+ * anything a request takes (the server's request time-out is 120 s, a MySQL lock wait 50 s a try).
+ */
+export const IDEMPOTENCY_MAX_HOLD_MS = 15 * 60 * 1000;
 
 export type Begin =
   | { kind: 'proceed'; handle: IdempotencyHandle }
   | { kind: 'replay'; status: number; body: string };
 
 export interface IdempotencyHandle {
-  /** Records the answer inside the transaction that made the change: both commit or neither. */
+  /**
+   * Records the answer inside the transaction that made the change: both commit or neither. Throws
+   * 409 `idempotency_key_in_use` when the lease was taken over by a repeat (this request ran past
+   * its lease), so the transaction rolls back and only the repeat's change exists.
+   */
   completeIn(trx: Knex, status: number, body: unknown): Promise<void>;
   /**
-   * Called with every answer. A record committed by completeIn stays as it is. Otherwise a 4xx is
-   * recorded (and replayed later), and a 5xx forgets the key so a retry runs again; this also
-   * covers a transaction that wrote the record and then failed to commit.
+   * Called with every answer; stops renewing the lease. A record committed by completeIn, or taken
+   * over by a repeat, stays as it is. Otherwise a 4xx is recorded (and replayed later), and a 5xx
+   * forgets the key so a retry runs again; this also covers a transaction that wrote the record and
+   * then failed to commit.
    */
   finish(status: number, body: unknown): Promise<void>;
 }
@@ -27,12 +42,19 @@ export interface IdempotencyHandle {
  * Idempotency-Key as in DECISIONS: scoped to the access key, remembered 24 hours; a repeat replays
  * the first answer; a repeat while the first runs is 409; the same key with another request is 422.
  */
-export function createIdempotencyService(store: IdempotencyStore, now: () => number = Date.now) {
+export function createIdempotencyService(
+  store: IdempotencyStore,
+  now: () => number = Date.now,
+  opts: { lockMs?: number; maxHoldMs?: number } = {},
+) {
+  const lockMs = opts.lockMs ?? IDEMPOTENCY_LOCK_MS;
+  const maxHoldMs = opts.maxHoldMs ?? IDEMPOTENCY_MAX_HOLD_MS;
   return {
     async begin(apiKeyId: string, idempotencyKey: string, requestHash: string): Promise<Begin> {
       const keyHash = sha256Hex(idempotencyKey);
       for (let attempt = 0; attempt < 3; attempt++) {
         const t = now();
+        const token = randomBytes(16).toString('hex');
         try {
           await store.insert({
             api_key_id: apiKeyId,
@@ -42,9 +64,10 @@ export function createIdempotencyService(store: IdempotencyStore, now: () => num
             response_status: null,
             response_body: null,
             created_at: t,
-            locked_until: t + IDEMPOTENCY_LOCK_MS,
+            locked_until: t + lockMs,
+            lease_token: token,
           });
-          return { kind: 'proceed', handle: handle(apiKeyId, keyHash) };
+          return { kind: 'proceed', handle: handle(apiKeyId, keyHash, token) };
         } catch (err) {
           if (!isUniqueViolation(err)) throw err;
         }
@@ -58,8 +81,8 @@ export function createIdempotencyService(store: IdempotencyStore, now: () => num
           throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used with a different request.');
         }
         if (existing.state === 'done') return { kind: 'replay', status: existing.response_status!, body: existing.response_body! };
-        if (existing.locked_until < t && (await store.takeOver(apiKeyId, keyHash, existing.locked_until, t + IDEMPOTENCY_LOCK_MS))) {
-          return { kind: 'proceed', handle: handle(apiKeyId, keyHash) };
+        if (existing.locked_until < t && (await store.takeOver(apiKeyId, keyHash, existing.locked_until, t + lockMs, token))) {
+          return { kind: 'proceed', handle: handle(apiKeyId, keyHash, token) };
         }
         throw new ApiError('idempotency_key_in_use', 'A request with this Idempotency-Key is still running; retry in a moment.');
       }
@@ -69,21 +92,52 @@ export function createIdempotencyService(store: IdempotencyStore, now: () => num
     purgeExpired: () => store.removeExpired(now() - IDEMPOTENCY_TTL_MS),
   };
 
-  function handle(apiKeyId: string, keyHash: string): IdempotencyHandle {
+  function handle(apiKeyId: string, keyHash: string, token: string): IdempotencyHandle {
     let finished = false;
+    const heartbeat = keepLeaseAlive(apiKeyId, keyHash, token);
     return {
       async completeIn(trx, status, body) {
-        await store.complete(apiKeyId, keyHash, status, JSON.stringify(body), trx);
+        if (!(await store.complete(apiKeyId, keyHash, token, status, JSON.stringify(body), trx))) {
+          // Committing now would make a second change under the key: a repeat took it over while this
+          // request ran past its lease. 409 rather than the repeat's answer: that repeat may still be
+          // running; a retry (the SDK retries this code) gets its answer replayed once it is done.
+          throw new ApiError('idempotency_key_in_use', 'Another request with this Idempotency-Key took over while this one was running; nothing was changed. Retry to get its answer.');
+        }
       },
       async finish(status, body) {
         if (finished) return;
         finished = true;
-        // Both statements only touch a record still `running`: one the request's transaction
-        // committed as `done` is never overwritten or forgotten.
-        if (status >= 500) await store.removeRunning(apiKeyId, keyHash);
-        else await store.completeRunning(apiKeyId, keyHash, status, JSON.stringify(body));
+        heartbeat.stop();
+        // Both statements only touch a record still `running` under this request's lease: one the
+        // request's transaction committed as `done`, or one a repeat took over, is left alone.
+        if (status >= 500) await store.removeRunning(apiKeyId, keyHash, token);
+        else await store.completeRunning(apiKeyId, keyHash, token, status, JSON.stringify(body));
       },
     };
+  }
+
+  /**
+   * Renews the lease every third of it until the request finishes, loses the lease, or has held it
+   * for maxHoldMs. A renewal that fails (database briefly unreachable) is tried again on the next
+   * beat: the lease has two thirds left.
+   */
+  function keepLeaseAlive(apiKeyId: string, keyHash: string, token: string) {
+    const since = now();
+    let renewing = false;
+    const timer = setInterval(async () => {
+      if (renewing) return;
+      if (now() - since > maxHoldMs) return clearInterval(timer);
+      renewing = true;
+      try {
+        if (!(await store.renew(apiKeyId, keyHash, token, now() + lockMs))) clearInterval(timer);
+      } catch {
+        // next beat
+      } finally {
+        renewing = false;
+      }
+    }, Math.max(1, Math.floor(lockMs / 3)));
+    timer.unref(); // never what keeps a process from exiting
+    return { stop: () => clearInterval(timer) };
   }
 }
 

@@ -9,10 +9,14 @@ export interface IdempotencyRow {
   response_body: string | null;
   created_at: number;
   locked_until: number;
+  /** Whose lease this is: only the request holding this token may record the answer. */
+  lease_token: string | null;
 }
 
 export function createIdempotencyStore(db: Knex) {
   const where = (apiKeyId: string, keyHash: string) => ({ api_key_id: apiKeyId, key_hash: keyHash });
+  /** The record as long as it is still running under this request's lease. */
+  const leased = (apiKeyId: string, keyHash: string, token: string) => ({ ...where(apiKeyId, keyHash), state: 'running', lease_token: token });
   return {
     insert: (row: IdempotencyRow) => db('idempotency_keys').insert(row),
     async find(apiKeyId: string, keyHash: string): Promise<IdempotencyRow | undefined> {
@@ -20,18 +24,28 @@ export function createIdempotencyStore(db: Knex) {
       return row && { ...row, created_at: Number(row.created_at), locked_until: Number(row.locked_until) };
     },
     /** Compare-and-set on the lease, so only one request takes over an abandoned key. */
-    async takeOver(apiKeyId: string, keyHash: string, previousLock: number, newLock: number): Promise<boolean> {
+    async takeOver(apiKeyId: string, keyHash: string, previousLock: number, newLock: number, token: string): Promise<boolean> {
       const n = await db('idempotency_keys')
         .where({ ...where(apiKeyId, keyHash), state: 'running', locked_until: previousLock })
-        .update({ locked_until: newLock });
+        .update({ locked_until: newLock, lease_token: token });
       return Number(n) === 1;
     },
-    complete: (apiKeyId: string, keyHash: string, status: number, body: string, trx: Knex = db) =>
-      trx('idempotency_keys').where(where(apiKeyId, keyHash)).update({ state: 'done', response_status: status, response_body: body }),
-    /** Forgets a key whose request did not finish; a record committed by the request's own transaction stays. */
-    removeRunning: (apiKeyId: string, keyHash: string) => db('idempotency_keys').where({ ...where(apiKeyId, keyHash), state: 'running' }).delete(),
-    completeRunning: (apiKeyId: string, keyHash: string, status: number, body: string) =>
-      db('idempotency_keys').where({ ...where(apiKeyId, keyHash), state: 'running' }).update({ state: 'done', response_status: status, response_body: body }),
+    /** Extends the lease of a request still running; false once it lost the lease or finished. */
+    async renew(apiKeyId: string, keyHash: string, token: string, newLock: number): Promise<boolean> {
+      const n = await db('idempotency_keys').where(leased(apiKeyId, keyHash, token)).update({ locked_until: newLock });
+      return Number(n) === 1;
+    },
+    /** Records the answer inside the request's transaction; false when the lease is no longer ours. */
+    async complete(apiKeyId: string, keyHash: string, token: string, status: number, body: string, trx: Knex = db): Promise<boolean> {
+      const n = await trx('idempotency_keys')
+        .where(leased(apiKeyId, keyHash, token))
+        .update({ state: 'done', response_status: status, response_body: body });
+      return Number(n) === 1;
+    },
+    /** Forgets a key whose request did not finish; a record committed by the request's own transaction, or another request's lease, stays. */
+    removeRunning: (apiKeyId: string, keyHash: string, token: string) => db('idempotency_keys').where(leased(apiKeyId, keyHash, token)).delete(),
+    completeRunning: (apiKeyId: string, keyHash: string, token: string, status: number, body: string) =>
+      db('idempotency_keys').where(leased(apiKeyId, keyHash, token)).update({ state: 'done', response_status: status, response_body: body }),
     removeExpired: (before: number) => db('idempotency_keys').where('created_at', '<', before).delete(),
     async removeIfExpired(apiKeyId: string, keyHash: string, before: number) {
       await db('idempotency_keys').where(where(apiKeyId, keyHash)).andWhere('created_at', '<', before).delete();

@@ -1,5 +1,6 @@
 import { Router } from 'express';
 import fs from 'node:fs';
+import { pipeline } from 'node:stream';
 import type { MediaService } from './service';
 import type { operations } from '../generated/api';
 
@@ -30,9 +31,12 @@ export function mediaRoutes(service: MediaService): Router {
     res.setHeader('Content-Disposition', contentDisposition(row.name));
     res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
     res.status(200);
-    const stream = fs.createReadStream(file);
-    stream.on('error', (err) => res.destroy(err));
-    stream.pipe(res);
+    // pipeline, not pipe: a client that goes away mid-download must close the file too (pipe leaves
+    // the read stream, and its descriptor, open forever). A read error cuts the answer short, which
+    // the client sees against Content-Length; a client leaving early is no error of ours.
+    pipeline(fs.createReadStream(file), res, (err) => {
+      if (err && (err as NodeJS.ErrnoException).code !== 'ERR_STREAM_PREMATURE_CLOSE') req.log.error({ err, media: row.id }, 'media read failed');
+    });
   });
 
   return router;

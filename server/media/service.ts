@@ -33,10 +33,19 @@ export interface MediaServiceOptions {
 export function safeFileName(name: string): string {
   const base = path.basename(name.replace(/\\/g, '/'));
   const cleaned = base.replace(/[\u0000-\u001f\u007f"\\/<>:|?*]/g, '_').replace(/^\.+/, '').trim();
-  return (cleaned || 'file').slice(0, 200);
+  // 200 characters as the document counts them (code points): slicing UTF-16 units could cut an
+  // emoji in half and store a name the answer schema then refuses.
+  return Array.from(cleaned || 'file').slice(0, 200).join('');
 }
 
 const MIME_PATTERN = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;
+/** The `mime_type` column holds 255 characters (MariaDB refuses more; SQLite would keep them). */
+const MAX_MIME_LENGTH = 255;
+
+/** The file's type as sent when it is a plain, storable MIME type; anything else is octet-stream. */
+export function storableMimeType(sent: string): string {
+  return sent.length <= MAX_MIME_LENGTH && MIME_PATTERN.test(sent) ? sent.toLowerCase() : 'application/octet-stream';
+}
 
 export function createMediaService(store: MediaStore, opts: MediaServiceOptions) {
   const now = opts.now ?? Date.now;
@@ -86,7 +95,7 @@ export function createMediaService(store: MediaStore, opts: MediaServiceOptions)
             site_id: siteId,
             message_id: null,
             name: safeFileName(file.originalName),
-            mime_type: MIME_PATTERN.test(file.mimeType) ? file.mimeType.toLowerCase() : 'application/octet-stream',
+            mime_type: storableMimeType(file.mimeType),
             size,
             sha256: hash.digest('hex'),
             storage_key: id,

@@ -170,3 +170,28 @@ test('when the transaction fails after recording the answer, the key is released
   expect(retried.headers['idempotent-replayed']).toBeUndefined();
   expect(await count('after a failed commit')).toBe(1);
 });
+
+test('the same bytes under another file name, another type or in another order are a different request', async () => {
+  const send = (files: { bytes: string; name: string; type: string }[]) => {
+    let r = request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'k-file-meta').field('content', 'file meta');
+    for (const f of files) r = r.attach('file', Buffer.from(f.bytes), { filename: f.name, contentType: f.type });
+    return r;
+  };
+  const a = { bytes: 'same bytes', name: 'a.txt', type: 'text/plain' };
+  const b = { bytes: 'other bytes', name: 'b.txt', type: 'text/plain' };
+  const first = await send([a, b]);
+  expect(first.status).toBe(201);
+  const again = await send([a, b]);
+  expect(again.status).toBe(201);
+  expect(again.headers['idempotent-replayed']).toBe('true');
+  for (const changed of [
+    [{ ...a, name: 'renamed.txt' }, b],
+    [{ ...a, type: 'application/octet-stream' }, b],
+    [b, a],
+  ]) {
+    const res = await send(changed);
+    expect(res.status).toBe(422);
+    expect(res.body.error.code).toBe('idempotency_key_reused');
+  }
+  expect(await count('file meta')).toBe(1);
+});

@@ -106,3 +106,11 @@ test('HEAD answers like GET without a body, on media and on conversations', asyn
   expect(head.text ?? '').toBe('');
   expect((await request(h.app).head(`/api/v1/conversations/${conv.id}`)).status).toBe(401);
 });
+
+test('a long file name is cut to 200 characters without splitting an emoji', async () => {
+  const { safeFileName } = await import('../../server/media/service');
+  const name = safeFileName('x'.repeat(199) + '😀😀.png');
+  expect(Array.from(name)).toHaveLength(200);
+  expect(name.endsWith('😀')).toBe(true);
+  expect(name).not.toMatch(/\uFFFD|[\uD800-\uDBFF](?![\uDC00-\uDFFF])/);
+});

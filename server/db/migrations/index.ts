@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import * as m001 from './001_core';
 import * as m002 from './002_events';
+import * as m003 from './003_idempotency_lease_token';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -11,6 +12,7 @@ interface Migration {
 const migrations: Record<string, Migration> = {
   '001_core': m001,
   '002_events': m002,
+  '003_idempotency_lease_token': m003,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

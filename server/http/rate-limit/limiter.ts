@@ -8,10 +8,27 @@ export interface RateDecision {
   resetSeconds: number;
 }
 
+/** A counted request that can be taken back out of the window (see `reserve`). */
+export interface Reservation extends RateDecision {
+  /** Removes this one request from the window; never throws. A no-op when it was not counted. */
+  release(): Promise<void>;
+}
+
 export interface RateLimiter {
+  /** Counts a request in `bucket` when it is under the limit. */
   hit(bucket: string): Promise<RateDecision>;
+  /**
+   * Counts like `hit`, and lets the caller take the request back once it proves not to need
+   * counting. The per-address limit uses it: a key lookup holds a slot while it runs, so the
+   * number of lookups one address can start is bounded even when it sends them all at once.
+   */
+  reserve(bucket: string): Promise<Reservation>;
+  /** Where the counts live right now: shared across instances (Redis) or this process only. */
+  backend?(): 'shared' | 'local';
   close?(): Promise<void>;
 }
+
+const released = async () => {};
 
 const WINDOW_MS = 60_000;
 
@@ -27,21 +44,41 @@ function decision(allowed: boolean, limit: number, count: number, oldest: number
 export function createMemoryLimiter(limit: number, now: () => number = Date.now): RateLimiter {
   const buckets = new Map<string, number[]>();
   let lastSweep = now();
+  function count(bucket: string): { decision: RateDecision; at: number | null } {
+    const t = now();
+    if (t - lastSweep > WINDOW_MS) {
+      // Forget idle buckets so memory follows active keys, not every key ever seen.
+      for (const [k, log] of buckets) if (!log.length || log[log.length - 1] <= t - WINDOW_MS) buckets.delete(k);
+      lastSweep = t;
+    }
+    const log = buckets.get(bucket) ?? [];
+    while (log.length && log[0] <= t - WINDOW_MS) log.shift();
+    const allowed = log.length < limit;
+    if (allowed) log.push(t);
+    buckets.set(bucket, log);
+    return { decision: decision(allowed, limit, log.length, log[0] ?? t, t), at: allowed ? t : null };
+  }
   return {
     async hit(bucket) {
-      const t = now();
-      if (t - lastSweep > WINDOW_MS) {
-        // Forget idle buckets so memory follows active keys, not every key ever seen.
-        for (const [k, log] of buckets) if (!log.length || log[log.length - 1] <= t - WINDOW_MS) buckets.delete(k);
-        lastSweep = t;
-      }
-      const log = buckets.get(bucket) ?? [];
-      while (log.length && log[0] <= t - WINDOW_MS) log.shift();
-      const allowed = log.length < limit;
-      if (allowed) log.push(t);
-      buckets.set(bucket, log);
-      return decision(allowed, limit, log.length, log[0] ?? t, t);
+      return count(bucket).decision;
     },
+    async reserve(bucket) {
+      const { decision: d, at } = count(bucket);
+      if (at === null) return { ...d, release: released };
+      let done = false;
+      return {
+        ...d,
+        async release() {
+          if (done) return;
+          done = true;
+          // Equal timestamps are interchangeable, so dropping the last one equal to ours is exact.
+          const log = buckets.get(bucket);
+          const i = log ? log.lastIndexOf(at) : -1;
+          if (log && i >= 0) log.splice(i, 1);
+        },
+      };
+    },
+    backend: () => 'local',
   };
 }
 
@@ -71,14 +108,39 @@ return {allowed, count, oldestScore, now}
 
 export function createRedisLimiter(redis: Redis, limit: number, prefix = 'chat:ratelimit:'): RateLimiter {
   let seq = 0;
+  async function count(bucket: string) {
+    const member = `${process.pid}:${Date.now()}:${seq++}:${Math.random()}`;
+    const [allowed, count, oldest, now] = (await redis.eval(SLIDING_WINDOW_LUA, 1, prefix + bucket, WINDOW_MS, limit, member)) as number[];
+    return { decision: decision(allowed === 1, limit, count, Number(oldest), Number(now)), member: allowed === 1 ? member : null };
+  }
   return {
     async hit(bucket) {
-      const member = `${process.pid}:${Date.now()}:${seq++}:${Math.random()}`;
-      const [allowed, count, oldest, now] = (await redis.eval(SLIDING_WINDOW_LUA, 1, prefix + bucket, WINDOW_MS, limit, member)) as number[];
-      return decision(allowed === 1, limit, count, Number(oldest), Number(now));
+      return (await count(bucket)).decision;
     },
+    async reserve(bucket) {
+      const { decision: d, member } = await count(bucket);
+      if (member === null) return { ...d, release: released };
+      let done = false;
+      return {
+        ...d,
+        async release() {
+          if (done) return;
+          done = true;
+          // Best effort: if Redis is gone the entry simply expires with the window.
+          await redis.zrem(prefix + bucket, member).catch(() => {});
+        },
+      };
+    },
+    backend: () => 'shared',
     async close() {
-      await redis.quit();
+      await closeRedis(redis);
     },
   };
+}
+
+/** QUIT when connected; otherwise drop the socket at once (QUIT would be refused without an offline queue). */
+export async function closeRedis(redis: Redis): Promise<void> {
+  if (redis.status === 'end') return;
+  if (redis.status !== 'ready') return redis.disconnect();
+  await redis.quit().catch(() => redis.disconnect());
 }
