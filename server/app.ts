@@ -16,6 +16,7 @@ import { conversationRoutes } from './conversations/routes';
 import { messageRoutes, normaliseReply } from './messages/routes';
 import { mediaRoutes } from './media/routes';
 import { schemaRoutes } from './events/schema-routes';
+import { windowRoutes, WINDOW_BASE_PATH } from './widget/routes';
 
 export interface AppOptions {
   services: Services;
@@ -108,6 +109,10 @@ export function createApp(opts: AppOptions): Express {
   api.use(messageRoutes(services.messages));
   api.use(mediaRoutes(services.media));
   app.use('/api/v1', api);
+
+  // 4b. The chat window's own entry (openapi/window.yaml): window tokens instead of API keys, CORS
+  //     for the site's allowed origins only, live updates by Server-Sent Events. Never under /api/v1.
+  app.use(WINDOW_BASE_PATH, windowRoutes({ services, limiter, logger, validateResponses: opts.validateResponses }));
 
   // 5. Everything else is 404, and every failure leaves through one handler in the envelope.
   app.use(notFoundHandler);

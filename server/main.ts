@@ -88,6 +88,8 @@ async function main() {
     }, 25_000);
     force.unref();
     server.closeIdleConnections();
+    // Live streams of the chat window never end by themselves; the window reconnects with Last-Event-ID.
+    services.window.streams.closeAll();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     maintenance.stop();
     await worker?.stop();

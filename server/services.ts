@@ -13,6 +13,12 @@ import { createMediaService } from './media/service';
 import { createWidgetService } from './widget/service';
 import { createIdempotencyStore } from './idempotency/store';
 import { createIdempotencyService } from './idempotency/service';
+import { deriveKey } from './platform/crypto';
+import { createWindowStore } from './widget/store';
+import { createWindowTokens } from './widget/tokens';
+import { createFeed } from './widget/feed';
+import { createLiveHub } from './widget/live';
+import { createStreamRegistry } from './widget/streams';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -31,7 +37,15 @@ export function createServices(db: Knex, config: Config, master: Buffer, opts: {
     linkTtlSeconds: config.mediaLinkTtlSeconds,
     now,
   });
-  const hooks = { onEvents: () => opts.onEvents?.() };
+  const windowStore = createWindowStore(db);
+  // The chat window's live streams hear of every commit that wrote events in this process at once.
+  const live = createLiveHub(windowStore, { now });
+  const hooks = {
+    onEvents: () => {
+      opts.onEvents?.();
+      live.poke();
+    },
+  };
   const messages = createMessageService({
     db,
     conversations: conversationStore,
@@ -46,11 +60,21 @@ export function createServices(db: Knex, config: Config, master: Buffer, opts: {
     db,
     config,
     keys,
-    access: createAccessService(createAccessStore(db), now),
+    access: createAccessService(createAccessStore(db), now, deriveKey(master, 'identity-secrets')),
     conversations: createConversationService({ db, store: conversationStore, cursors, now, ...hooks }),
     messages,
     media,
-    widget: createWidgetService({ db, conversations: conversationStore, messages, media, now, ...hooks }),
+    widget: createWidgetService({ db, conversations: conversationStore, messages, media, mediaStore, window: windowStore, now, ...hooks }),
+    /** The chat window's entry (issue 9): tokens, the visitor's feed and its live wake-ups. */
+    window: {
+      tokens: createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now),
+      store: windowStore,
+      feed: createFeed({ store: windowStore, messages, mediaStore }),
+      live,
+      /** The open live streams; `streams.closeAll()` on shutdown, or server.close() waits for them. */
+      streams: createStreamRegistry(),
+      now,
+    },
     idempotency: createIdempotencyService(createIdempotencyStore(db), now),
   };
 }

@@ -1,11 +1,40 @@
 import { newId } from '../platform/ids';
-import { randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
+import { decrypt, encrypt, randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
 import { ApiError } from '../platform/errors';
 import { toIsoRequired } from '../platform/time';
 import type { Scope } from './scopes';
-import { AccessStore, keyToDto } from './store';
+import { AccessStore, IdentityMode, keyToDto } from './store';
 
 export const KEY_PREFIX = 'wck_';
+export const IDENTITY_SECRET_PREFIX = 'wis_';
+export const IDENTITY_MODES: IdentityMode[] = ['off', 'optional', 'enforce'];
+export const MAX_ALLOWED_ORIGINS = 20;
+
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/**
+ * An allowed origin as browsers send it in `Origin`: `https://host[:port]`, lowercase host, no
+ * default port, no path, no wildcard. Plain `http://` only for loopback hosts (localhost,
+ * 127.0.0.1, [::1]): browsers treat those as secure contexts, and they serve a developer's own
+ * page; any other http:// page could be altered on the way, so it cannot vouch for a visitor.
+ */
+export function normaliseOrigin(input: string): string {
+  const text = input.trim();
+  const bad = (why: string) => new Error(`"${text}" is not an allowed origin: ${why}`);
+  if (!text || text.length > 300) throw bad('an origin is 1 to 300 characters');
+  if (text.includes('*')) throw bad('wildcards are not accepted; list each origin');
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw bad('write it as https://host or https://host:port');
+  }
+  if (url.username || url.password) throw bad('no user name or password');
+  if (url.search || url.hash || !/^[a-z][a-z0-9+.-]*:\/\/[^/?#]+\/?$/i.test(text)) throw bad('an origin has no path, query or fragment');
+  if (url.protocol === 'http:' && !LOOPBACK_HOSTS.has(url.hostname)) throw bad('use https:// (http:// only for localhost, 127.0.0.1 and [::1])');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw bad('use https://');
+  return url.origin;
+}
 
 /** What a request knows about its caller once the key is checked. */
 export interface Principal {
@@ -14,7 +43,19 @@ export interface Principal {
   scopes: Scope[];
 }
 
-export function createAccessService(store: AccessStore, now: () => number = Date.now) {
+/**
+ * `identitySecretsKey` seals the per-site identity-verification secrets at rest (they are needed in
+ * clear to verify a visitor's hash, so a fingerprint cannot do).
+ */
+export function createAccessService(store: AccessStore, now: () => number = Date.now, identitySecretsKey?: Buffer) {
+  const sealKey = () => {
+    if (!identitySecretsKey) throw new Error('identity verification needs the master key');
+    return identitySecretsKey;
+  };
+  async function windowSettings(siteId: string) {
+    const row = await store.findWindowSettings(siteId);
+    return { mode: (row?.identity_mode ?? 'off') as IdentityMode, sealed: row?.identity_secret_encrypted ?? null };
+  }
   return {
     async createSite(name: string) {
       const trimmed = name.trim();
@@ -26,8 +67,63 @@ export function createAccessService(store: AccessStore, now: () => number = Date
 
     /** Issues a key: the secret is returned once and only its SHA-256 fingerprint is stored. */
     async listSites() {
-      return (await store.listSites()).map((s) => ({ id: s.id, name: s.name, createdAt: toIsoRequired(s.created_at) }));
+      const sites = await store.listSites();
+      return Promise.all(
+        sites.map(async (s) => {
+          const settings = await windowSettings(s.id);
+          return {
+            id: s.id,
+            name: s.name,
+            createdAt: toIsoRequired(s.created_at),
+            allowedOrigins: await store.listOrigins(s.id),
+            identityMode: settings.mode,
+            identitySecretSet: settings.sealed !== null,
+          };
+        }),
+      );
     },
+
+    /** Replaces the site's allowed origins (each normalised; duplicates dropped). */
+    async setAllowedOrigins(siteId: string, origins: string[]) {
+      if (!(await store.findSite(siteId))) throw new Error(`no site ${siteId}`);
+      const list = [...new Set(origins.map(normaliseOrigin))];
+      if (list.length > MAX_ALLOWED_ORIGINS) throw new Error(`at most ${MAX_ALLOWED_ORIGINS} allowed origins per site`);
+      await store.replaceOrigins(siteId, list);
+      return store.listOrigins(siteId);
+    },
+
+    /**
+     * Sets the identity-verification mode, making a secret when the site has none (or when asked
+     * to rotate). The secret is returned only then, once; afterwards only `identitySecretSet` shows.
+     */
+    async setIdentity(siteId: string, opts: { mode?: IdentityMode; rotateSecret?: boolean }) {
+      if (!(await store.findSite(siteId))) throw new Error(`no site ${siteId}`);
+      if (opts.mode !== undefined && !IDENTITY_MODES.includes(opts.mode)) throw new Error(`identity mode is one of ${IDENTITY_MODES.join(', ')}`);
+      const current = await windowSettings(siteId);
+      const mode = opts.mode ?? current.mode;
+      let secret: string | null = null;
+      let sealed = current.sealed;
+      if (opts.rotateSecret || (mode !== 'off' && sealed === null)) {
+        secret = IDENTITY_SECRET_PREFIX + randomBase62(32);
+        sealed = encrypt(sealKey(), secret);
+      }
+      await store.saveWindowSettings({ site_id: siteId, identity_mode: mode, identity_secret_encrypted: sealed, updated_at: now() });
+      return { identityMode: mode, identitySecretSet: sealed !== null, ...(secret ? { identitySecret: secret } : {}) };
+    },
+
+    /** What the window gateway needs to know of a site, or null when there is no such site. */
+    async windowPolicy(siteId: string) {
+      if (!(await store.findSite(siteId))) return null;
+      const settings = await windowSettings(siteId);
+      return {
+        identityMode: settings.mode,
+        identitySecret: settings.sealed === null ? null : decrypt(sealKey(), settings.sealed),
+      };
+    },
+
+    isOriginAllowed: (siteId: string, origin: string) => store.isOriginAllowed(siteId, origin),
+    /** The site's allowed origins (for the window document's `frame-ancestors`). */
+    allowedOrigins: (siteId: string) => store.listOrigins(siteId),
 
     hasSites: async () => (await store.countSites()) > 0,
 

@@ -19,12 +19,39 @@ export interface ApiKeyRow {
   last_used_at: number | null;
 }
 
+/** The chat window's settings of a site (issue 9); a site without a row has identity verification off. */
+export interface WindowSettingsRow {
+  site_id: string;
+  identity_mode: IdentityMode;
+  identity_secret_encrypted: string | null;
+  updated_at: number;
+}
+
+export type IdentityMode = 'off' | 'optional' | 'enforce';
+
 export function createAccessStore(db: Knex) {
   return {
     insertSite: (row: SiteRow) => db('sites').insert(row),
     findSite: (id: string) => db<SiteRow>('sites').where({ id }).first(),
     listSites: () => db<SiteRow>('sites').orderBy('created_at'),
     countSites: async () => Number((await db('sites').count({ n: '*' }).first())?.n ?? 0),
+
+    /** The exact origins allowed to embed the site's chat window, sorted. */
+    listOrigins: async (siteId: string): Promise<string[]> =>
+      (await db('site_allowed_origins').where({ site_id: siteId }).orderBy('origin').select('origin')).map((r: { origin: string }) => r.origin),
+    /** One site's whole list at once, so a reader never sees half of an update. */
+    replaceOrigins: (siteId: string, origins: string[]) =>
+      db.transaction(async (trx) => {
+        await trx('site_allowed_origins').where({ site_id: siteId }).delete();
+        if (origins.length) await trx('site_allowed_origins').insert(origins.map((origin) => ({ site_id: siteId, origin })));
+      }),
+    isOriginAllowed: async (siteId: string, origin: string) =>
+      !!(await db('site_allowed_origins').where({ site_id: siteId, origin }).first('origin')),
+    findWindowSettings: (siteId: string) => db<WindowSettingsRow>('site_window_settings').where({ site_id: siteId }).first(),
+    async saveWindowSettings(row: WindowSettingsRow) {
+      const updated = await db('site_window_settings').where({ site_id: row.site_id }).update(row);
+      if (Number(updated) === 0) await db('site_window_settings').insert(row);
+    },
 
     insertKey: (row: ApiKeyRow) => db('api_keys').insert(row),
     findKeyByFingerprint: (fingerprint: string) => db<ApiKeyRow>('api_keys').where({ fingerprint }).first(),

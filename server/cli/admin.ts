@@ -25,6 +25,7 @@ const USAGE = `usage: npm run --silent admin -- <command> [options] [--json]
 commands:
   site create --name N
   site list
+  site update --site S [--allowed-origins A,B] [--identity-mode off|optional|enforce] [--identity-secret rotate]
   key create --site S --scopes conversations:read,conversations:write,media:read [--label L]
   key list --site S
   key revoke K

@@ -10,8 +10,13 @@ import { checkContent } from '../messages/service';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MessageFormat } from '../messages/store';
 import { emitEvent } from '../events/outbox';
+import type { MediaStore } from '../media/store';
+import { sha256Hex } from '../platform/crypto';
+import type { WindowStore } from './store';
 
 const VISITOR_ID = /^[\x21-\x7e]{1,128}$/;
+/** The chat window's own id for a message it sends (a UUID, say): unique per visitor. */
+export const CLIENT_MESSAGE_ID = /^[\x21-\x7e]{1,64}$/;
 
 /**
  * The chat window's path into a conversation (and the `visitor say` CLI command, which must
@@ -25,14 +30,51 @@ export function createWidgetService(deps: {
   conversations: ConversationStore;
   messages: MessageService;
   media: MediaService;
+  mediaStore: MediaStore;
+  window: WindowStore;
   now: () => number;
   onEvents?: () => void;
 }) {
   const { db, conversations, messages, media, now } = deps;
 
+  /**
+   * The message a client message id already made, as first answered (its conversation as it is
+   * now); a reuse of the id for another text is refused like a reused Idempotency-Key.
+   */
+  async function replayOf(trx: Knex, siteId: string, visitorId: string, clientMessageId: string, requestHash: string) {
+    const known = await deps.window.findClientMessage(trx, siteId, visitorId, clientMessageId);
+    if (!known) return null;
+    if (known.request_hash !== requestHash) {
+      throw new ApiError('idempotency_key_reused', 'This clientMessageId was already used for another message; make a new one for each message.');
+    }
+    return known.message_id;
+  }
+
+  async function replayAnswer(messageId: string) {
+    const row = (await deps.window.findMessage(messageId))!;
+    const conversation = (await conversations.findById(row.conversation_id))!;
+    const attachments = await deps.mediaStore.forMessages([row.id]);
+    return { conversation: conversationToDto(conversation), message: messages.toDto(row, attachments), started: false, replayed: true };
+  }
+
   return {
-    async visitorSay(siteId: string, visitorId: string, content: string, opts: { files?: IncomingFile[]; format?: MessageFormat } = {}) {
+    /**
+     * A visitor's message. With `clientMessageId` a resend (after a reload, a reconnect, a lost
+     * answer) returns the message the first send made, with `replayed: true`, and posts nothing:
+     * the id is stored in the same transaction as the message under a unique key, so even
+     * simultaneous resends make one message.
+     */
+    async visitorSay(
+      siteId: string,
+      visitorId: string,
+      content: string,
+      opts: { files?: IncomingFile[]; format?: MessageFormat; clientMessageId?: string } = {},
+    ) {
       if (!VISITOR_ID.test(visitorId)) throw new ApiError('invalid_request', 'A visitor id is 1 to 128 printable ASCII characters without spaces.');
+      const clientMessageId = opts.clientMessageId;
+      if (clientMessageId !== undefined && !CLIENT_MESSAGE_ID.test(clientMessageId)) {
+        throw new ApiError('invalid_request', 'clientMessageId is 1 to 64 printable ASCII characters without spaces.', [{ path: '/body/clientMessageId', message: 'must be 1 to 64 printable ASCII characters' }]);
+      }
       const input: NewMessage = {
         direction: 'incoming',
         origin: 'widget',
@@ -42,11 +84,21 @@ export function createWidgetService(deps: {
         files: opts.files ?? [],
       };
       checkContent(input.content, input.files.length);
+      const requestHash = sha256Hex(JSON.stringify({ content: input.content, format: input.format }));
+      if (clientMessageId !== undefined) {
+        // A resend is answered before its files are stored again.
+        const known = await replayOf(db, siteId, visitorId, clientMessageId, requestHash);
+        if (known) return replayAnswer(known);
+      }
       const files = await media.persist(siteId, input.files);
       try {
         for (let attempt = 1; ; attempt++) {
           try {
             const result = await runInTransaction(db, async (trx) => {
+              if (clientMessageId !== undefined) {
+                const known = await replayOf(trx, siteId, visitorId, clientMessageId, requestHash);
+                if (known) return { replayOf: known };
+              }
               let conversation = await conversations.findOpenForVisitor(trx, siteId, visitorId);
               let started = false;
               if (!conversation) {
@@ -74,12 +126,27 @@ export function createWidgetService(deps: {
                   appended.conversation.updated_at,
                 );
               }
-              return { conversation: appended.conversationDto, message: appended.message, started };
+              if (clientMessageId !== undefined) {
+                await deps.window.insertClientMessage(trx, {
+                  site_id: siteId,
+                  visitor_id: visitorId,
+                  client_message_id: clientMessageId,
+                  message_id: appended.message.id,
+                  request_hash: requestHash,
+                  created_at: appended.conversation.updated_at,
+                });
+              }
+              return { conversation: appended.conversationDto, message: appended.message, started, replayed: false };
             });
+            if ('replayOf' in result && result.replayOf !== undefined) {
+              await media.discard(files);
+              return replayAnswer(result.replayOf);
+            }
             deps.onEvents?.();
             return result;
           } catch (err) {
-            // Another message of the same visitor started the conversation first: join it.
+            // Another message of the same visitor started the conversation first: join it. Or a
+            // resend with the same client message id committed first: the next attempt finds it.
             if (isUniqueViolation(err) && attempt < 5) continue;
             throw err;
           }

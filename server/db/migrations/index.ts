@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import * as m001 from './001_core';
 import * as m002 from './002_events';
 import * as m003 from './003_idempotency_lease_token';
+import * as m004 from './004_window';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -13,6 +14,7 @@ const migrations: Record<string, Migration> = {
   '001_core': m001,
   '002_events': m002,
   '003_idempotency_lease_token': m003,
+  '004_window': m004,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,101 @@
+import type { Knex } from 'knex';
+import type { ConversationRow } from '../conversations/store';
+import type { MessageRow } from '../messages/store';
+
+export interface ClientMessageRow {
+  site_id: string;
+  visitor_id: string;
+  client_message_id: string;
+  message_id: string;
+  request_hash: string;
+  created_at: number;
+}
+
+const conversationRow = (r: ConversationRow): ConversationRow => ({
+  ...r,
+  created_at: Number(r.created_at),
+  updated_at: Number(r.updated_at),
+  last_message_at: r.last_message_at === null ? null : Number(r.last_message_at),
+  closed_at: r.closed_at === null ? null : Number(r.closed_at),
+});
+
+/** The chat window's reads and writes beyond what the conversation and message stores have. */
+export function createWindowStore(db: Knex) {
+  return {
+    findClientMessage: (trx: Knex, siteId: string, visitorId: string, clientMessageId: string) =>
+      trx<ClientMessageRow>('window_client_messages').where({ site_id: siteId, visitor_id: visitorId, client_message_id: clientMessageId }).first(),
+
+    /** Fails with a unique violation when the visitor already used this client id (a concurrent resend). */
+    insertClientMessage: (trx: Knex.Transaction, row: ClientMessageRow) => trx('window_client_messages').insert(row),
+
+    async findMessage(id: string): Promise<MessageRow | undefined> {
+      const r = await db<MessageRow>('messages').where({ id }).first();
+      return r && { ...r, created_at: Number(r.created_at) };
+    },
+
+    /** The visitor's newest conversation (open, or the last one closed). */
+    async latestConversation(siteId: string, visitorId: string): Promise<ConversationRow | undefined> {
+      const r = await db<ConversationRow>('conversations')
+        .where({ site_id: siteId, visitor_id: visitorId })
+        .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+        .first();
+      return r && conversationRow(r);
+    },
+
+    /** The visitor's conversation that started after `after` (or its first one). */
+    async nextConversation(siteId: string, visitorId: string, after: { created_at: number; id: string } | null): Promise<ConversationRow | undefined> {
+      const q = db<ConversationRow>('conversations').where({ site_id: siteId, visitor_id: visitorId });
+      if (after) {
+        q.andWhere('created_at', '>=', after.created_at).andWhere((w) => w.where('created_at', '>', after.created_at).orWhere('id', '>', after.id));
+      }
+      const r = await q.orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }]).first();
+      return r && conversationRow(r);
+    },
+
+    async conversationOfVisitor(siteId: string, visitorId: string, id: string): Promise<ConversationRow | undefined> {
+      const r = await db<ConversationRow>('conversations').where({ site_id: siteId, visitor_id: visitorId, id }).first();
+      return r && conversationRow(r);
+    },
+
+    /**
+     * Messages of a conversation from `createdAt` on (inclusive: messages written in the same
+     * millisecond as the last one delivered may sort before it by id), oldest first.
+     */
+    async messagesFrom(conversationId: string, createdAt: number, limit: number): Promise<MessageRow[]> {
+      const rows = await db<MessageRow>('messages')
+        .where('conversation_id', conversationId)
+        .andWhere('created_at', '>=', createdAt)
+        .orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }])
+        .limit(limit);
+      return rows.map((r) => ({ ...r, created_at: Number(r.created_at) }));
+    },
+
+    /** Newest message time of a conversation and every message id written at that millisecond. */
+    async tailOf(conversationId: string): Promise<{ createdAt: number; ids: string[] } | null> {
+      const last = await db<MessageRow>('messages').where('conversation_id', conversationId).max({ t: 'created_at' }).first();
+      const t = last?.t === null || last?.t === undefined ? null : Number(last.t);
+      if (t === null) return null;
+      const ids = await db<MessageRow>('messages').where({ conversation_id: conversationId, created_at: t }).orderBy('id').pluck('id');
+      return { createdAt: t, ids };
+    },
+
+    /**
+     * Per site, a signature of the events written recently (count and newest time within the last
+     * `windowMs`): when it changes, something happened on that site. Used by the live hub to wake
+     * only the streams of sites that changed, whichever process wrote the change.
+     */
+    async recentEventSignatures(siteIds: string[], since: number): Promise<Map<string, string>> {
+      const out = new Map<string, string>();
+      if (!siteIds.length) return out;
+      const rows = await db('events')
+        .whereIn('site_id', siteIds)
+        .andWhere('created_at', '>=', since)
+        .groupBy('site_id')
+        .select('site_id', db.raw('count(*) as n'), db.raw('max(created_at) as m'));
+      for (const r of rows as { site_id: string; n: unknown; m: unknown }[]) out.set(r.site_id, `${Number(r.n)}:${Number(r.m)}`);
+      return out;
+    },
+  };
+}
+
+export type WindowStore = ReturnType<typeof createWindowStore>;

@@ -1,0 +1,134 @@
+import https from 'node:https';
+import request from 'supertest';
+import type { Express } from 'express';
+import type { Harness } from '../helpers/harness';
+
+export const ORIGIN = 'https://shop.example';
+export const OTHER_ORIGIN = 'https://evil.example';
+
+export const w = (siteId: string, rest: string) => `/window/v1/sites/${siteId}${rest}`;
+
+/** Lets `origins` embed the site's window (what `site update --allowed-origins` does). */
+export async function allowOrigins(h: Harness, siteId: string, origins: string[] = [ORIGIN]) {
+  await h.runtime.services.access.setAllowedOrigins(siteId, origins);
+}
+
+export interface TokenAnswer {
+  token: string;
+  visitorId: string;
+  visitorCredential: string | null;
+  verified: boolean;
+  expiresAt: string;
+  expiresIn: number;
+  refreshAfter: number;
+}
+
+/** A window token from the gateway, as the host page's loader gets it. */
+export async function getToken(app: Express, siteId: string, body: Record<string, unknown> = {}, origin = ORIGIN): Promise<TokenAnswer> {
+  const res = await request(app).post(w(siteId, '/token')).set('Origin', origin).send(body);
+  if (res.status !== 201) throw new Error(`token: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.data;
+}
+
+export const auth = (token: string) => ({ Authorization: `Bearer ${token}` });
+
+export interface SseEvent {
+  id?: string;
+  event: string;
+  data: unknown;
+}
+
+export interface SseStream {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  events: SseEvent[];
+  /** Resolves with the first event (seen or coming) after index `from` that matches, or fails after `timeoutMs`. */
+  waitFor(match: (e: SseEvent) => boolean, timeoutMs?: number, from?: number): Promise<SseEvent>;
+  ended: Promise<void>;
+  close(): void;
+}
+
+/**
+ * Reads a Server-Sent Events stream with a raw HTTPS request (a window would use fetch and a
+ * stream reader: EventSource cannot send Authorization), parsing events as they arrive.
+ */
+export function openSse(base: { url: string; ca: string }, path: string, headers: Record<string, string>): Promise<SseStream> {
+  return new Promise((resolve, reject) => {
+    const events: SseEvent[] = [];
+    const waiters: { match: (e: SseEvent) => boolean; from: number; resolve: (e: SseEvent) => void }[] = [];
+    let buffer = '';
+    let endResolve: () => void;
+    const ended = new Promise<void>((r) => (endResolve = r));
+    const req = https.request(new URL(path, base.url), { method: 'GET', ca: base.ca, headers: { Accept: 'text/event-stream', ...headers } }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        buffer += chunk;
+        let cut: number;
+        while ((cut = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, cut);
+          buffer = buffer.slice(cut + 2);
+          const e: Partial<SseEvent> & { lines: string[] } = { lines: [] };
+          for (const line of block.split('\n')) {
+            if (line.startsWith(':') || line === '') continue;
+            const i = line.indexOf(':');
+            const field = i < 0 ? line : line.slice(0, i);
+            const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+            if (field === 'id') e.id = value;
+            else if (field === 'event') e.event = value;
+            else if (field === 'data') e.lines.push(value);
+          }
+          if (!e.event && !e.lines.length) continue; // retry: or a comment
+          const text = e.lines.join('\n');
+          let data: unknown = text;
+          try {
+            data = JSON.parse(text);
+          } catch {
+            // not JSON: keep the text
+          }
+          const event: SseEvent = { id: e.id, event: e.event ?? 'message', data };
+          events.push(event);
+          for (const wtr of [...waiters]) {
+            if (events.length - 1 >= wtr.from && wtr.match(event)) {
+              waiters.splice(waiters.indexOf(wtr), 1);
+              wtr.resolve(event);
+            }
+          }
+        }
+      });
+      res.on('close', () => endResolve());
+      res.on('error', () => endResolve());
+      resolve({
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        events,
+        ended,
+        waitFor(match, timeoutMs = 5000, from = 0) {
+          const seen = events.slice(from).find(match);
+          if (seen) return Promise.resolve(seen);
+          return new Promise((ok, fail) => {
+            const timer = setTimeout(() => {
+              waiters.splice(waiters.indexOf(waiter), 1);
+              fail(new Error(`no matching event within ${timeoutMs} ms; got ${JSON.stringify(events)}`));
+            }, timeoutMs);
+            const waiter = {
+              match,
+              from,
+              resolve: (e: SseEvent) => {
+                clearTimeout(timer);
+                ok(e);
+              },
+            };
+            waiters.push(waiter);
+          });
+        },
+        close() {
+          req.destroy();
+        },
+      });
+    });
+    req.on('error', (err) => reject(err));
+    req.end();
+  });
+}
+
+export const messageContent = (e: SseEvent) => (e.data as { message?: { content?: string } }).message?.content;
