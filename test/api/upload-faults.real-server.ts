@@ -71,36 +71,15 @@ export async function startRealServer(opts: { env?: Record<string, string>; file
       site,
       otherSiteConversationId,
       stop: async () => {
-        await killTree(spawned);
+        await spawned.kill();
         await database.drop();
       },
     };
   } catch (err) {
-    if (child) await killTree(child);
+    if (child) await child.kill();
     await database.drop();
     throw err;
   }
-}
-
-/**
- * SIGKILL for the server and every process under it: tsx runs the server in a child process, which
- * a SIGKILL of tsx alone would leave running (holding the port, the files and jest's pipes).
- */
-async function killTree(spawned: Spawned): Promise<void> {
-  if (spawned.child.exitCode !== null || spawned.child.signalCode !== null) return;
-  const tree = processTree(spawned.child.pid!);
-  for (const pid of tree.reverse()) {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-  await spawned.exited();
-  await new Promise<void>((resolve) => {
-    if (spawned.child.stdout.closed && spawned.child.stderr.closed) return resolve();
-    spawned.child.once('close', () => resolve());
-  });
 }
 
 export interface Answer {
@@ -183,42 +162,16 @@ export function connectRaw(server: RealServer): Promise<RawConnection> {
   });
 }
 
-/** The pids of a process and all its descendants (tsx runs the server in a child process of its own). */
-export function processTree(rootPid: number): number[] {
-  const parentOf = new Map<number, number>();
-  for (const entry of fs.readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split after the last ')'
-      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-      parentOf.set(Number(entry), ppid);
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  const tree = [rootPid];
-  for (let i = 0; i < tree.length; i++) for (const [pid, ppid] of parentOf) if (ppid === tree[i] && !tree.includes(pid)) tree.push(pid);
-  return tree;
-}
-
-/** Open descriptors of the server's processes whose target starts with `prefix` (deleted files too). */
+/** Open descriptors of the server process whose target starts with `prefix` (deleted files too). */
 export function openDescriptorsUnder(server: RealServer, prefix: string): string[] {
+  const pid = server.process.child.pid!;
   const found: string[] = [];
-  for (const pid of processTree(server.process.child.pid!)) {
-    let fds: string[] = [];
+  for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
     try {
-      fds = fs.readdirSync(`/proc/${pid}/fd`);
+      const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+      if (target.startsWith(prefix)) found.push(target);
     } catch {
-      continue;
-    }
-    for (const fd of fds) {
-      try {
-        const target = fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
-        if (target.startsWith(prefix)) found.push(target);
-      } catch {
-        // closed while we looked
-      }
+      // closed while we looked
     }
   }
   return found;
