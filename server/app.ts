@@ -7,9 +7,9 @@ import type { RateLimiter } from './http/rate-limit/limiter';
 import { openApiDocument } from './http/openapi-document';
 import { docsRoutes } from './http/docs';
 import { errorHandler, notFoundHandler } from './http/error-handler';
-import { noCors, requestId, securityHeaders } from './http/headers';
+import { noCors, requestId, requireHost, securityHeaders } from './http/headers';
 import { authenticate } from './http/authenticate';
-import { jsonBody, multipartBody } from './http/bodies';
+import { canonicalContentType, jsonBody, multipartBody } from './http/bodies';
 import { checkBeforeUpload, requireRights } from './http/rights';
 import { idempotency } from './http/idempotency';
 import { conversationRoutes } from './conversations/routes';
@@ -17,6 +17,7 @@ import { messageRoutes, normaliseReply } from './messages/routes';
 import { mediaRoutes } from './media/routes';
 import { schemaRoutes } from './events/schema-routes';
 import { windowRoutes, WINDOW_BASE_PATH } from './widget/routes';
+import { windowAssetRoutes } from './widget/assets';
 
 export interface AppOptions {
   services: Services;
@@ -55,7 +56,7 @@ export function createApp(opts: AppOptions): Express {
   );
 
   // 2. Headers every answer carries; no CORS anywhere.
-  app.use(noCors, securityHeaders);
+  app.use(noCors, securityHeaders, requireHost);
 
   // 3. Operational endpoints outside the versioned API.
   app.get('/healthz', (_req, res) => {
@@ -90,7 +91,7 @@ export function createApp(opts: AppOptions): Express {
     checkBeforeUpload('post', '/conversations/{id}/messages', (siteId, { id }) => services.conversations.get(siteId, id)),
     multipartBody(services.config.dataDir, services.config.maxAttachmentBytes),
   );
-  api.use(jsonBody);
+  api.use(jsonBody, canonicalContentType);
   api.use(
     OpenApiValidator.middleware({
       apiSpec: openApiDocument() as never,
@@ -112,6 +113,9 @@ export function createApp(opts: AppOptions): Express {
 
   // 4b. The chat window's own entry (openapi/window.yaml): window tokens instead of API keys, CORS
   //     for the site's allowed origins only, live updates by Server-Sent Events. Never under /api/v1.
+  //     Its browser side (loader, panel document, versioned assets) is not in window.yaml: it is
+  //     static code for browsers, not an operation, so it is mounted ahead of the entry's validator.
+  app.use(WINDOW_BASE_PATH, windowAssetRoutes({ services, limiter, logger }));
   app.use(WINDOW_BASE_PATH, windowRoutes({ services, limiter, logger, validateResponses: opts.validateResponses }));
 
   // 5. Everything else is 404, and every failure leaves through one handler in the envelope.

@@ -8,6 +8,7 @@ import { seedDemo } from './seed';
 import { createDeliveryWorker } from './events/worker';
 import { startMaintenance } from './maintenance';
 import { onShutdownSignal } from './platform/shutdown';
+import { answerClientErrorsInEnvelope } from './http/client-errors';
 
 /** `npm start`: HTTPS only (no plaintext listener), migrations first, graceful shutdown on SIGTERM. */
 async function main() {
@@ -51,6 +52,8 @@ async function main() {
       headersTimeout: limits.headersTimeoutMs,
       requestTimeout: limits.requestTimeoutMs,
       keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // A missing Host is refused by the app (http/headers.ts), in the envelope, not by Node with an empty 400.
+      requireHostHeader: false,
       // Node checks the headers and request time-outs on this tick (30 s by default), so a slow
       // client would otherwise hold its connection up to 30 s past its time-out.
       connectionsCheckingInterval: Math.min(1000, limits.headersTimeoutMs),
@@ -60,6 +63,7 @@ async function main() {
   // No 'timeout' listener: Node destroys a socket idle this long (a client that stopped reading a download).
   server.setTimeout(limits.socketIdleTimeoutMs);
   server.maxConnections = limits.maxConnections;
+  answerClientErrorsInEnvelope(server);
   let droppedSince = 0;
   server.on('drop', () => {
     // Logged at most once a minute: a flood must not turn into a flood of log lines.

@@ -184,3 +184,16 @@ export function utf8FileName(name: string): string {
     return name; // genuinely latin1
   }
 }
+
+/**
+ * After the body is parsed, the Content-Type is cut to its media type for the OpenAPI validator:
+ * express-openapi-validator compiles and caches per Content-Type string and never evicts, so a
+ * client minting `application/json; x=<unique>` on every request would grow memory without bound.
+ * multipart keeps its boundary (the validator strips it itself).
+ */
+export const canonicalContentType: RequestHandler = (req, _res, next) => {
+  const type = req.headers['content-type'];
+  if (type && !/^multipart\/form-data\b/i.test(type)) req.headers['content-type'] = type.split(';')[0].trim().toLowerCase();
+  next();
+};
+

@@ -38,6 +38,17 @@ function translate(err: unknown): ApiError | null {
   if (/Multipart|Unexpected end of form|Malformed part header|boundary/i.test(e?.message ?? '') && !e?.status) {
     return new ApiError('invalid_request', 'The multipart body is malformed.');
   }
+  // Express's router (a path segment that is not valid percent-encoding) and body-parser (a
+  // Content-Encoding the body does not decode with) report client errors as plain 4xx errors
+  // without a type or a validator's `errors` list.
+  if (err instanceof URIError) {
+    return new ApiError('invalid_request', 'The path is not valid percent-encoding.', [{ path: '/path', message: 'must be valid percent-encoding' }]);
+  }
+  if (typeof e?.status === 'number' && e.status >= 400 && e.status < 500 && !Array.isArray((err as ValidatorError).errors)) {
+    if (e.status === 413) return new ApiError('payload_too_large', 'The request body is too large.');
+    if (e.status === 415) return new ApiError('unsupported_media_type', 'Send application/json or multipart/form-data.');
+    return new ApiError('invalid_request', 'The request body could not be decoded.', [{ path: '/body', message: 'could not be decoded' }]);
+  }
   const v = err as ValidatorError;
   if (typeof v?.status === 'number' && Array.isArray(v.errors) && v.status < 500) {
     const details: ErrorDetail[] = v.errors.map((d) => ({

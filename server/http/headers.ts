@@ -1,3 +1,4 @@
+import { ApiError } from '../platform/errors';
 import type { Request, RequestHandler } from 'express';
 import { ulidBody } from '../platform/ids';
 
@@ -24,6 +25,18 @@ export const noCors: RequestHandler = (_req, res, next) => {
   const setHeader = res.setHeader.bind(res);
   res.setHeader = ((name: string, value: string | number | readonly string[]) =>
     /^access-control-/i.test(name) ? res : setHeader(name, value)) as typeof res.setHeader;
+  next();
+};
+
+/**
+ * HTTP/1.1 requires Host (RFC 9112, 3.2). Node's own check answers an empty 400; the server turns
+ * it off (requireHostHeader: false) so the refusal comes here, in the envelope.
+ */
+export const requireHost: RequestHandler = (req, res, next) => {
+  if (req.httpVersion === '1.1' && !req.headers.host) {
+    res.setHeader('Connection', 'close'); // a client that omits Host is not one to keep talking to
+    return next(new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header.'));
+  }
   next();
 };
 

@@ -7,7 +7,7 @@ import YAML from 'yaml';
 import { ApiError } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { toIsoRequired } from '../platform/time';
-import { jsonBody, multipartBody } from '../http/bodies';
+import { canonicalContentType, jsonBody, multipartBody } from '../http/bodies';
 import { addressBucket } from '../http/rate-limit/client-address';
 import type { RateDecision, RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
@@ -178,7 +178,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
 
   // 3. Bodies: files only for a visitor with a valid token, spooled to disk like the API's.
   router.post('/sites/:siteId/messages', multipartBody(services.config.dataDir, services.config.maxAttachmentBytes));
-  router.use(jsonBody);
+  router.use(jsonBody, canonicalContentType);
   router.use(
     OpenApiValidator.middleware({
       apiSpec: windowDocument() as never,

@@ -116,3 +116,28 @@ test('a huge header or a very long URL does not crash the service', async () => 
   const key = await request(h.app).get('/api/v1/conversations').set('Authorization', `Bearer wck_${'a'.repeat(5000)}`);
   expect(key.status).toBe(401);
 });
+
+test.each(['%', '%FF%FE', '%E0%80%AF', '%zz', '%C3%28'])('a path segment that is not valid percent-encoding (%s) is 400, not 500', async (segment) => {
+  const res = await request(h.app).get(`/api/v1/conversations/${segment}/messages`).set(bearer(h.site.key));
+  expectEnvelope(res, 400, 'invalid_request');
+});
+
+test.each([
+  ['br', '/api/v1/schemas', 'get'],
+  ['deflate', `/api/v1/conversations/CONV/close`, 'post'],
+  ['gzip', `/api/v1/conversations/CONV/messages`, 'post'],
+])('a body that does not decode with its Content-Encoding (%s) is 400, not 500', async (encoding, url, method) => {
+  const res = await (request(h.app) as unknown as Record<string, (u: string) => request.Test>)[method](url.replace('CONV', convId))
+    .set(bearer(h.site.key))
+    .set('Content-Type', 'application/json')
+    .set('Content-Encoding', encoding)
+    .send('{"content":"not compressed"}');
+  expectEnvelope(res, 400, 'invalid_request');
+});
+
+test('Content-Type parameters are accepted and do not change the answer', async () => {
+  for (let i = 0; i < 5; i++) {
+    const res = await post(JSON.stringify({ content: `param ${i}` }), `application/json; x=${i}-${Date.now()}`);
+    expect(res.status).toBe(201);
+  }
+});

@@ -7,6 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import https from 'node:https';
 import http from 'node:http';
+import tls from 'node:tls';
 import { freePort, spawnTs, Spawned } from '../helpers/spawn';
 import { TEST_DB } from '../helpers/db';
 
@@ -94,6 +95,31 @@ onSqlite('npm start on an empty DATA_DIR', () => {
       });
     });
     expect(outcome).not.toMatch(/^status 2/);
+  });
+
+  /** Sends raw bytes over TLS and returns everything the server wrote before it closed. */
+  const raw = (bytes: string) =>
+    new Promise<string>((resolve, reject) => {
+      let received = '';
+      const socket = tls.connect({ host: '127.0.0.1', port, servername: 'localhost', ca }, () => socket.write(bytes));
+      socket.setEncoding('utf8');
+      socket.on('data', (d) => (received += d));
+      socket.on('close', () => resolve(received));
+      socket.on('error', reject);
+      socket.setTimeout(10_000, () => socket.destroy(new Error('no answer in 10 s')));
+    });
+
+  test.each([
+    ['no Host header', 'GET /api/v1/conversations HTTP/1.1\r\n\r\n', 400],
+    ['a malformed request line', 'GET /x y z HTTP/9\r\nHost: localhost\r\n\r\n', 400],
+    ['a header without a colon', 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nbroken header\r\n\r\n', 400],
+    ['an unknown Expect', 'GET /healthz HTTP/1.1\r\nHost: localhost\r\nExpect: something\r\n\r\n', 417],
+  ])('what the HTTP parser refuses (%s) is answered in the envelope, then closed', async (_what, bytes, status) => {
+    const answer = await raw(bytes);
+    expect(answer).toMatch(new RegExp(`^HTTP/1.1 ${status} `));
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    expect(body.error.code).toBe('invalid_request');
+    expect(typeof body.error.message).toBe('string');
   });
 
   test('Swagger UI and the document are served', async () => {
