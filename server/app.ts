@@ -1,10 +1,9 @@
 import express, { Express } from 'express';
 import pinoHttp from 'pino-http';
-import * as OpenApiValidator from 'express-openapi-validator';
 import type { Services } from './services';
 import type { Logger } from './platform/logger';
 import type { RateLimiter } from './http/rate-limit/limiter';
-import { openApiDocument } from './http/openapi-document';
+import { openApiDocument, validateAgainst } from './http/openapi-document';
 import { docsRoutes } from './http/docs';
 import { errorHandler, notFoundHandler } from './http/error-handler';
 import { noCors, requestId, requireHost, securityHeaders } from './http/headers';
@@ -92,17 +91,7 @@ export function createApp(opts: AppOptions): Express {
     multipartBody(services.config.dataDir, services.config.maxAttachmentBytes),
   );
   api.use(jsonBody, canonicalContentType);
-  api.use(
-    OpenApiValidator.middleware({
-      apiSpec: openApiDocument() as never,
-      validateRequests: { allowUnknownQueryParameters: false, removeAdditional: false },
-      validateResponses: opts.validateResponses ? { removeAdditional: false } : false,
-      validateSecurity: false,
-      validateFormats: true,
-      fileUploader: false,
-      ignoreUndocumented: false,
-    }),
-  );
+  api.use(validateAgainst(openApiDocument(), opts.validateResponses));
   api.use(requireRights); // 403 from the operation's security scopes in the document
   api.post('/conversations/:id/messages', idempotency(services.idempotency, normaliseReply));
   api.use(schemaRoutes());

@@ -1,21 +1,10 @@
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from '../platform/errors';
 import type { AccessService } from '../access/service';
-import type { RateLimiter, RateDecision } from './rate-limit/limiter';
+import type { RateLimiter } from './rate-limit/limiter';
 import { addressBucket } from './rate-limit/client-address';
+import { rateHeaders, rateLimited } from './rate-limit/answers';
 import './request-context';
-
-function rateHeaders(res: Parameters<RequestHandler>[1], d: RateDecision) {
-  res.setHeader('X-RateLimit-Limit', String(d.limit));
-  res.setHeader('X-RateLimit-Remaining', String(d.remaining));
-  res.setHeader('X-RateLimit-Reset', String(d.resetSeconds));
-}
-
-function rateLimited(d: RateDecision) {
-  return new ApiError('rate_limit_exceeded', `Rate limit of ${d.limit} requests per minute exceeded; retry in ${d.resetSeconds} s.`, undefined, {
-    'Retry-After': String(Math.max(1, d.resetSeconds)),
-  });
-}
 
 /** Paths under /api/v1 that open without a key: published schemas, and media by signed link. */
 function isKeyless(req: Request): boolean {

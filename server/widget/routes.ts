@@ -2,14 +2,15 @@ import http from 'node:http';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Request, Response, Router } from 'express';
-import * as OpenApiValidator from 'express-openapi-validator';
 import YAML from 'yaml';
 import { ApiError } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { toIsoRequired } from '../platform/time';
 import { canonicalContentType, jsonBody, multipartBody } from '../http/bodies';
+import { validateAgainst } from '../http/openapi-document';
 import { addressBucket } from '../http/rate-limit/client-address';
-import type { RateDecision, RateLimiter } from '../http/rate-limit/limiter';
+import { rateHeaders, rateLimited } from '../http/rate-limit/answers';
+import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
 import type { IncomingFile } from '../media/service';
@@ -62,18 +63,6 @@ const CORS_EXPOSED_HEADERS = 'X-Request-Id, Retry-After, X-RateLimit-Limit, X-Ra
  */
 function setCorsHeader(res: Response, name: string, value: string) {
   http.ServerResponse.prototype.setHeader.call(res, name, value);
-}
-
-function rateHeaders(res: Response, d: RateDecision) {
-  res.setHeader('X-RateLimit-Limit', String(d.limit));
-  res.setHeader('X-RateLimit-Remaining', String(d.remaining));
-  res.setHeader('X-RateLimit-Reset', String(d.resetSeconds));
-}
-
-function rateLimited(d: RateDecision) {
-  return new ApiError('rate_limit_exceeded', `Rate limit of ${d.limit} requests per minute exceeded; retry in ${d.resetSeconds} s.`, undefined, {
-    'Retry-After': String(Math.max(1, d.resetSeconds)),
-  });
 }
 
 export interface WindowRouteOptions {
@@ -179,17 +168,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
   // 3. Bodies: files only for a visitor with a valid token, spooled to disk like the API's.
   router.post('/sites/:siteId/messages', multipartBody(services.config.dataDir, services.config.maxAttachmentBytes));
   router.use(jsonBody, canonicalContentType);
-  router.use(
-    OpenApiValidator.middleware({
-      apiSpec: windowDocument() as never,
-      validateRequests: { allowUnknownQueryParameters: false, removeAdditional: false },
-      validateResponses: opts.validateResponses ? { removeAdditional: false } : false,
-      validateSecurity: false,
-      validateFormats: true,
-      fileUploader: false,
-      ignoreUndocumented: false,
-    }),
-  );
+  router.use(validateAgainst(windowDocument(), opts.validateResponses));
 
   const tokenAnswer = (claims: WindowClaims, token: string, visitorCredential: string | null) => ({
     data: {

@@ -37,6 +37,19 @@ function decision(allowed: boolean, limit: number, count: number, oldest: number
   return { allowed, limit, remaining: Math.max(0, limit - count), resetSeconds: reset };
 }
 
+/** A counted request whose slot can be given back once (a second release does nothing). */
+function reservation(d: RateDecision, giveBack: () => Promise<void>): Reservation {
+  let done = false;
+  return {
+    ...d,
+    async release() {
+      if (done) return;
+      done = true;
+      await giveBack();
+    },
+  };
+}
+
 /**
  * Sliding-window log in process memory: exact, at most `limit` timestamps per bucket. Suits a
  * single instance; with REDIS_URL set the Redis limiter below shares one budget across instances.
@@ -65,18 +78,12 @@ export function createMemoryLimiter(limit: number, now: () => number = Date.now)
     async reserve(bucket) {
       const { decision: d, at } = count(bucket);
       if (at === null) return { ...d, release: released };
-      let done = false;
-      return {
-        ...d,
-        async release() {
-          if (done) return;
-          done = true;
-          // Equal timestamps are interchangeable, so dropping the last one equal to ours is exact.
-          const log = buckets.get(bucket);
-          const i = log ? log.lastIndexOf(at) : -1;
-          if (log && i >= 0) log.splice(i, 1);
-        },
-      };
+      return reservation(d, async () => {
+        // Equal timestamps are interchangeable, so dropping the last one equal to ours is exact.
+        const log = buckets.get(bucket);
+        const i = log ? log.lastIndexOf(at) : -1;
+        if (log && i >= 0) log.splice(i, 1);
+      });
     },
     backend: () => 'local',
   };
@@ -120,16 +127,8 @@ export function createRedisLimiter(redis: Redis, limit: number, prefix = 'chat:r
     async reserve(bucket) {
       const { decision: d, member } = await count(bucket);
       if (member === null) return { ...d, release: released };
-      let done = false;
-      return {
-        ...d,
-        async release() {
-          if (done) return;
-          done = true;
-          // Best effort: if Redis is gone the entry simply expires with the window.
-          await redis.zrem(prefix + bucket, member).catch(() => {});
-        },
-      };
+      // Best effort: if Redis is gone the entry simply expires with the window.
+      return reservation(d, () => redis.zrem(prefix + bucket, member).then(() => undefined, () => undefined));
     },
     backend: () => 'shared',
     async close() {
