@@ -4,6 +4,8 @@ module.exports = {
   roots: ['<rootDir>/test'],
   testMatch: ['**/*.test.ts'],
   transform: { '^.+\\.ts$': 'ts-jest' },
+  // The SDK's sources write `.js` in relative imports (Node's ES module loader needs it); jest maps them back to the .ts file.
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 60000,
   // Each test file gets its own database; files run one at a time (--runInBand) to keep the
   // MariaDB load and port use predictable on a 2-core machine.

@@ -41,7 +41,8 @@ function embeddedSchemas(all: Record<string, unknown>): string {
     '// Do not edit: run `npm run generate` at the repository root.',
     '// The validator embeds the schemas so that it needs no file system and no JSON import.',
     '',
-    "import type { WebhookEventName } from './types';",
+    // `.js`: the SDK's ES module build is run by Node as is, and Node's loader needs the extension.
+    "import type { WebhookEventName } from './types.js';",
     '',
     'export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {',
     ...entries,

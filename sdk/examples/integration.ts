@@ -35,7 +35,7 @@ export function createIntegration(options: IntegrationOptions) {
       return;
     }
     if (message.origin !== 'widget') return; // only visitors get the automatic answer
-    await chat.reply(
+    await chat.messages.create(
       conversation.id,
       { content: `Thanks for your message! An agent will answer shortly.`, format: 'plain' },
       { idempotencyKey: `auto-reply:${message.id}` }, // once per visitor message, even if delivered twice
@@ -48,7 +48,7 @@ export function createIntegration(options: IntegrationOptions) {
     const updatedBefore = new Date(now.getTime() - (options.idleMinutes ?? 30) * 60_000);
     let closed = 0;
     for await (const conversation of chat.conversations.list({ state: 'open', updatedBefore })) {
-      await chat.close(conversation.id);
+      await chat.conversations.close(conversation.id);
       closed++;
     }
     return closed;

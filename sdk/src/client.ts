@@ -1,11 +1,21 @@
 import createFetchClient from 'openapi-fetch';
 import type { Client } from 'openapi-fetch';
-import type { paths } from './generated/api';
-import { ApiError, ChatError, type ErrorDetail } from './errors';
-import { attemptsOf, createTransport, DEFAULT_RETRY_POLICY, type FetchLike, type RetryPolicy } from './transport';
-import { Paginator, type Page } from './pagination';
-import { isBrowserPage, userAgent } from './runtime';
-import { randomUUID } from './crypto';
+import type { paths } from './generated/api.js';
+import { ApiConnectionError, ApiError, ApiTimeoutError, ChatError, RequestAbortedError, type ErrorDetail } from './errors.js';
+import {
+  backoffMs,
+  DEFAULT_RETRY_POLICY,
+  describeConnectionFailure,
+  hasNullBody,
+  isPermanentConnectionFailure,
+  retryDelayFor,
+  sleep,
+  type FetchLike,
+  type RetryPolicy,
+} from './transport.js';
+import { Paginator, type Page } from './pagination.js';
+import { isBrowserPage, userAgent } from './runtime.js';
+import { randomUUID } from './crypto.js';
 import type {
   Attachment,
   Conversation,
@@ -13,7 +23,7 @@ import type {
   ListMessagesParams,
   Message,
   MessageFormat,
-} from './types';
+} from './types.js';
 
 export interface ClientOptions {
   /** The site's access key, `wck_...`. Server-side only: never put it in page code. */
@@ -110,16 +120,6 @@ export interface MediaFile {
 
 const KEY_ID = /^key_[0-9a-hjkmnp-tv-z]{26}$/;
 
-function metaOf(response: Response): ResponseMeta {
-  return {
-    status: response.status,
-    requestId: response.headers.get('x-request-id'),
-    headers: response.headers,
-    attempts: attemptsOf.get(response) ?? 1,
-    idempotentReplayed: response.headers.get('idempotent-replayed') === 'true',
-  };
-}
-
 function withResponse<T extends object>(data: T, meta: ResponseMeta): WithResponse<T> {
   Object.defineProperty(data, 'lastResponse', { value: meta, enumerable: false, configurable: true });
   return data as WithResponse<T>;
@@ -148,6 +148,18 @@ function toApiError(response: Response, body: unknown, attempts: number): ApiErr
     headers: response.headers,
     attempts,
   });
+}
+
+function pageOf<T>(answer: { data: T[]; page: { nextCursor: string | null; hasMore: boolean } }, meta: ResponseMeta): Page<T> {
+  return { data: answer.data, nextCursor: answer.page.nextCursor, hasMore: answer.page.hasMore, requestId: meta.requestId };
+}
+
+/**
+ * The one request that creates something, a reply (POST `.../conversations/{id}/messages`): the
+ * call path gives it an Idempotency-Key. Read from the URL so that raw `api` calls get it too.
+ */
+function isReply(method: string, url: string): boolean {
+  return method === 'POST' && /\/conversations\/[^/]+\/messages\/?$/.test(new URL(url).pathname);
 }
 
 function iso(value: string | Date | undefined): string | undefined {
@@ -219,18 +231,22 @@ export function isOwnMessage(message: Pick<Message, 'origin' | 'apiKeyId'>, keyI
 /**
  * The API client. Create it once and share it: it holds no per-call state.
  *
- * Calls return the data (`Conversation`, `Message`) and throw an `ApiError` subclass on an error
- * answer, an `ApiConnectionError`/`ApiTimeoutError` when no answer came, and `RequestAbortedError`
- * when your `signal` aborted. Every call is typed from the OpenAPI document; `api` gives the
- * underlying openapi-fetch client for anything the convenience methods do not cover.
+ * One public name per operation, grouped by resource as in the API: `conversations.list/get/close`,
+ * `messages.list/create`, `media.download`. Calls return the data (`Conversation`, `Message`) and
+ * throw an `ApiError` subclass on an error answer, an `ApiConnectionError`/`ApiTimeoutError` when
+ * no answer came, and `RequestAbortedError` when your `signal` aborted. Every call is typed from
+ * the OpenAPI document; `api` gives the underlying openapi-fetch client for anything the
+ * operations do not cover.
  */
 export class ChatClient {
-  /** The typed openapi-fetch client (auth, User-Agent, time-outs and retries applied). It never throws on HTTP errors. */
+  /**
+   * The typed openapi-fetch client, through the same call path as the operations (auth,
+   * User-Agent, time-outs, retries, the Idempotency-Key of a reply). It never throws on HTTP errors.
+   */
   readonly api: Client<paths>;
   readonly baseUrl: string;
-  private readonly policy: RetryPolicy;
+  private readonly policy: Readonly<RetryPolicy>;
   private readonly fetchImpl: FetchLike;
-  private readonly defaultTransport: (request: Request) => Promise<Response>;
   private readonly knownKeyIds = new Set<string>();
 
   /** Conversations of the key's site. */
@@ -247,13 +263,17 @@ export class ChatClient {
   readonly messages: {
     /** All messages of the conversation, oldest first (`order: 'desc'` for newest first). */
     list(conversationId: string, params?: ListMessagesParams, options?: RequestOptions): Paginator<Message>;
-    /** Sends a reply; the same as `reply`. */
+    /**
+     * Replies to the visitor: JSON for text, multipart/form-data when `files` are given. The
+     * reply carries an Idempotency-Key (`options.idempotencyKey`, or generated) that stays the
+     * same on every retry, so a dropped connection never sends it twice.
+     */
     create(conversationId: string, params: ReplyParams, options?: ReplyOptions): Promise<WithResponse<Message>>;
   };
 
   /** Attachments. */
   readonly media: {
-    /** Downloads an attachment (needs `media:read`); the same as `downloadMedia`. */
+    /** Downloads an attachment by id (or an `Attachment`), with the key; needs `media:read`. */
     download(media: string | Pick<Attachment, 'id'>, options?: RequestOptions): Promise<MediaFile>;
   };
 
@@ -277,29 +297,32 @@ export class ChatClient {
     if (!fetchImpl) throw new TypeError('No fetch in this runtime: pass `fetch` (Node.js 18+ has it built in).');
     this.fetchImpl = fetchImpl;
     this.baseUrl = normaliseBaseUrl(options.baseUrl);
-    this.policy = {
+    this.policy = Object.freeze({
       ...DEFAULT_RETRY_POLICY,
       ...options.retry,
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.maxRetries !== undefined ? { maxRetries: Math.floor(options.maxRetries) } : {}),
-    };
-    this.defaultTransport = createTransport(fetchImpl, this.policy);
+    });
     this.api = createFetchClient<paths>({
       baseUrl: this.baseUrl,
-      fetch: this.defaultTransport,
+      // A raw call is one call of `request` that hands the answer back instead of unwrapping it.
+      fetch: async (request) => {
+        const { data: response } = await this.request((send) => send(request).then((answer) => ({ data: answer, response: answer })), { signal: request.signal }, { raw: true });
+        return response;
+      },
       headers: { Authorization: `Bearer ${options.apiKey}`, 'User-Agent': userAgent(options.appInfo) },
     });
 
     this.conversations = {
       list: (params, opts) => this.listConversations(params, opts),
       get: (id, opts) => this.getConversation(id, opts),
-      close: (id, opts) => this.close(id, opts),
+      close: (id, opts) => this.closeConversation(id, opts),
     };
     this.messages = {
       list: (conversationId, params, opts) => this.listMessages(conversationId, params, opts),
-      create: (conversationId, params, opts) => this.reply(conversationId, params, opts),
+      create: (conversationId, params, opts) => this.createMessage(conversationId, params, opts),
     };
-    this.media = { download: (media, opts) => this.downloadMedia(media, opts) };
+    this.media = { download: (media, opts) => this.downloadMediaFile(media, opts) };
   }
 
   /**
@@ -325,76 +348,15 @@ export class ChatClient {
     return message.apiKeyId !== null && this.knownKeyIds.has(message.apiKeyId);
   };
 
-  /**
-   * Replies to the visitor: JSON for text, multipart/form-data when `files` are given. The reply
-   * carries an Idempotency-Key (generated, or `options.idempotencyKey`) that stays the same on
-   * every retry, so a dropped connection never sends it twice.
-   */
-  reply = async (conversationId: string, params: ReplyParams, options: ReplyOptions = {}): Promise<WithResponse<Message>> => {
-    const idempotencyKey = options.idempotencyKey ?? (await randomUUID());
-    const files = params.files ?? [];
-    const common = {
-      params: { path: { id: conversationId }, header: { 'Idempotency-Key': idempotencyKey } },
-      signal: options.signal,
-      fetch: this.transportFor(options),
-    };
-    let result;
-    if (files.length === 0) {
-      result = await this.api.POST('/conversations/{id}/messages', {
-        ...common,
-        body: { content: params.content ?? '', ...(params.format ? { format: params.format } : {}) },
-      });
-    } else {
-      const form = new FormData();
-      if (params.content !== undefined) form.append('content', params.content);
-      if (params.format !== undefined) form.append('format', params.format);
-      for (const file of files) {
-        const { blob, name } = toBlob(file);
-        form.append('file', blob, name);
-      }
-      result = await this.api.POST('/conversations/{id}/messages', {
-        ...common,
-        body: { content: params.content, format: params.format },
-        bodySerializer: () => form,
-      });
-    }
-    const { data, meta } = this.unwrap(result);
-    if (data.data.apiKeyId) this.knownKeyIds.add(data.data.apiKeyId);
-    return withResponse(data.data, meta);
-  };
+  /** @deprecated Since 0.2.0: use `messages.create`, which this calls. Removed in 0.3.0. */
+  reply = (conversationId: string, params: ReplyParams, options?: ReplyOptions): Promise<WithResponse<Message>> =>
+    this.messages.create(conversationId, params, options);
 
-  /** Closes a conversation; see `conversations.close`. */
-  close = async (conversationId: string, options: RequestOptions = {}): Promise<WithResponse<Conversation>> => {
-    const result = await this.api.POST('/conversations/{id}/close', {
-      params: { path: { id: conversationId } },
-      signal: options.signal,
-      fetch: this.transportFor(options),
-    });
-    const { data, meta } = this.unwrap(result);
-    return withResponse(data.data, meta);
-  };
+  /** @deprecated Since 0.2.0: use `conversations.close`, which this calls. Removed in 0.3.0. */
+  close = (conversationId: string, options?: RequestOptions): Promise<WithResponse<Conversation>> => this.conversations.close(conversationId, options);
 
-  /** Downloads an attachment by id (or an `Attachment`), with the key; needs `media:read`. */
-  downloadMedia = async (media: string | Pick<Attachment, 'id'>, options: RequestOptions = {}): Promise<MediaFile> => {
-    const id = typeof media === 'string' ? media : media?.id;
-    if (typeof id !== 'string' || !id) throw new TypeError('downloadMedia needs an attachment id (med_...) or an attachment.');
-    const result = await this.api.GET('/media/{id}', {
-      params: { path: { id } },
-      parseAs: 'arrayBuffer',
-      signal: options.signal,
-      fetch: this.transportFor(options),
-    });
-    const { data, meta } = this.unwrap(result, { allowEmpty: true });
-    const bytes = data === undefined ? new Uint8Array(0) : new Uint8Array(data as ArrayBuffer);
-    return {
-      data: bytes,
-      contentType: meta.headers.get('content-type') ?? 'application/octet-stream',
-      size: bytes.byteLength,
-      filename: filenameFrom(meta.headers.get('content-disposition')),
-      etag: meta.headers.get('etag'),
-      requestId: meta.requestId,
-    };
-  };
+  /** @deprecated Since 0.2.0: use `media.download`, which this calls. Removed in 0.3.0. */
+  downloadMedia = (media: string | Pick<Attachment, 'id'>, options?: RequestOptions): Promise<MediaFile> => this.media.download(media, options);
 
   private listConversations(params: ListConversationsParams = {}, options: RequestOptions = {}): Paginator<Conversation> {
     const { cursor: start, createdAfter, createdBefore, updatedAfter, updatedBefore, ...rest } = params;
@@ -406,61 +368,169 @@ export class ChatClient {
       ...(updatedBefore !== undefined ? { updatedBefore: iso(updatedBefore) } : {}),
     };
     return new Paginator(async (cursor) => {
-      const result = await this.api.GET('/conversations', {
-        params: { query: { ...query, ...(cursor ? { cursor } : {}) } },
-        signal: options.signal,
-        fetch: this.transportFor(options),
-      });
-      const { data, meta } = this.unwrap(result);
-      return this.page(data, meta);
+      const { data, meta } = await this.request((fetch) => this.api.GET('/conversations', { params: { query: { ...query, ...(cursor ? { cursor } : {}) } }, fetch }), options);
+      return pageOf(data, meta);
     }, start);
   }
 
   private async getConversation(id: string, options: RequestOptions = {}): Promise<WithResponse<Conversation>> {
-    const result = await this.api.GET('/conversations/{id}', {
-      params: { path: { id } },
-      signal: options.signal,
-      fetch: this.transportFor(options),
-    });
-    const { data, meta } = this.unwrap(result);
+    const { data, meta } = await this.request((fetch) => this.api.GET('/conversations/{id}', { params: { path: { id } }, fetch }), options);
+    return withResponse(data.data, meta);
+  }
+
+  private async closeConversation(id: string, options: RequestOptions = {}): Promise<WithResponse<Conversation>> {
+    const { data, meta } = await this.request((fetch) => this.api.POST('/conversations/{id}/close', { params: { path: { id } }, fetch }), options);
     return withResponse(data.data, meta);
   }
 
   private listMessages(conversationId: string, params: ListMessagesParams = {}, options: RequestOptions = {}): Paginator<Message> {
     const { cursor: start, ...query } = params;
     return new Paginator(async (cursor) => {
-      const result = await this.api.GET('/conversations/{id}/messages', {
-        params: { path: { id: conversationId }, query: { ...query, ...(cursor ? { cursor } : {}) } },
-        signal: options.signal,
-        fetch: this.transportFor(options),
-      });
-      const { data, meta } = this.unwrap(result);
-      return this.page(data, meta);
+      const { data, meta } = await this.request(
+        (fetch) => this.api.GET('/conversations/{id}/messages', { params: { path: { id: conversationId }, query: { ...query, ...(cursor ? { cursor } : {}) } }, fetch }),
+        options,
+      );
+      return pageOf(data, meta);
     }, start);
   }
 
-  private page<T>(answer: { data: T[]; page: { nextCursor: string | null; hasMore: boolean } }, meta: ResponseMeta): Page<T> {
-    return { data: answer.data, nextCursor: answer.page.nextCursor, hasMore: answer.page.hasMore, requestId: meta.requestId };
+  private async createMessage(conversationId: string, params: ReplyParams, options: ReplyOptions = {}): Promise<WithResponse<Message>> {
+    const files = params.files ?? [];
+    const path = { id: conversationId };
+    const { data, meta } = await this.request((fetch) => {
+      if (files.length === 0) {
+        return this.api.POST('/conversations/{id}/messages', {
+          params: { path },
+          body: { content: params.content ?? '', ...(params.format ? { format: params.format } : {}) },
+          fetch,
+        });
+      }
+      const form = new FormData();
+      if (params.content !== undefined) form.append('content', params.content);
+      if (params.format !== undefined) form.append('format', params.format);
+      for (const file of files) {
+        const { blob, name } = toBlob(file);
+        form.append('file', blob, name);
+      }
+      return this.api.POST('/conversations/{id}/messages', { params: { path }, body: { content: params.content, format: params.format }, bodySerializer: () => form, fetch });
+    }, options);
+    if (data.data.apiKeyId) this.knownKeyIds.add(data.data.apiKeyId);
+    return withResponse(data.data, meta);
   }
 
-  private transportFor(options: RequestOptions): (request: Request) => Promise<Response> {
-    if (options.timeoutMs === undefined && options.maxRetries === undefined) return this.defaultTransport;
-    return createTransport(this.fetchImpl, {
+  private async downloadMediaFile(media: string | Pick<Attachment, 'id'>, options: RequestOptions = {}): Promise<MediaFile> {
+    const id = typeof media === 'string' ? media : media?.id;
+    if (typeof id !== 'string' || !id) throw new TypeError('media.download needs an attachment id (med_...) or an attachment.');
+    const { data, meta } = await this.request((fetch) => this.api.GET('/media/{id}', { params: { path: { id } }, parseAs: 'arrayBuffer', fetch }), options, { allowEmpty: true });
+    const bytes = data === undefined ? new Uint8Array(0) : new Uint8Array(data as ArrayBuffer);
+    return {
+      data: bytes,
+      contentType: meta.headers.get('content-type') ?? 'application/octet-stream',
+      size: bytes.byteLength,
+      filename: filenameFrom(meta.headers.get('content-disposition')),
+      etag: meta.headers.get('etag'),
+      requestId: meta.requestId,
+    };
+  }
+
+  /**
+   * The one call path (as stripe-node's RequestSender): every operation, every page of a list,
+   * every media download and every call of the raw `api` client goes through here, so each of
+   * these behaviours exists once.
+   *
+   * - Signal: each attempt has its own time-out, joined with the caller's `signal`, which also
+   *   cuts short the pauses between attempts.
+   * - Idempotency-Key: decided here and only here, once per call, before the first attempt: a
+   *   reply carries the caller's key (the `idempotencyKey` option, or the header of a raw call)
+   *   or a generated UUID, and every attempt sends that same key.
+   * - Transport: the body is read once and every attempt sends the same bytes and headers in a
+   *   fresh init (a multipart reply keeps its boundary, so the service sees an identical request
+   *   and answers a repeat from the first). The whole answer is read within the attempt's
+   *   time-out: a stalled body is a time-out, and a connection that drops mid-answer is retried
+   *   like one that dropped before it. What is retried, and when: `retryDelayFor` in transport.ts.
+   * - Unwrap: `{data}` is returned; an error answer becomes the `ApiError` subclass of its status
+   *   (a raw call gets the answer back instead, as openapi-fetch promises).
+   * - Metadata: status, `X-Request-Id`, headers, attempts and `Idempotent-Replayed`.
+   *
+   * `call` is the typed openapi-fetch call; it must send with the `fetch` it is given.
+   */
+  private async request<D>(
+    call: (fetch: (request: Request) => Promise<Response>) => Promise<{ data?: D; error?: unknown; response: Response }>,
+    options: ReplyOptions,
+    read: { allowEmpty?: boolean; raw?: boolean } = {},
+  ): Promise<{ data: D; meta: ResponseMeta }> {
+    const { signal } = options;
+    const policy = {
       ...this.policy,
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.maxRetries !== undefined ? { maxRetries: Math.max(0, Math.floor(options.maxRetries)) } : {}),
-    });
-  }
+    };
+    let attempts = 0;
 
-  private unwrap<D>(result: { data?: D; error?: unknown; response: Response }): { data: D; meta: ResponseMeta };
-  private unwrap<D>(result: { data?: D; error?: unknown; response: Response }, opts: { allowEmpty: true }): { data: D | undefined; meta: ResponseMeta };
-  private unwrap<D>(result: { data?: D; error?: unknown; response: Response }, opts: { allowEmpty?: boolean } = {}): { data: D | undefined; meta: ResponseMeta } {
-    const meta = metaOf(result.response);
-    if (!result.response.ok) throw toApiError(result.response, result.error, meta.attempts);
-    if (result.data === undefined && !opts.allowEmpty) {
-      throw ApiError.from({ status: meta.status, code: 'unexpected_response', message: `HTTP ${meta.status} with an empty body.`, requestId: meta.requestId, headers: meta.headers, attempts: meta.attempts });
+    const send = async (request: Request): Promise<Response> => {
+      const headers: Record<string, string> = {};
+      request.headers.forEach((value, name) => {
+        headers[name] = value;
+      });
+      if (isReply(request.method, request.url)) {
+        headers['idempotency-key'] = options.idempotencyKey ?? headers['idempotency-key'] ?? (await randomUUID());
+      }
+      const body = request.body ? await request.arrayBuffer() : undefined;
+      const origin = new URL(request.url).origin;
+
+      for (;;) {
+        attempts++;
+        if (signal?.aborted) throw new RequestAbortedError({ cause: signal.reason });
+        const controller = new AbortController();
+        let timedOut = false;
+        const timer = setTimeout(() => {
+          timedOut = true;
+          controller.abort(new ApiTimeoutError(`No complete answer within ${policy.timeoutMs} ms.`));
+        }, policy.timeoutMs);
+        const onAbort = () => controller.abort(signal?.reason);
+        signal?.addEventListener('abort', onAbort, { once: true });
+
+        let response: Response;
+        let bytes: ArrayBuffer | null;
+        try {
+          response = await this.fetchImpl(request.url, { method: request.method, headers: { ...headers }, body, signal: controller.signal, redirect: 'manual' });
+          bytes = hasNullBody(response.status) ? null : await response.arrayBuffer();
+        } catch (err) {
+          if (signal?.aborted) throw new RequestAbortedError({ cause: signal.reason });
+          if (attempts <= policy.maxRetries && !isPermanentConnectionFailure(err)) {
+            await sleep(backoffMs(policy, attempts), signal);
+            continue;
+          }
+          throw timedOut
+            ? new ApiTimeoutError(`No complete answer from ${origin} within ${policy.timeoutMs} ms.`, { cause: err, attempts })
+            : new ApiConnectionError(describeConnectionFailure(err, request.url), { cause: err, attempts });
+        } finally {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+        }
+
+        const delay = attempts <= policy.maxRetries ? retryDelayFor(response, bytes, policy, attempts) : null;
+        if (delay === null) return new Response(bytes, { status: response.status, statusText: response.statusText, headers: response.headers });
+        await sleep(delay, signal);
+      }
+    };
+
+    const result = await call(send);
+    const { response } = result;
+    const meta: ResponseMeta = {
+      status: response.status,
+      requestId: response.headers.get('x-request-id'),
+      headers: response.headers,
+      attempts,
+      idempotentReplayed: response.headers.get('idempotent-replayed') === 'true',
+    };
+    if (!read.raw) {
+      if (!response.ok) throw toApiError(response, result.error, attempts);
+      if (result.data === undefined && !read.allowEmpty) {
+        throw ApiError.from({ status: meta.status, code: 'unexpected_response', message: `HTTP ${meta.status} with an empty body.`, requestId: meta.requestId, headers: meta.headers, attempts });
+      }
     }
-    return { data: result.data, meta };
+    return { data: result.data as D, meta };
   }
 }
 

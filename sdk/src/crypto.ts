@@ -4,23 +4,15 @@
  * `webcrypto` from `node:crypto`, loaded lazily and only when the global is missing.
  */
 
-let cached: Promise<Crypto> | undefined;
-
-export function getCrypto(): Promise<Crypto> {
-  if (!cached) {
-    const global = (globalThis as { crypto?: Crypto }).crypto;
-    if (global?.subtle) {
-      cached = Promise.resolve(global);
-    } else {
-      // A variable specifier keeps bundlers for edge runtimes from trying to include node:crypto.
-      const specifier = 'node:crypto';
-      cached = (import(/* webpackIgnore: true */ specifier) as Promise<{ webcrypto?: Crypto }>).then((m) => {
-        if (!m.webcrypto?.subtle) throw new Error('Web Crypto (crypto.subtle) is not available in this runtime.');
-        return m.webcrypto;
-      });
-    }
-  }
-  return cached;
+async function getCrypto(): Promise<Crypto> {
+  const global = (globalThis as { crypto?: Crypto }).crypto;
+  if (global?.subtle) return global;
+  // A variable specifier keeps bundlers for edge runtimes from trying to include node:crypto. The
+  // module system caches the import, so the SDK keeps no cache of its own.
+  const specifier = 'node:crypto';
+  const { webcrypto } = (await import(/* webpackIgnore: true */ specifier)) as { webcrypto?: Crypto };
+  if (!webcrypto?.subtle) throw new Error('Web Crypto (crypto.subtle) is not available in this runtime.');
+  return webcrypto;
 }
 
 const encoder = new TextEncoder();
@@ -29,21 +21,11 @@ export function utf8(text: string): Uint8Array {
   return encoder.encode(text);
 }
 
-const keyCache = new Map<string, Promise<CryptoKey>>();
-
-async function hmacKey(secret: string): Promise<CryptoKey> {
-  let key = keyCache.get(secret);
-  if (!key) {
-    key = getCrypto().then((c) => c.subtle.importKey('raw', utf8(secret) as BufferSource, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']));
-    if (keyCache.size > 32) keyCache.clear();
-    keyCache.set(secret, key);
-  }
-  return key;
-}
-
 /** HMAC-SHA256 of `data` under the UTF-8 bytes of `secret`. */
 export async function hmacSha256(secret: string, data: Uint8Array): Promise<Uint8Array> {
-  const [c, key] = await Promise.all([getCrypto(), hmacKey(secret)]);
+  const c = await getCrypto();
+  // Importing the key per signature costs microseconds; a cache would keep secrets in module state.
+  const key = await c.subtle.importKey('raw', utf8(secret) as BufferSource, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
   return new Uint8Array(await c.subtle.sign('HMAC', key, data as BufferSource));
 }
 

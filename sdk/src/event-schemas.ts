@@ -2,7 +2,7 @@
 // Do not edit: run `npm run generate` at the repository root.
 // The validator embeds the schemas so that it needs no file system and no JSON import.
 
-import type { WebhookEventName } from './types';
+import type { WebhookEventName } from './types.js';
 
 export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
   'conversation.started': {

@@ -2,11 +2,11 @@
  * @chat-service/sdk: the typed client of the Website Chat API, and verification of its events.
  * Runs on Node.js 18+ and on any runtime with `fetch` and Web Crypto.
  */
-export { createClient, ChatClient, isOwnMessage } from './client';
-export type { ClientOptions, RequestOptions, ReplyOptions, ReplyParams, FileInput, MediaFile, ResponseMeta, WithResponse } from './client';
-export { Paginator } from './pagination';
-export type { Page } from './pagination';
-export type { FetchLike, RetryPolicy } from './transport';
+export { createClient, ChatClient, isOwnMessage } from './client.js';
+export type { ClientOptions, RequestOptions, ReplyOptions, ReplyParams, FileInput, MediaFile, ResponseMeta, WithResponse } from './client.js';
+export { Paginator } from './pagination.js';
+export type { Page } from './pagination.js';
+export type { FetchLike, RetryPolicy } from './transport.js';
 export {
   ChatError,
   ApiError,
@@ -23,9 +23,9 @@ export {
   ApiTimeoutError,
   RequestAbortedError,
   WebhookVerificationError,
-} from './errors';
-export type { ApiErrorInit, ErrorCode, ErrorDetail, WebhookVerificationReason } from './errors';
-export { verifyWebhook, signTestWebhook, computeWebhookSignature, MemoryReplayStore, defaultReplayStore } from './webhooks';
+} from './errors.js';
+export type { ApiErrorInit, ErrorCode, ErrorDetail, WebhookVerificationReason } from './errors.js';
+export { verifyWebhook, signTestWebhook, computeWebhookSignature, MemoryReplayStore, defaultReplayStore } from './webhooks.js';
 export type {
   VerifyWebhookOptions,
   WebhookSecrets,
@@ -37,8 +37,8 @@ export type {
   RawBody,
   SignTestWebhookOptions,
   SignedTestWebhook,
-} from './webhooks';
-export { processWebhook, handleWebhookRequest, createNodeWebhookHandler, expressWebhookHandler, fastifyWebhookPlugin } from './webhook-handlers';
+} from './webhooks.js';
+export { processWebhook, handleWebhookRequest, createNodeWebhookHandler, expressWebhookHandler, fastifyWebhookPlugin } from './webhook-handlers.js';
 export type {
   WebhookHandlerOptions,
   WebhookOutcome,
@@ -48,7 +48,7 @@ export type {
   FastifyRequestLike,
   FastifyReplyLike,
   FastifyWebhookOptions,
-} from './webhook-handlers';
+} from './webhook-handlers.js';
 export type {
   Conversation,
   ConversationState,
@@ -66,7 +66,7 @@ export type {
   ConversationClosedEvent,
   ListConversationsParams,
   ListMessagesParams,
-} from './types';
+} from './types.js';
 /** The generated types of the whole OpenAPI document, for typing your own code against it. */
-export type { paths, components, operations, webhooks } from './generated/api';
-export { VERSION } from './version';
+export type { paths, components, operations, webhooks } from './generated/api.js';
+export { VERSION } from './version.js';

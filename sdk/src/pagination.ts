@@ -1,4 +1,4 @@
-import { ChatError } from './errors';
+import { ChatError } from './errors.js';
 
 /** One page of a list, as the service answered it. */
 export interface Page<T> {

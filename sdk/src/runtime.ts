@@ -1,4 +1,4 @@
-import { VERSION } from './version';
+import { VERSION } from './version.js';
 
 interface RuntimeGlobals {
   process?: { versions?: { node?: string; bun?: string }; platform?: string; arch?: string };
@@ -12,7 +12,7 @@ interface RuntimeGlobals {
 const g = globalThis as unknown as RuntimeGlobals;
 
 /** `name/version` of the JavaScript runtime, for the User-Agent. */
-export function runtimeVersion(): string {
+function runtimeVersion(): string {
   if (typeof g.Deno?.version?.deno === 'string') return `deno/${g.Deno.version.deno}`;
   if (typeof g.process?.versions?.bun === 'string') return `bun/${g.process.versions.bun}`;
   if (typeof g.EdgeRuntime === 'string') return `edge-runtime/${g.EdgeRuntime}`;

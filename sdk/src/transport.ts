@@ -1,5 +1,9 @@
-import { ApiConnectionError, ApiTimeoutError, RequestAbortedError } from './errors';
-import { randomUUID } from './crypto';
+/**
+ * The rules of the SDK's one call path (`ChatClient.request` in client.ts): what is retried, after
+ * how long, and how a failure without an answer is described. Pure functions and constants; the
+ * call path itself, and all state of a call, live in that one method.
+ */
+import { RequestAbortedError } from './errors.js';
 
 /**
  * The `fetch` the SDK calls: `(url, init) => Response`. The global `fetch` fits, and so does
@@ -21,21 +25,21 @@ export interface RetryPolicy {
   maxRetryAfterMs: number;
 }
 
-export const DEFAULT_RETRY_POLICY: RetryPolicy = {
+export const DEFAULT_RETRY_POLICY: Readonly<RetryPolicy> = Object.freeze({
   maxRetries: 2,
   timeoutMs: 60_000,
   initialRetryDelayMs: 500,
   maxRetryDelayMs: 8_000,
   maxRetryAfterMs: 60_000,
-};
+});
 
-/** How many attempts produced a given answer (read by the client for `lastResponse.attempts`). */
-export const attemptsOf = new WeakMap<Response, number>();
-
-const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
+/** Statuses whose answer has no body (`new Response(body)` refuses one for them). */
+export function hasNullBody(status: number): boolean {
+  return status === 101 || status === 103 || status === 204 || status === 205 || status === 304;
+}
 
 /** Certificate and TLS failures do not heal by retrying; they are thrown at once. */
-function isPermanentConnectionFailure(err: unknown): boolean {
+export function isPermanentConnectionFailure(err: unknown): boolean {
   const codes: string[] = [];
   for (let e = err as { code?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
     if (typeof e.code === 'string') codes.push(e.code);
@@ -43,7 +47,7 @@ function isPermanentConnectionFailure(err: unknown): boolean {
   return codes.some((c) => /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|UNABLE_TO_GET_ISSUER|ALTNAME|ERR_TLS|ERR_SSL|ERR_INVALID_URL/.test(c));
 }
 
-function describeConnectionFailure(err: unknown, url: string): string {
+export function describeConnectionFailure(err: unknown, url: string): string {
   let detail = '';
   for (let e = err as { code?: unknown; message?: unknown; cause?: unknown } | undefined, depth = 0; e && depth < 5; e = e.cause as typeof e, depth++) {
     if (typeof e.code === 'string') {
@@ -70,7 +74,7 @@ function parseRetryAfterMs(value: string | null, now = Date.now()): number | nul
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 
-function backoffMs(policy: RetryPolicy, retry: number): number {
+export function backoffMs(policy: RetryPolicy, retry: number): number {
   const base = Math.min(policy.initialRetryDelayMs * 2 ** (retry - 1), policy.maxRetryDelayMs);
   return Math.round(base * (0.5 + Math.random() * 0.5)); // jitter: 50 % to 100 % of the step
 }
@@ -91,7 +95,7 @@ function errorCode(bytes: ArrayBuffer | null): string | null {
  * `idempotency_key_in_use` (the first request with the same key is still running; stripe-node
  * retries it too). Every other 4xx is final.
  */
-function retryDelayFor(response: Response, bytes: ArrayBuffer | null, policy: RetryPolicy, retry: number): number | null {
+export function retryDelayFor(response: Response, bytes: ArrayBuffer | null, policy: RetryPolicy, retry: number): number | null {
   const status = response.status;
   const retryAfter = parseRetryAfterMs(response.headers.get('retry-after'));
   if (status === 429) {
@@ -105,8 +109,13 @@ function retryDelayFor(response: Response, bytes: ArrayBuffer | null, policy: Re
   return null;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Waits `ms`; the caller's `signal` cuts the pause short with `RequestAbortedError`. */
+export function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
+    if (!signal) {
+      setTimeout(resolve, ms);
+      return;
+    }
     if (signal.aborted) return reject(new RequestAbortedError({ cause: signal.reason }));
     const onAbort = () => {
       clearTimeout(timer);
@@ -118,86 +127,4 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
     }, ms);
     signal.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-/** Replies are POSTs to `.../conversations/{id}/messages`: they get an Idempotency-Key when they lack one. */
-function isReply(method: string, url: string): boolean {
-  if (method !== 'POST') return false;
-  try {
-    return /\/conversations\/[^/]+\/messages\/?$/.test(new URL(url).pathname);
-  } catch {
-    return false;
-  }
-}
-
-/**
- * Wraps `fetch` with what openapi-fetch leaves out by design: a time-out per attempt, retries
- * with exponential back-off and jitter, and the same Idempotency-Key on every attempt of a reply.
- *
- * The request body is read once and sent as the same bytes on every attempt (so a multipart
- * body keeps its boundary and the service sees an identical request). The whole answer is read
- * within the attempt's time-out, so a stalled body is a time-out too, and a connection that
- * drops mid-answer is retried like one that dropped before it.
- */
-export function createTransport(fetchImpl: FetchLike, policy: RetryPolicy) {
-  return async function send(request: Request): Promise<Response> {
-    const signal = request.signal;
-    const headers: Record<string, string> = {};
-    request.headers.forEach((value, name) => {
-      headers[name] = value;
-    });
-    if (isReply(request.method, request.url) && !('idempotency-key' in headers)) {
-      headers['idempotency-key'] = await randomUUID();
-    }
-    const body = request.body ? await request.arrayBuffer() : undefined;
-
-    for (let attempt = 1; ; attempt++) {
-      if (signal.aborted) throw new RequestAbortedError({ cause: signal.reason });
-      const controller = new AbortController();
-      let timedOut = false;
-      const timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort(new ApiTimeoutError(`No complete answer within ${policy.timeoutMs} ms.`));
-      }, policy.timeoutMs);
-      const onAbort = () => controller.abort(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-
-      let response: Response;
-      let bytes: ArrayBuffer | null;
-      try {
-        response = await fetchImpl(request.url, {
-          method: request.method,
-          headers,
-          body,
-          signal: controller.signal,
-          redirect: 'manual',
-        });
-        bytes = NULL_BODY_STATUS.has(response.status) ? null : await response.arrayBuffer();
-      } catch (err) {
-        if (signal.aborted) throw new RequestAbortedError({ cause: signal.reason });
-        const failure = timedOut
-          ? new ApiTimeoutError(`No complete answer from ${new URL(request.url).origin} within ${policy.timeoutMs} ms.`, { cause: err, attempts: attempt })
-          : new ApiConnectionError(describeConnectionFailure(err, request.url), { cause: err, attempts: attempt });
-        if (attempt <= policy.maxRetries && !isPermanentConnectionFailure(err)) {
-          await sleep(backoffMs(policy, attempt), signal);
-          continue;
-        }
-        throw failure;
-      } finally {
-        clearTimeout(timer);
-        signal.removeEventListener('abort', onAbort);
-      }
-
-      if (attempt <= policy.maxRetries) {
-        const delay = retryDelayFor(response, bytes, policy, attempt);
-        if (delay !== null) {
-          await sleep(delay, signal);
-          continue;
-        }
-      }
-      const buffered = new Response(bytes, { status: response.status, statusText: response.statusText, headers: response.headers });
-      attemptsOf.set(buffered, attempt);
-      return buffered;
-    }
-  };
 }

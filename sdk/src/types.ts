@@ -1,4 +1,4 @@
-import type { components, operations } from './generated/api';
+import type { components, operations } from './generated/api.js';
 
 type Schemas = components['schemas'];
 

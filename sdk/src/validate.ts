@@ -13,9 +13,9 @@
 import Ajv2020Module from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { ChatError } from './errors';
-import { eventSchemas } from './event-schemas';
-import type { WebhookEvent, WebhookEventName } from './types';
+import { ChatError } from './errors.js';
+import { eventSchemas } from './event-schemas.js';
+import type { WebhookEvent, WebhookEventName } from './types.js';
 
 export { eventSchemas };
 

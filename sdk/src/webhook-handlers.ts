@@ -16,7 +16,7 @@
  * Why 503 and not 409 for `processing`: the service takes every 4xx as the receiver's final "no"
  * and gives up, and retries every 5xx; 503 "try again later" is what this answer means.
  */
-import { WebhookVerificationError } from './errors';
+import { WebhookVerificationError } from './errors.js';
 import {
   asBytes,
   beginDelivery,
@@ -29,8 +29,8 @@ import {
   type WebhookBeginResult,
   type WebhookHeaders,
   type WebhookSecrets,
-} from './webhooks';
-import type { WebhookEvent } from './types';
+} from './webhooks.js';
+import type { WebhookEvent } from './types.js';
 
 export interface WebhookHandlerOptions extends WebhookSecrets {
   /** Largest body accepted. Default 1 MiB (an event is a few KiB). */

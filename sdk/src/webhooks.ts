@@ -1,6 +1,6 @@
-import { WebhookVerificationError } from './errors';
-import { fromHex, hmacSha256, timingSafeEqual, toHex, utf8 } from './crypto';
-import type { WebhookEvent } from './types';
+import { WebhookVerificationError } from './errors.js';
+import { fromHex, hmacSha256, timingSafeEqual, toHex, utf8 } from './crypto.js';
+import type { WebhookEvent } from './types.js';
 
 /** Request headers as Fetch `Headers`, or a plain object (Node.js `req.headers`, any key case). */
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined | null>;
@@ -64,9 +64,9 @@ export interface ClaimOnlyReplayStore {
 }
 
 /** Default time to live of a `processing` entry: how long a retry waits for a running (or crashed) listener. */
-export const DEFAULT_PROCESSING_TTL_SECONDS = 10;
+const DEFAULT_PROCESSING_TTL_SECONDS = 10;
 /** Default time to live of a `done` entry. */
-export const DEFAULT_DONE_TTL_SECONDS = 86_400;
+const DEFAULT_DONE_TTL_SECONDS = 86_400;
 const DEFAULT_TOLERANCE_SECONDS = 300;
 
 interface MemoryEntry {

@@ -2,8 +2,8 @@
  * The SDK against the real server (real app, real database, real HTTPS): every operation,
  * pagination across pages, files, media, loop protection, headers the SDK sends.
  */
-import { startSdkServer, SdkServer } from './helpers';
-import { ChatClient, Conversation, Message, Paginator, VERSION, isOwnMessage } from '../../sdk/src';
+import { startSdkServer, SdkServer, FAST_RETRY } from './helpers';
+import { ChatClient, Conversation, Message, Paginator, VERSION, createClient, isOwnMessage } from '../../sdk/src';
 
 let s: SdkServer;
 let chat: ChatClient;
@@ -82,7 +82,7 @@ describe('conversations', () => {
 
   test('filters: state, and time filters given as Date or ISO string', async () => {
     const closedId = await newConversation('v-filter-closed');
-    await chat.close(closedId);
+    await chat.conversations.close(closedId);
     const closed = await chat.conversations.list({ state: 'closed' }).toArray();
     expect(closed.map((c) => c.id)).toContain(closedId);
     expect(closed.every((c) => c.state === 'closed')).toBe(true);
@@ -104,7 +104,7 @@ describe('conversations', () => {
 
   test('close closes once and is idempotent', async () => {
     const id = await newConversation('v-close');
-    const closed = await chat.close(id);
+    const closed = await chat.conversations.close(id);
     expect(closed).toMatchObject({ id, state: 'closed' });
     expect(closed.closedAt).not.toBeNull();
     const again = await chat.conversations.close(id);
@@ -126,7 +126,7 @@ describe('messages', () => {
 
   test('reply (JSON, plain and markdown) appears in the history with origin api and this key', async () => {
     const id = await newConversation('v-reply');
-    const reply = await chat.reply(id, { content: 'Hi there' });
+    const reply = await chat.messages.create(id, { content: 'Hi there' });
     expect(reply).toMatchObject({ conversationId: id, direction: 'outgoing', origin: 'api', apiKeyId: s.h.site.keyId, content: 'Hi there', format: 'plain', attachments: [] });
     expect(reply.lastResponse.status).toBe(201);
     expect(reply.lastResponse.idempotentReplayed).toBe(false);
@@ -136,11 +136,11 @@ describe('messages', () => {
     expect(history.map((m) => m.id)).toEqual(expect.arrayContaining([reply.id, md.id]));
   });
 
-  test('reply with files uploads them (multipart) and downloadMedia returns the bytes and type', async () => {
+  test('a reply with files uploads them (multipart) and media.download returns the bytes and type', async () => {
     const id = await newConversation('v-files');
     const png = new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]);
     const text = 'a,b\n1,2\n';
-    const message = await chat.reply(id, {
+    const message = await chat.messages.create(id, {
       content: 'Two files',
       format: 'plain',
       files: [
@@ -154,7 +154,7 @@ describe('messages', () => {
     expect(a).toMatchObject({ name: 'pixel.png', mimeType: 'image/png', size: png.byteLength });
     expect(b).toMatchObject({ name: 'table.csv', mimeType: 'text/csv', size: Buffer.byteLength(text) });
 
-    const file = await chat.downloadMedia(a.id);
+    const file = await chat.media.download(a.id);
     expect(Buffer.from(file.data).equals(Buffer.from(png))).toBe(true);
     expect(file.contentType).toBe('image/png');
     expect(file.size).toBe(png.byteLength);
@@ -170,24 +170,24 @@ describe('messages', () => {
   // not read them as latin1 (multer 2 does by default; server/http/bodies.ts decodes them).
   test('a non-ASCII file name survives the upload', async () => {
     const id = await newConversation('v-utf8-name');
-    const message = await chat.reply(id, { files: [{ data: new Uint8Array([1]), name: 'reçu é.pdf', type: 'application/pdf' }] });
+    const message = await chat.messages.create(id, { files: [{ data: new Uint8Array([1]), name: 'reçu é.pdf', type: 'application/pdf' }] });
     expect(message.attachments[0].name).toBe('reçu é.pdf');
   });
 
   test('a file-only reply may have empty content; a Blob without a name is sent as "file"', async () => {
     const id = await newConversation('v-file-only');
-    const message = await chat.reply(id, { files: [new Blob(['just bytes'], { type: 'application/octet-stream' })] });
+    const message = await chat.messages.create(id, { files: [new Blob(['just bytes'], { type: 'application/octet-stream' })] });
     expect(message.content).toBe('');
     expect(message.attachments[0]).toMatchObject({ name: 'file', size: 10 });
   });
 
-  test('downloadMedia of a visitor attachment; the signed link in the message opens it without a key', async () => {
+  test('media.download of a visitor attachment; the signed link in the message opens it without a key', async () => {
     const { conversation, message } = await s.h.runtime.services.widget.visitorSay(s.h.site.id, 'v-media', 'see file', {
       files: [{ buffer: Buffer.from('visitor bytes'), originalName: 'note.txt', mimeType: 'text/plain' }],
     });
     const listed = await chat.messages.list(conversation.id).toArray();
     const attachment = listed.find((m) => m.id === message.id)!.attachments[0];
-    const file = await chat.downloadMedia(attachment.id);
+    const file = await chat.media.download(attachment.id);
     expect(new TextDecoder().decode(file.data)).toBe('visitor bytes');
     expect(file.contentType).toMatch(/^text\/plain/);
     // The link names PUBLIC_URL; point it at this test server's port.
@@ -205,11 +205,11 @@ describe('loop protection', () => {
     const visitor = { origin: 'widget' as const, apiKeyId: null };
     const other = await s.h.newKey(s.h.site.id, ['conversations:read', 'conversations:write']);
     const id = await newConversation('v-own');
-    const otherReply = await s.client({ apiKey: other.key }).reply(id, { content: 'from another integration' });
+    const otherReply = await s.client({ apiKey: other.key }).messages.create(id, { content: 'from another integration' });
     // Unknown key id: every API message counts as own (skipping is safe, answering is a loop).
     expect(fresh.isOwnMessage(visitor)).toBe(false);
     expect(fresh.isOwnMessage(otherReply)).toBe(true);
-    const mine = await fresh.reply(id, { content: 'mine' });
+    const mine = await fresh.messages.create(id, { content: 'mine' });
     expect(fresh.keyId).toBe(s.h.site.keyId);
     expect(fresh.isOwnMessage(mine)).toBe(true);
     expect(fresh.isOwnMessage(otherReply)).toBe(false);
@@ -234,7 +234,7 @@ describe('what the SDK sends', () => {
     const id = await newConversation('v-headers');
     const before = s.exchanges.length;
     await s.client({ appInfo: 'my-crm/2.1' }).conversations.get(id);
-    await chat.reply(id, { content: 'x' });
+    await chat.messages.create(id, { content: 'x' });
     const [get, post] = s.exchanges.slice(before);
     expect(get.headers.authorization).toBe(`Bearer ${s.h.site.key}`);
     expect(get.headers['user-agent']).toBe(`my-crm/2.1 chat-service-sdk-js/${VERSION} node/${process.versions.node} (${process.platform}; ${process.arch})`);
@@ -246,8 +246,8 @@ describe('what the SDK sends', () => {
 
   test('a caller-given Idempotency-Key is used, and a repeat with it answers the first reply', async () => {
     const id = await newConversation('v-own-key');
-    const first = await chat.reply(id, { content: 'once' }, { idempotencyKey: 'order-1042-confirmation' });
-    const repeat = await chat.reply(id, { content: 'once' }, { idempotencyKey: 'order-1042-confirmation' });
+    const first = await chat.messages.create(id, { content: 'once' }, { idempotencyKey: 'order-1042-confirmation' });
+    const repeat = await chat.messages.create(id, { content: 'once' }, { idempotencyKey: 'order-1042-confirmation' });
     expect(repeat.id).toBe(first.id);
     expect(repeat.lastResponse.idempotentReplayed).toBe(true);
     const history = await chat.messages.list(id).toArray();
@@ -277,6 +277,68 @@ describe('what the SDK sends', () => {
   test('the published schemas endpoint matches the schemas shipped in the package', async () => {
     const { data } = await chat.api.GET('/schemas/{schemaName}', { params: { path: { schemaName: 'message.created.json' } } });
     expect(data).toEqual(require('../../sdk/schemas/message.created.json'));
+  });
+});
+
+describe('one call path, one name per operation', () => {
+  test('the deprecated names call the one name of their operation with the same arguments', async () => {
+    const client = s.client();
+    const create = jest.spyOn(client.messages, 'create');
+    const close = jest.spyOn(client.conversations, 'close');
+    const download = jest.spyOn(client.media, 'download');
+    const id = await newConversation('v-deprecated');
+    const options = { idempotencyKey: 'deprecated-name-reply' };
+    const message = await client.reply(id, { content: 'old name', files: [{ data: new Uint8Array([7]), name: 'old.bin' }] }, options);
+    expect(create).toHaveBeenCalledTimes(1);
+    expect(create).toHaveBeenCalledWith(id, { content: 'old name', files: [{ data: new Uint8Array([7]), name: 'old.bin' }] }, options);
+    expect(await create.mock.results[0].value).toBe(message);
+    const file = await client.downloadMedia(message.attachments[0]);
+    expect(download).toHaveBeenCalledWith(message.attachments[0], undefined);
+    expect(Array.from(file.data)).toEqual([7]);
+    const closed = await client.close(id);
+    expect(close).toHaveBeenCalledWith(id, undefined);
+    expect(closed.state).toBe('closed');
+  });
+
+  test('every operation, page, media download and raw call is sent, retried and measured by the one call path', async () => {
+    const id = await newConversation('v-one-path', 'first');
+    await s.h.visitorSay(s.h.site.id, 'v-one-path', 'second');
+    // Every first attempt of a call drops before it reaches the server; the calls run one after another.
+    let fetches = 0;
+    const client = createClient({
+      apiKey: s.h.site.key,
+      baseUrl: s.baseUrl,
+      retry: FAST_RETRY,
+      fetch: async (url, init) => {
+        if (fetches++ % 2 === 0) throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+        return s.fetch(url, init);
+      },
+    });
+    const request = jest.spyOn(client as unknown as { request: (...args: unknown[]) => Promise<unknown> }, 'request');
+
+    const got = await client.conversations.get(id);
+    const listed = await client.conversations.list({ limit: 1 }).firstPage();
+    const contents: string[] = [];
+    let pages = 0;
+    for await (const page of client.messages.list(id, { limit: 1 }).pages()) {
+      pages++;
+      contents.push(...page.data.map((m) => m.content));
+    }
+    const reply = await client.messages.create(id, { content: 'through the one path', files: [{ data: new Uint8Array([1, 2, 3]), name: 'one.bin' }] });
+    const file = await client.media.download(reply.attachments[0]);
+    const closed = await client.conversations.close(id);
+    const raw = await client.api.GET('/conversations/{id}', { params: { path: { id } } });
+
+    for (const answer of [got, reply, closed]) expect(answer.lastResponse.attempts).toBe(2);
+    expect(listed.data).toHaveLength(1);
+    expect(contents).toEqual(['first', 'second']);
+    expect(Array.from(file.data)).toEqual([1, 2, 3]);
+    expect(raw.response.status).toBe(200);
+    expect(raw.data!.data.state).toBe('closed');
+    // get, list, each page, create, download, close, raw: one call of `request` each, two attempts each.
+    expect(pages).toBeGreaterThanOrEqual(2);
+    expect(request).toHaveBeenCalledTimes(6 + pages);
+    expect(fetches).toBe(2 * (6 + pages));
   });
 });
 

@@ -78,13 +78,13 @@ describe('API errors, one subclass per status, never retried', () => {
 
   test('403 insufficient_scope: reply, close and media without the right', async () => {
     const readOnly = s.client({ apiKey: (await s.h.newKey(s.h.site.id, ['conversations:read'])).key });
-    const reply = await failure(() => readOnly.reply(conversationId, { content: 'no' }));
+    const reply = await failure(() => readOnly.messages.create(conversationId, { content: 'no' }));
     expectApiError(reply.err, PermissionDeniedError, 403, 'insufficient_scope');
     expect(reply.err.message).toMatch(/conversations:write/);
     expect(reply.sent).toBe(1);
-    expectApiError((await failure(() => readOnly.close(conversationId))).err, PermissionDeniedError, 403, 'insufficient_scope');
-    const withFile = await chat.reply(conversationId, { files: [{ data: new Uint8Array([1, 2]), name: 'a.bin' }] });
-    const media = await failure(() => readOnly.downloadMedia(withFile.attachments[0].id));
+    expectApiError((await failure(() => readOnly.conversations.close(conversationId))).err, PermissionDeniedError, 403, 'insufficient_scope');
+    const withFile = await chat.messages.create(conversationId, { files: [{ data: new Uint8Array([1, 2]), name: 'a.bin' }] });
+    const media = await failure(() => readOnly.media.download(withFile.attachments[0].id));
     expectApiError(media.err, PermissionDeniedError, 403, 'insufficient_scope');
     expect(media.err.message).toMatch(/media:read/);
   });
@@ -95,24 +95,24 @@ describe('API errors, one subclass per status, never retried', () => {
     const other = await s.h.newSite('Other site');
     const otherChat = s.client({ apiKey: other.key });
     expectApiError((await failure(() => otherChat.conversations.get(conversationId))).err, NotFoundError, 404, 'not_found');
-    expectApiError((await failure(() => otherChat.reply(conversationId, { content: 'x' }))).err, NotFoundError, 404, 'not_found');
+    expectApiError((await failure(() => otherChat.messages.create(conversationId, { content: 'x' }))).err, NotFoundError, 404, 'not_found');
     expectApiError((await failure(() => otherChat.messages.list(conversationId).toArray())).err, NotFoundError, 404, 'not_found');
-    const file = await chat.reply(conversationId, { files: [{ data: new Uint8Array([3]), name: 'b.bin' }] });
-    expectApiError((await failure(() => otherChat.downloadMedia(file.attachments[0].id))).err, NotFoundError, 404, 'not_found');
-    expectApiError((await failure(() => chat.downloadMedia('med_00000000000000000000000000'))).err, NotFoundError, 404, 'not_found');
+    const file = await chat.messages.create(conversationId, { files: [{ data: new Uint8Array([3]), name: 'b.bin' }] });
+    expectApiError((await failure(() => otherChat.media.download(file.attachments[0].id))).err, NotFoundError, 404, 'not_found');
+    expectApiError((await failure(() => chat.media.download('med_00000000000000000000000000'))).err, NotFoundError, 404, 'not_found');
   });
 
   test('409 conversation_closed: a reply to a closed conversation', async () => {
     const id = (await s.h.visitorSay(s.h.site.id, 'v-closed', 'bye')).conversation.id;
-    await chat.close(id);
-    const closed = await failure(() => chat.reply(id, { content: 'too late' }));
+    await chat.conversations.close(id);
+    const closed = await failure(() => chat.messages.create(id, { content: 'too late' }));
     expectApiError(closed.err, ConflictError, 409, 'conversation_closed');
     expect(closed.sent).toBe(1);
   });
 
   test('422 idempotency_key_reused: the same key with another body', async () => {
-    await chat.reply(conversationId, { content: 'first' }, { idempotencyKey: 'reuse-me' });
-    const reused = await failure(() => chat.reply(conversationId, { content: 'second' }, { idempotencyKey: 'reuse-me' }));
+    await chat.messages.create(conversationId, { content: 'first' }, { idempotencyKey: 'reuse-me' });
+    const reused = await failure(() => chat.messages.create(conversationId, { content: 'second' }, { idempotencyKey: 'reuse-me' }));
     expectApiError(reused.err, UnprocessableEntityError, 422, 'idempotency_key_reused');
   });
 
@@ -123,14 +123,14 @@ describe('API errors, one subclass per status, never retried', () => {
     const page = await chat.conversations.list({ limit: 1 }).firstPage();
     const cursor = await failure(() => chat.conversations.list({ limit: 1, cursor: page.nextCursor!.slice(0, -2) + 'xx' }).firstPage());
     expectApiError(cursor.err, BadRequestError, 400, 'invalid_request');
-    const empty = await failure(() => chat.reply(conversationId, { content: '' }));
+    const empty = await failure(() => chat.messages.create(conversationId, { content: '' }));
     expectApiError(empty.err, BadRequestError, 400, 'invalid_request');
     expect(empty.err.details!.length).toBeGreaterThan(0);
     expectApiError((await failure(() => chat.conversations.get('not-an-id'))).err, BadRequestError, 400, 'invalid_request');
   });
 
   test('413 payload_too_large: a JSON body over 64 KiB', async () => {
-    const big = await failure(() => chat.reply(conversationId, { content: 'x'.repeat(70 * 1024) }));
+    const big = await failure(() => chat.messages.create(conversationId, { content: 'x'.repeat(70 * 1024) }));
     expectApiError(big.err, PayloadTooLargeError, 413, 'payload_too_large');
   });
 });

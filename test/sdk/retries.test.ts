@@ -46,7 +46,7 @@ describe('429 rate_limit_exceeded', () => {
     const client = s.client();
     await exhaustWindow(client);
     const before = s.exchanges.length;
-    const message = await client.reply(id, { content: 'after the wait' });
+    const message = await client.messages.create(id, { content: 'after the wait' });
     const sent = s.exchanges.slice(before);
     expect(sent.map((e) => e.status)).toEqual([429, 201]);
     expect(sent[0].headers['idempotency-key']).toBe(sent[1].headers['idempotency-key']);
@@ -157,7 +157,7 @@ describe('idempotent reply under a retry after a dropped connection', () => {
     const id = (await s.h.visitorSay(s.h.site.id, 'v-drop', 'hi')).conversation.id;
     const sent: { headers: Record<string, string>; status: number }[] = [];
     const client = createClient({ apiKey: s.h.site.key, baseUrl: s.baseUrl, fetch: droppingFetch(sent), retry: { initialRetryDelayMs: 10 } });
-    const message = await client.reply(id, { content: 'exactly once' });
+    const message = await client.messages.create(id, { content: 'exactly once' });
     expect(sent).toHaveLength(2);
     expect(sent.map((x) => x.status)).toEqual([201, 201]);
     expect(sent[0].headers['idempotency-key']).toBeTruthy();
@@ -174,7 +174,7 @@ describe('idempotent reply under a retry after a dropped connection', () => {
     const id = (await s.h.visitorSay(s.h.site.id, 'v-drop-files', 'hi')).conversation.id;
     const sent: { headers: Record<string, string>; status: number }[] = [];
     const client = createClient({ apiKey: s.h.site.key, baseUrl: s.baseUrl, fetch: droppingFetch(sent), retry: { initialRetryDelayMs: 10 } });
-    const message = await client.reply(id, { content: 'with a file', files: [{ data: new TextEncoder().encode('%PDF-1.4 test'), name: 'invoice.pdf', type: 'application/pdf' }] });
+    const message = await client.messages.create(id, { content: 'with a file', files: [{ data: new TextEncoder().encode('%PDF-1.4 test'), name: 'invoice.pdf', type: 'application/pdf' }] });
     expect(sent.map((x) => x.status)).toEqual([201, 201]);
     expect(sent[1].headers['content-type']).toBe(sent[0].headers['content-type']); // same multipart boundary
     expect(message.lastResponse.idempotentReplayed).toBe(true);
@@ -185,14 +185,32 @@ describe('idempotent reply under a retry after a dropped connection', () => {
     expect(rows).toHaveLength(1);
   });
 
+  test('a reply through the raw api client: its key, generated or given, is the same on the retry; one message exists', async () => {
+    const id = (await s.h.visitorSay(s.h.site.id, 'v-drop-raw', 'hi')).conversation.id;
+    const sent: { headers: Record<string, string>; status: number }[] = [];
+    const client = createClient({ apiKey: s.h.site.key, baseUrl: s.baseUrl, fetch: droppingFetch(sent), retry: { initialRetryDelayMs: 10 } });
+    const { data, response } = await client.api.POST('/conversations/{id}/messages', { params: { path: { id } }, body: { content: 'raw once' } });
+    expect(response.status).toBe(201);
+    expect(response.headers.get('idempotent-replayed')).toBe('true');
+    expect(sent.map((x) => x.status)).toEqual([201, 201]);
+    expect(sent[0].headers['idempotency-key']).toMatch(/^[0-9a-f-]{36}$/);
+    expect(sent[1].headers['idempotency-key']).toBe(sent[0].headers['idempotency-key']);
+    const history = await s.client().messages.list(id).toArray();
+    expect(history.filter((m) => m.content === 'raw once').map((m) => m.id)).toEqual([data!.data.id]);
+
+    const own = await client.api.POST('/conversations/{id}/messages', { params: { path: { id }, header: { 'Idempotency-Key': 'raw-own-key' } }, body: { content: 'raw own key' } });
+    expect(own.response.status).toBe(201);
+    expect(sent.slice(2).map((x) => x.headers['idempotency-key'])).toEqual(['raw-own-key']);
+  });
+
   test('without retries the drop surfaces as ApiConnectionError, and a manual repeat with the same key is safe', async () => {
     const id = (await s.h.visitorSay(s.h.site.id, 'v-drop-manual', 'hi')).conversation.id;
     const sent: { headers: Record<string, string>; status: number }[] = [];
     const client = createClient({ apiKey: s.h.site.key, baseUrl: s.baseUrl, fetch: droppingFetch(sent), maxRetries: 0 });
-    const err = await client.reply(id, { content: 'manual' }, { idempotencyKey: 'ticket-77-answer' }).catch((e) => e);
+    const err = await client.messages.create(id, { content: 'manual' }, { idempotencyKey: 'ticket-77-answer' }).catch((e) => e);
     expect(err.name).toBe('ApiConnectionError');
     expect(err.message).toMatch(/ECONNRESET/);
-    const again = await client.reply(id, { content: 'manual' }, { idempotencyKey: 'ticket-77-answer' });
+    const again = await client.messages.create(id, { content: 'manual' }, { idempotencyKey: 'ticket-77-answer' });
     expect(again.lastResponse.idempotentReplayed).toBe(true);
     expect((await s.client().messages.list(id).toArray()).filter((m) => m.content === 'manual')).toHaveLength(1);
   });
@@ -201,7 +219,7 @@ describe('idempotent reply under a retry after a dropped connection', () => {
     const id = (await s.h.visitorSay(s.h.site.id, 'v-concurrent', 'hi')).conversation.id;
     const client = s.client({ maxRetries: 5 });
     const before = s.exchanges.length;
-    const results = await Promise.all(Array.from({ length: 12 }, () => client.reply(id, { content: 'one of many' }, { idempotencyKey: 'concurrent-key' })));
+    const results = await Promise.all(Array.from({ length: 12 }, () => client.messages.create(id, { content: 'one of many' }, { idempotencyKey: 'concurrent-key' })));
     expect(new Set(results.map((m) => m.id)).size).toBe(1);
     expect(results.filter((m) => !m.lastResponse.idempotentReplayed)).toHaveLength(1);
     const statuses = s.exchanges.slice(before).map((e) => e.status);
