@@ -60,6 +60,28 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
         spool.release();
       }
     } as typeof end;
+    // busboy reports a malformed part header as an 'error' but goes on parsing the chunk it holds,
+    // and may hand out one more file part that then never ends (multer has unpiped the request),
+    // while multer waits for every part before it answers: the request would hang. So on the
+    // parser's error the spool refuses further parts, the parser is destroyed (which ends its
+    // current part), and what is still unfinished when it closes is stopped: a 400, not a hang.
+    const pipe = req.pipe;
+    req.pipe = function pipeToParser<T extends NodeJS.WritableStream>(this: Request, parser: T, options?: { end?: boolean }): T {
+      req.pipe = pipe;
+      const events = parser as unknown as NodeJS.EventEmitter & { destroy(err?: Error): void };
+      // Destroyed on the next tick, once busboy has left the chunk it is parsing: the failure its
+      // destroy reports again is emitted on a tick too, so it still reaches multer's listener, which
+      // multer removes only on a later setImmediate (an 'error' without a listener would crash).
+      let destroying = false;
+      events.on('error', (err: Error) => {
+        spool.refuseParts(err);
+        if (destroying) return;
+        destroying = true;
+        process.nextTick(() => events.destroy(err));
+      });
+      events.once('close', () => spool.stopUnfinishedParts());
+      return pipe.call(this, parser, options) as T;
+    } as typeof req.pipe;
     upload(req, res, (err?: unknown) => {
       if (err) return next(uploadError(err));
       handedOver = true;
@@ -91,13 +113,14 @@ class RequestSpool {
   private readonly written = new Set<string>();
   private readonly inFlight = new Set<Readable>();
   private released = false;
+  private parserError: Error | undefined;
 
   constructor(private readonly dir: string) {}
 
   write(part: Readable, cb: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
-    if (this.released) {
+    if (this.released || this.parserError) {
       part.resume();
-      return cb(new UploadAbandoned());
+      return cb(this.parserError ?? new UploadAbandoned());
     }
     const filename = `upload_${ulidBody()}`;
     const target = path.join(this.dir, filename);
@@ -120,6 +143,16 @@ class RequestSpool {
       if (out.closed) removeAndReport();
       else out.once('close', removeAndReport);
     });
+  }
+
+  /** The parser failed: parts it hands out from now on are drained and refused, never spooled. */
+  refuseParts(err: Error): void {
+    this.parserError ??= err;
+  }
+
+  /** Parts the parser will never finish (it is gone) fail, so multer stops waiting for them. */
+  stopUnfinishedParts(): void {
+    for (const part of this.inFlight) if (!part.readableEnded) part.destroy(this.parserError ?? new Error('The multipart body ended inside a file part.'));
   }
 
   /** Stops the parts still being written (their files go as they close) and removes the rest. */

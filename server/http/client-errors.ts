@@ -23,7 +23,10 @@ export function answerClientErrorsInEnvelope(server: Server): void {
       err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? rawAnswer(408, 'The request did not arrive in time.')
       : err.code === 'HPE_HEADER_OVERFLOW' ? rawAnswer(431, 'The request headers are too large.')
       : rawAnswer(400, 'The request is not valid HTTP/1.1.');
-    socket.end(answer);
+    // Written, then destroyed: the socket is half-open capable, so end() alone would leave a client
+    // that never reads or closes (a slowloris) holding the connection.
+    socket.write(answer, () => socket.destroy());
+    setTimeout(() => socket.destroy(), 1000).unref(); // a client that does not even read the answer
   });
   server.on('checkExpectation', (_req, res) => {
     const body = JSON.stringify({ error: { code: 'invalid_request', message: 'Only "Expect: 100-continue" is supported.' } });
