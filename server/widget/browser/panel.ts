@@ -1,0 +1,631 @@
+/**
+ * The chat window's panel: the document inside the loader's iframe, served by the chat service
+ * (its own origin, CSP without inline anything, `frame-ancestors` limited to the site's allowed
+ * origins). It gets window tokens from the gateway, shows the visitor's conversation, sends text
+ * and files, and follows live updates (Server-Sent Events read with fetch, since EventSource cannot
+ * send Authorization). One tab of the site holds the live connection (Web Locks) and shares what
+ * it hears with the others (BroadcastChannel).
+ */
+import { renderContent, safeHref } from './markdown';
+
+interface Attachment {
+  id: string;
+  name: string;
+  mimeType: string;
+  size: number;
+  url: string;
+}
+interface Message {
+  id: string;
+  conversationId: string;
+  direction: 'incoming' | 'outgoing';
+  content: string;
+  format: string;
+  attachments: Attachment[];
+  createdAt: string;
+}
+interface Conversation {
+  id: string;
+  state: 'open' | 'closed';
+}
+interface TokenAnswer {
+  token: string;
+  refreshAfter: number;
+  visitorId: string;
+  visitorCredential: string | null;
+}
+interface FeedEvent {
+  id?: string;
+  event: string;
+  data: { message?: Message; conversation?: Conversation; lastEventId?: string };
+}
+interface Identity {
+  userId: string;
+  userHash: string;
+}
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const siteId = document.documentElement.dataset.site ?? '';
+const base = `/window/v1/sites/${siteId}`;
+const log = $<HTMLDivElement>('cw-log');
+const statusLine = $<HTMLParagraphElement>('cw-status');
+const form = $<HTMLFormElement>('cw-form');
+const input = $<HTMLTextAreaElement>('cw-input');
+const fileInput = $<HTMLInputElement>('cw-file');
+const attachButton = $<HTMLButtonElement>('cw-attach');
+const chosen = $<HTMLUListElement>('cw-chosen');
+const closeButton = $<HTMLButtonElement>('cw-close');
+
+/** localStorage of the panel's origin when it works, else memory: blocked storage must not break the window. */
+const memory = new Map<string, string>();
+const storage = {
+  get(key: string): string | null {
+    try {
+      const v = localStorage.getItem(key);
+      if (v !== null) return v;
+    } catch {
+      // blocked (third-party storage off, private mode): memory only
+    }
+    return memory.get(key) ?? null;
+  },
+  set(key: string, value: string) {
+    memory.set(key, value);
+    try {
+      localStorage.setItem(key, value);
+    } catch {
+      // blocked: memory only
+    }
+  },
+  remove(key: string) {
+    memory.delete(key);
+    try {
+      localStorage.removeItem(key);
+    } catch {
+      // blocked
+    }
+  },
+};
+const CREDENTIAL_KEY = `cw:${siteId}:visitor`;
+
+let hostOrigin: string | null = null;
+let identity: Identity | null = null;
+let token: string | null = null;
+let visitorId: string | null = null;
+let credential: string | null = null;
+/** Nothing is stored before the visitor sends something. */
+let interacted = false;
+let lastEventId: string | null = null;
+let conversation: Conversation | null = null;
+let refreshTimer: ReturnType<typeof setTimeout> | undefined;
+let session: AbortController | null = null;
+let channel: BroadcastChannel | null = null;
+const shown = new Map<string, HTMLElement>();
+let closedNotice: HTMLElement | null = null;
+
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+function uuid(): string {
+  if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  b[6] = (b[6] & 0x0f) | 0x40;
+  b[8] = (b[8] & 0x3f) | 0x80;
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+function toParent(msg: object) {
+  if (hostOrigin) window.parent.postMessage({ cw: 1, ...msg }, hostOrigin);
+}
+
+function setStatus(text: string) {
+  if (statusLine.textContent !== text) statusLine.textContent = text;
+}
+
+// ---- the gateway -------------------------------------------------------------------------
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+async function errorOf(res: Response): Promise<HttpError> {
+  let message = `The chat service answered ${res.status}.`;
+  try {
+    const body = await res.json();
+    if (typeof body?.error?.message === 'string') message = body.error.message;
+  } catch {
+    // not JSON
+  }
+  return new HttpError(res.status, message);
+}
+
+function keepCredential(value: string | null) {
+  credential = value;
+  if (value && interacted && !identity) storage.set(CREDENTIAL_KEY, value);
+}
+
+function scheduleRefresh(afterSeconds: number) {
+  clearTimeout(refreshTimer);
+  refreshTimer = setTimeout(() => void refreshToken(), Math.max(5, afterSeconds) * 1000);
+}
+
+async function issueToken(): Promise<void> {
+  const body: Record<string, string> = { hostOrigin: hostOrigin! };
+  if (identity) Object.assign(body, identity);
+  else {
+    const known = credential ?? storage.get(CREDENTIAL_KEY);
+    if (known) body.visitorCredential = known;
+  }
+  let res = await fetch(`${base}/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  if (res.status === 401 && body.visitorCredential) {
+    // An expired or foreign credential: start over as a new visitor rather than not at all.
+    storage.remove(CREDENTIAL_KEY);
+    credential = null;
+    delete body.visitorCredential;
+    res = await fetch(`${base}/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  }
+  if (!res.ok) throw await errorOf(res);
+  const t = (await res.json()).data as TokenAnswer;
+  token = t.token;
+  visitorId = t.visitorId;
+  keepCredential(t.visitorCredential);
+  scheduleRefresh(t.refreshAfter);
+}
+
+async function refreshToken(): Promise<void> {
+  try {
+    const res = await fetch(`${base}/token/refresh`, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+    if (!res.ok) throw await errorOf(res);
+    const t = (await res.json()).data as TokenAnswer;
+    token = t.token;
+    keepCredential(t.visitorCredential);
+    scheduleRefresh(t.refreshAfter);
+  } catch {
+    try {
+      await issueToken();
+    } catch {
+      scheduleRefresh(10);
+    }
+  }
+}
+
+/** A call with the window token; a refused token is renewed once. */
+async function api(path: string, init: RequestInit = {}, signal?: AbortSignal): Promise<Response> {
+  for (let attempt = 0; ; attempt++) {
+    const headers = new Headers(init.headers);
+    headers.set('Authorization', `Bearer ${token}`);
+    const res = await fetch(`${base}${path}`, { ...init, headers, signal, cache: 'no-store' });
+    if (res.status !== 401 || attempt > 0) return res;
+    await issueToken();
+  }
+}
+
+// ---- showing messages --------------------------------------------------------------------
+
+function formatSize(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+function timeOf(iso: string): HTMLTimeElement {
+  const t = document.createElement('time');
+  t.dateTime = iso;
+  const d = new Date(iso);
+  t.textContent = Number.isNaN(d.getTime()) ? '' : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return t;
+}
+
+function bubble(direction: 'incoming' | 'outgoing'): { el: HTMLElement; body: HTMLElement } {
+  const el = document.createElement('div');
+  el.className = `msg ${direction === 'incoming' ? 'mine' : 'theirs'}`;
+  const who = document.createElement('span');
+  who.className = 'sr-only';
+  who.textContent = direction === 'incoming' ? 'You: ' : 'Reply: ';
+  const body = document.createElement('div');
+  body.className = 'body';
+  el.append(who, body);
+  return { el, body };
+}
+
+function appendToLog(el: HTMLElement) {
+  const atBottom = log.scrollHeight - log.scrollTop - log.clientHeight < 40;
+  log.appendChild(el);
+  if (atBottom || el.classList.contains('mine')) log.scrollTop = log.scrollHeight;
+}
+
+function showMessage(m: Message, live: boolean) {
+  if (shown.has(m.id)) return;
+  if (closedNotice && conversation && m.conversationId !== conversation.id) closedNotice = null;
+  const { el, body } = bubble(m.direction);
+  el.dataset.id = m.id;
+  if (m.content) body.appendChild(renderContent(document, m.content, m.format));
+  if (m.attachments.length) {
+    const list = document.createElement('ul');
+    list.className = 'files';
+    for (const a of m.attachments) {
+      const li = document.createElement('li');
+      const href = safeHref(a.url);
+      const label = `${a.name} (${formatSize(a.size)})`;
+      if (href) {
+        const link = document.createElement('a');
+        link.href = href;
+        link.target = '_blank';
+        link.rel = 'noopener noreferrer nofollow';
+        link.textContent = label;
+        li.appendChild(link);
+      } else li.textContent = label;
+      list.appendChild(li);
+    }
+    body.appendChild(list);
+  }
+  el.appendChild(timeOf(m.createdAt));
+  shown.set(m.id, el);
+  appendToLog(el);
+  if (live) toParent({ type: 'message', message: { id: m.id, conversationId: m.conversationId, direction: m.direction, content: m.content, format: m.format, createdAt: m.createdAt } });
+}
+
+function showClosed(c: Conversation, live: boolean) {
+  if (closedNotice?.dataset.conversation === c.id) return;
+  const p = document.createElement('p');
+  p.className = 'notice';
+  p.dataset.conversation = c.id;
+  p.textContent = 'This conversation was closed. Your next message starts a new one.';
+  closedNotice = p;
+  appendToLog(p);
+  if (live) toParent({ type: 'conversation-closed', conversation: { id: c.id, state: c.state } });
+}
+
+function onEvent(e: FeedEvent) {
+  if (e.id) lastEventId = e.id;
+  switch (e.event) {
+    case 'ready':
+      if (e.data.lastEventId) lastEventId = e.data.lastEventId;
+      break;
+    case 'message':
+      if (e.data.message) showMessage(e.data.message, true);
+      break;
+    case 'conversation.started':
+      if (e.data.conversation) conversation = e.data.conversation;
+      break;
+    case 'conversation.closed':
+      if (e.data.conversation) {
+        if (conversation?.id === e.data.conversation.id) conversation = e.data.conversation;
+        showClosed(e.data.conversation, true);
+      }
+      break;
+  }
+}
+
+// ---- history and live updates ------------------------------------------------------------
+
+async function loadHistory(signal: AbortSignal) {
+  log.setAttribute('aria-busy', 'true');
+  try {
+    const res = await api('/conversation', {}, signal);
+    if (!res.ok) throw await errorOf(res);
+    const data = (await res.json()).data as { conversation: Conversation | null; lastEventId: string };
+    conversation = data.conversation;
+    if (conversation) {
+      const page = await api(`/conversations/${conversation.id}/messages?order=desc&limit=50`, {}, signal);
+      if (!page.ok) throw await errorOf(page);
+      const messages = ((await page.json()).data as Message[]).reverse();
+      for (const m of messages) showMessage(m, false);
+      if (conversation.state === 'closed') showClosed(conversation, false);
+    }
+    lastEventId ??= data.lastEventId;
+  } finally {
+    log.removeAttribute('aria-busy');
+  }
+}
+
+/** Reads one Server-Sent Events answer until it ends. */
+async function readStream(body: ReadableStream<Uint8Array>, deliver: (e: FeedEvent) => void) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+    let cut: number;
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let id: string | undefined;
+      let event = 'message';
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (!line || line[0] === ':') continue;
+        const i = line.indexOf(':');
+        const field = i < 0 ? line : line.slice(0, i);
+        const v = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+        if (field === 'id') id = v;
+        else if (field === 'event') event = v;
+        else if (field === 'data') data.push(v);
+      }
+      if (!data.length) continue;
+      try {
+        deliver({ id, event, data: JSON.parse(data.join('\n')) });
+      } catch {
+        // a malformed event is skipped, the stream goes on
+      }
+    }
+  }
+}
+
+/** The live connection: the stream, and polling when the service has no room for one more stream. */
+async function follow(signal: AbortSignal, deliver: (e: FeedEvent) => void) {
+  let backoff = 1000;
+  while (!signal.aborted) {
+    try {
+      const headers: Record<string, string> = { Accept: 'text/event-stream' };
+      if (lastEventId) headers['Last-Event-ID'] = lastEventId;
+      const res = await api('/events', { headers }, signal);
+      if (res.ok && res.body) {
+        setStatus('');
+        backoff = 1000;
+        await readStream(res.body, deliver);
+      } else if (res.status === 400) {
+        lastEventId = null; // a position the service no longer knows: start from now
+      } else if (res.status === 503 || res.status === 429) {
+        await poll(signal, deliver, 30_000);
+        continue;
+      }
+    } catch {
+      if (signal.aborted) return;
+      setStatus('Connection lost. Reconnecting…');
+    }
+    await sleep(backoff, signal);
+    backoff = Math.min(backoff * 2, 30_000);
+  }
+}
+
+async function poll(signal: AbortSignal, deliver: (e: FeedEvent) => void, forMs: number) {
+  const until = Date.now() + forMs;
+  while (!signal.aborted && Date.now() < until) {
+    const q = lastEventId ? `?lastEventId=${encodeURIComponent(lastEventId)}` : '';
+    try {
+      const res = await api(`/events/poll${q}`, {}, signal);
+      if (res.ok) {
+        const body = (await res.json()) as { data: FeedEvent[]; lastEventId: string; hasMore: boolean };
+        for (const e of body.data) deliver(e);
+        lastEventId = body.lastEventId;
+        if (body.hasMore) continue;
+      }
+    } catch {
+      // offline: try again after the pause
+    }
+    await sleep(3000, signal);
+  }
+}
+
+/**
+ * One live connection per visitor across the site's tabs: the tab holding the lock streams and
+ * broadcasts every event; the others listen, and one of them takes over when it goes.
+ */
+function goLive(signal: AbortSignal): () => void {
+  const name = `cw:${siteId}:${visitorId}`;
+  const locks = (navigator as Navigator & { locks?: LockManager }).locks;
+  if (!locks || typeof BroadcastChannel !== 'function') return () => void follow(signal, onEvent);
+  // Listening starts before the history is read, so nothing falls between the two.
+  channel?.close();
+  channel = new BroadcastChannel(name);
+  const own = channel;
+  own.onmessage = (e: MessageEvent<FeedEvent>) => onEvent(e.data);
+  signal.addEventListener('abort', () => own.close(), { once: true });
+  return () =>
+    void locks
+      .request(name, { signal }, async () => {
+        document.documentElement.dataset.leader = 'true';
+        await follow(signal, (e) => {
+          onEvent(e);
+          if (e.event !== 'ready') own.postMessage(e);
+        });
+        delete document.documentElement.dataset.leader;
+      })
+      .catch(() => {
+        // aborted while waiting for the lock: this session is over
+      });
+}
+
+async function startSession() {
+  session?.abort();
+  const current = new AbortController();
+  session = current;
+  shown.clear();
+  log.replaceChildren();
+  closedNotice = null;
+  lastEventId = null;
+  conversation = null;
+  setStatus('Connecting…');
+  for (let backoff = 1000; !current.signal.aborted; backoff = Math.min(backoff * 2, 30_000)) {
+    try {
+      await issueToken();
+      if (current.signal.aborted) return;
+      const startFollowing = goLive(current.signal);
+      await loadHistory(current.signal);
+      // The stream resumes right after what the history showed (Last-Event-ID).
+      startFollowing();
+      setStatus('');
+      return;
+    } catch (err) {
+      if (current.signal.aborted) return;
+      setStatus(err instanceof HttpError && err.status < 500 && err.status !== 429 ? err.message : 'Cannot reach the chat service. Retrying…');
+      await sleep(backoff, current.signal);
+    }
+  }
+}
+
+// ---- sending -----------------------------------------------------------------------------
+
+let files: File[] = [];
+const MAX_FILES = 10;
+
+function showChosen() {
+  chosen.replaceChildren();
+  files.forEach((f, i) => {
+    const li = document.createElement('li');
+    li.textContent = `${f.name} (${formatSize(f.size)}) `;
+    const remove = document.createElement('button');
+    remove.type = 'button';
+    remove.textContent = '×';
+    remove.setAttribute('aria-label', `Remove ${f.name}`);
+    remove.addEventListener('click', () => {
+      files.splice(i, 1);
+      showChosen();
+      input.focus();
+    });
+    li.appendChild(remove);
+    chosen.appendChild(li);
+  });
+  chosen.hidden = files.length === 0;
+}
+
+function send(text: string, attached: File[]) {
+  if (!interacted) {
+    interacted = true;
+    keepCredential(credential);
+  }
+  const clientMessageId = uuid();
+  const { el, body } = bubble('incoming');
+  el.classList.add('pending');
+  if (text) body.appendChild(renderContent(document, text, 'plain'));
+  for (const f of attached) {
+    const p = document.createElement('p');
+    p.className = 'file-name';
+    p.textContent = f.name;
+    body.appendChild(p);
+  }
+  const state = document.createElement('span');
+  state.className = 'state';
+  el.appendChild(state);
+  appendToLog(el);
+
+  const attempt = async () => {
+    state.replaceChildren('Sending…');
+    el.classList.remove('failed');
+    let res: Response;
+    try {
+      let requestBody: BodyInit;
+      const headers: Record<string, string> = {};
+      if (attached.length) {
+        const fd = new FormData();
+        if (text) fd.append('content', text);
+        fd.append('format', 'plain');
+        fd.append('clientMessageId', clientMessageId);
+        for (const f of attached) fd.append('file', f, f.name);
+        requestBody = fd;
+      } else {
+        headers['Content-Type'] = 'application/json';
+        requestBody = JSON.stringify({ content: text, format: 'plain', clientMessageId });
+      }
+      res = await api('/messages', { method: 'POST', headers, body: requestBody });
+    } catch {
+      return failed('Not sent: no connection.', true);
+    }
+    if (!res.ok) {
+      const err = await errorOf(res);
+      return failed(`Not sent: ${err.message}`, res.status >= 500 || res.status === 429);
+    }
+    const data = (await res.json()).data as { conversation: Conversation; message: Message };
+    if (conversation?.id !== data.conversation.id) conversation = data.conversation;
+    el.remove();
+    // The stream may have brought it first; either way it shows once.
+    showMessage(data.message, false);
+  };
+  const failed = (why: string, retry: boolean) => {
+    el.classList.add('failed');
+    state.replaceChildren(why);
+    if (retry) {
+      const again = document.createElement('button');
+      again.type = 'button';
+      again.className = 'retry';
+      again.textContent = 'Retry';
+      // The same clientMessageId: a resend after a lost answer never posts twice.
+      again.addEventListener('click', () => void attempt());
+      state.append(' ', again);
+    }
+  };
+  void attempt();
+}
+
+form.addEventListener('submit', (e) => {
+  e.preventDefault();
+  const text = input.value.trim();
+  if (!text && !files.length) return;
+  if (!token) {
+    setStatus('Still connecting; try again in a moment.');
+    return;
+  }
+  send(text, files);
+  input.value = '';
+  files = [];
+  showChosen();
+  input.focus();
+});
+
+input.addEventListener('keydown', (e) => {
+  if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    form.requestSubmit();
+  }
+});
+
+attachButton.addEventListener('click', () => fileInput.click());
+fileInput.addEventListener('change', () => {
+  files = [...files, ...Array.from(fileInput.files ?? [])].slice(0, MAX_FILES);
+  fileInput.value = '';
+  showChosen();
+  input.focus();
+});
+
+closeButton.addEventListener('click', () => toParent({ type: 'close' }));
+document.addEventListener('keydown', (e) => {
+  if (e.key === 'Escape') {
+    e.preventDefault();
+    toParent({ type: 'close' });
+  }
+});
+
+// ---- the host page -----------------------------------------------------------------------
+
+window.addEventListener('message', (e: MessageEvent) => {
+  // Only the page that framed us; its origin is the browser's word, not the message's.
+  if (window.parent === window || e.source !== window.parent) return;
+  const msg = e.data as { cw?: number; type?: string; identity?: Identity | null };
+  if (!msg || msg.cw !== 1) return;
+  if (msg.type === 'init' && hostOrigin === null) {
+    hostOrigin = e.origin;
+    identity = msg.identity ?? null;
+    void startSession();
+    return;
+  }
+  if (e.origin !== hostOrigin) return;
+  switch (msg.type) {
+    case 'open':
+      input.focus();
+      break;
+    case 'identify':
+      if (msg.identity && (msg.identity.userId !== identity?.userId || msg.identity.userHash !== identity?.userHash)) {
+        identity = msg.identity;
+        void startSession();
+      }
+      break;
+  }
+});
+
+if (window.parent === window) {
+  setStatus('This is the chat window of a website: open it from the site.');
+  form.hidden = true;
+}
+
+export {};
