@@ -72,7 +72,7 @@ export function createServices(db: Knex, config: Config, master: Buffer, opts: {
       feed: createFeed({ store: windowStore, messages, mediaStore }),
       live,
       /** The open live streams; `streams.closeAll()` on shutdown, or server.close() waits for them. */
-      streams: createStreamRegistry(),
+      streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 2)) }),
       now,
     },
     idempotency: createIdempotencyService(createIdempotencyStore(db), now),

@@ -50,7 +50,7 @@ export function createDb(opts: { databaseUrl?: string; dataDir: string }): Knex 
           guard.watch(conn);
           // MariaDB waits 50 s for a row lock by default; runInTransaction retries a lock-wait
           // time-out, so a request could hang for minutes. 10 s, then retry, then 503.
-          conn.query(`SET SESSION innodb_lock_wait_timeout = ${MYSQL_TIMEOUTS.lockWaitSeconds}`, (err: Error | null) => done(err, conn));
+          conn.query(`SET SESSION innodb_lock_wait_timeout = ${MYSQL_TIMEOUTS.lockWaitSeconds}`, [], (err: Error | null) => done(err, conn)); // through the stall guard
         },
       },
       acquireConnectionTimeout: MYSQL_TIMEOUTS.acquireMs,

@@ -4,20 +4,25 @@ import type { Logger } from '../platform/logger';
 import type { WindowClaims } from './tokens';
 import { encodePosition, Feed, FeedEvent, FeedPosition } from './feed';
 import type { LiveHub } from './live';
+import { addressBucket } from '../http/rate-limit/client-address';
 
 export interface StreamLimits {
   /** Streams one visitor may hold; a new one beyond this ends the visitor's oldest (a reload leaves one behind). */
   perVisitor: number;
-  /** Streams this process holds at most; beyond it the answer is 503 and the window polls. */
+  /** Streams this process holds at most; beyond it the answer is 503 and the window polls. Keep it
+   * well below HTTP_MAX_CONNECTIONS, or live streams alone could take every connection of the API. */
   total: number;
+  /** Streams one client address (IPv6 by /64) may hold: minting anonymous visitors must not reach `total`. */
+  perAddress: number;
   /** A comment line this often keeps proxies from closing an idle stream; the feed is re-read then too. */
   heartbeatMs: number;
 }
 
-const DEFAULTS: StreamLimits = { perVisitor: 5, total: 1000, heartbeatMs: 15_000 };
+const DEFAULTS: StreamLimits = { perVisitor: 5, total: 500, perAddress: 20, heartbeatMs: 15_000 };
 
 interface OpenStream {
   visitorKey: string;
+  addressKey: string;
   end(): void;
 }
 
@@ -28,12 +33,16 @@ interface OpenStream {
  * expires (the window reconnects with a fresh token and Last-Event-ID) or when the client goes.
  */
 export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
-  const { perVisitor, total, heartbeatMs } = { ...DEFAULTS, ...limits };
+  const { perVisitor, total, perAddress, heartbeatMs } = { ...DEFAULTS, ...limits };
   const open = new Set<OpenStream>();
   const byVisitor = new Map<string, OpenStream[]>();
+  const byAddress = new Map<string, number>();
 
   function remove(s: OpenStream) {
     open.delete(s);
+    const n = (byAddress.get(s.addressKey) ?? 1) - 1;
+    if (n > 0) byAddress.set(s.addressKey, n);
+    else byAddress.delete(s.addressKey);
     const list = byVisitor.get(s.visitorKey);
     if (!list) return;
     const i = list.indexOf(s);
@@ -51,9 +60,10 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
     ) {
       const { claims, feed } = ctx;
       const visitorKey = `${claims.siteId}:${claims.visitorId}`;
+      const addressKey = addressBucket(req.ip ?? '');
       const mine = byVisitor.get(visitorKey) ?? [];
       if (mine.length >= perVisitor) mine[0].end();
-      if (open.size >= total) {
+      if (open.size >= total || (byAddress.get(addressKey) ?? 0) >= perAddress) {
         throw new ApiError('service_unavailable', 'Too many live connections right now; poll /events/poll instead.', undefined, { 'Retry-After': '10' });
       }
 
@@ -103,6 +113,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
 
       const stream: OpenStream = {
         visitorKey,
+        addressKey,
         end() {
           if (ended) return;
           ended = true;
@@ -114,6 +125,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         },
       };
       open.add(stream);
+      byAddress.set(addressKey, (byAddress.get(addressKey) ?? 0) + 1);
       mine.push(stream);
       byVisitor.set(visitorKey, mine);
 
@@ -128,6 +140,11 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         stream.end();
       }, Math.max(0, claims.expiresAt - ctx.now()));
       res.on('close', () => stream.end());
+      // The client may have gone during the checks before this (their 'close' is past): not a stream.
+      if (res.destroyed || req.destroyed) {
+        stream.end();
+        return;
+      }
 
       write('retry: 2000\n\n');
       send({ id: encodePosition(position), event: 'ready', data: { lastEventId: encodePosition(position) } });

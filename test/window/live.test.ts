@@ -181,9 +181,12 @@ describe('live updates by Server-Sent Events', () => {
     for (const s of [...opened.slice(1), sixth]) await s.waitFor((e) => messageContent(e) === 'to all', 2000);
   });
 
-  test('the process holds a bounded number of streams: beyond it, 503 with Retry-After (the window polls)', async () => {
+  test.each([
+    ['the process', { total: 2 }],
+    ['one client address (minting anonymous visitors does not reach the process limit)', { total: 100, perAddress: 2 }],
+  ])('%s holds a bounded number of streams: beyond it, 503 with Retry-After (the window polls)', async (_who, limits) => {
     const app = express();
-    app.use('/window/v1', windowRoutes({ services: h.runtime.services, limiter: h.limiter, logger: createLogger('silent'), validateResponses: true, streams: { total: 2 } }));
+    app.use('/window/v1', windowRoutes({ services: h.runtime.services, limiter: h.limiter, logger: createLogger('silent'), validateResponses: true, streams: limits }));
     app.use(notFoundHandler);
     app.use(errorHandler(createLogger('silent')));
     const small = await listenHttps(app);
