@@ -150,14 +150,15 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
         await limitByAddress(req);
         throw new ApiError('unauthorized', 'The window token was issued to another origin.');
       }
+      // Counted before the database is asked anything: the token is already checked (an HMAC).
+      const d = await limiter.hit(`window-visitor:${site}:${claims.visitorId}`);
+      rateHeaders(res, d);
+      if (!d.allowed) throw rateLimited(d);
       // The site's settings may have changed since the token was issued: they apply at once.
       if (!(await access.isOriginAllowed(site, claims.origin))) throw new ApiError('unauthorized', 'The origin of this window token is no longer allowed for the site.');
       const policy = await access.windowPolicy(site);
       if (!policy) throw new ApiError('unauthorized', 'No such site.');
       if (policy.identityMode === 'enforce' && !claims.verified) throw new ApiError('unauthorized', 'This site requires identity verification (userId and userHash).');
-      const d = await limiter.hit(`window-visitor:${site}:${claims.visitorId}`);
-      rateHeaders(res, d);
-      if (!d.allowed) throw rateLimited(d);
       req.windowVisitor = claims;
       next();
     } catch (err) {
