@@ -3,7 +3,7 @@ import { ApiError } from '../platform/errors';
 import type { AccessService } from '../access/service';
 import type { RateLimiter } from './rate-limit/limiter';
 import { addressBucket } from './rate-limit/client-address';
-import { rateHeaders, rateLimited } from './rate-limit/answers';
+import { limitByAddress as limitAddress, rateHeaders, rateLimited } from './rate-limit/answers';
 import './request-context';
 
 /** Paths under /api/v1 that open without a key: published schemas, and media by signed link. */
@@ -25,10 +25,7 @@ function isKeyless(req: Request): boolean {
  */
 export function authenticate(access: AccessService, limiter: RateLimiter): RequestHandler {
   /** Counts a request that holds no valid key against its client address. */
-  async function limitByAddress(req: Request) {
-    const d = await limiter.hit(addressBucket(req.ip));
-    if (!d.allowed) throw rateLimited(d);
-  }
+  const limitByAddress = (req: Request) => limitAddress(limiter, req);
   return async (req, res, next) => {
     try {
       if (isKeyless(req)) {

@@ -1,6 +1,6 @@
 import { Request, Response, Router } from 'express';
 import { ApiError } from '../platform/errors';
-import { addressBucket } from '../http/rate-limit/client-address';
+import { limitByAddress } from '../http/rate-limit/answers';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
@@ -113,8 +113,7 @@ export function windowAssetRoutes(opts: { services: Services; limiter: RateLimit
   });
 
   router.get('/sites/:siteId/panel', async (req: Request, res: Response) => {
-    const d = await opts.limiter.hit(`window-${addressBucket(req.ip)}`);
-    if (!d.allowed) throw new ApiError('rate_limit_exceeded', 'Too many requests; retry shortly.', undefined, { 'Retry-After': String(Math.max(1, d.resetSeconds)) });
+    await limitByAddress(opts.limiter, req, 'window-');
     const siteId = req.params.siteId as string;
     if (!SITE_ID.test(siteId)) throw new ApiError('not_found', 'No such site.');
     const [a, origins] = await Promise.all([ready(), opts.services.access.allowedOrigins(siteId)]);

@@ -8,8 +8,7 @@ import { newId } from '../platform/ids';
 import { toIsoRequired } from '../platform/time';
 import { canonicalContentType, jsonBody, multipartBody } from '../http/bodies';
 import { validateAgainst } from '../http/openapi-document';
-import { addressBucket } from '../http/rate-limit/client-address';
-import { rateHeaders, rateLimited } from '../http/rate-limit/answers';
+import { limitByAddress as limitAddress, rateHeaders, rateLimited } from '../http/rate-limit/answers';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
@@ -86,10 +85,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
   const streams = opts.streams ? createStreamRegistry(opts.streams) : services.window.streams;
   const router = Router();
 
-  const limitByAddress = async (req: Request) => {
-    const d = await limiter.hit(`window-${addressBucket(req.ip)}`);
-    if (!d.allowed) throw rateLimited(d);
-  };
+  const limitByAddress = (req: Request) => limitAddress(limiter, req, 'window-');
 
   // 1. Origin: a browser request must come from one of the site's allowed origins (or from the
   //    service's own origin, where the window's panel is served). Allowed origins get CORS.

@@ -1,6 +1,7 @@
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { ApiError } from '../../platform/errors';
-import type { RateDecision } from './limiter';
+import type { RateDecision, RateLimiter } from './limiter';
+import { addressBucket } from './client-address';
 
 /** The X-RateLimit-* headers of DECISIONS (every answer to a request counted against a budget). */
 export function rateHeaders(res: Response, d: RateDecision): void {
@@ -15,3 +16,13 @@ export function rateLimited(d: RateDecision): ApiError {
     'Retry-After': String(Math.max(1, d.resetSeconds)),
   });
 }
+
+/**
+ * Counts a request against its client address (IPv6 by /64) in the budget named `prefix` (empty
+ * for the public API), and refuses it with 429 once the address has spent it.
+ */
+export async function limitByAddress(limiter: RateLimiter, req: Request, prefix = ''): Promise<void> {
+  const d = await limiter.hit(prefix + addressBucket(req.ip));
+  if (!d.allowed) throw rateLimited(d);
+}
+
