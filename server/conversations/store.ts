@@ -39,9 +39,8 @@ export function conversationToDto(row: ConversationRow): Conversation {
   };
 }
 
-/** Normalises driver differences (mysql2 may hand BIGINT back as string). */
-function normalise(row: ConversationRow | undefined): ConversationRow | undefined {
-  if (!row) return row;
+/** The one row mapping of `conversations`: driver differences normalised (mysql2 may hand BIGINT back as string). */
+export function mapConversationRow(row: ConversationRow): ConversationRow {
   return {
     ...row,
     created_at: Number(row.created_at),
@@ -50,6 +49,8 @@ function normalise(row: ConversationRow | undefined): ConversationRow | undefine
     closed_at: row.closed_at === null ? null : Number(row.closed_at),
   };
 }
+
+const normalise = (row: ConversationRow | undefined) => row && mapConversationRow(row);
 
 export function createConversationStore(db: Knex) {
   return {

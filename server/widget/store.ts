@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { ConversationRow } from '../conversations/store';
+import { mapConversationRow, type ConversationRow } from '../conversations/store';
 import type { MessageRow } from '../messages/store';
 
 export interface ClientMessageRow {
@@ -10,14 +10,6 @@ export interface ClientMessageRow {
   request_hash: string;
   created_at: number;
 }
-
-const conversationRow = (r: ConversationRow): ConversationRow => ({
-  ...r,
-  created_at: Number(r.created_at),
-  updated_at: Number(r.updated_at),
-  last_message_at: r.last_message_at === null ? null : Number(r.last_message_at),
-  closed_at: r.closed_at === null ? null : Number(r.closed_at),
-});
 
 /** The chat window's reads and writes beyond what the conversation and message stores have. */
 export function createWindowStore(db: Knex) {
@@ -39,7 +31,7 @@ export function createWindowStore(db: Knex) {
         .where({ site_id: siteId, visitor_id: visitorId })
         .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
         .first();
-      return r && conversationRow(r);
+      return r && mapConversationRow(r);
     },
 
     /** The visitor's conversation that started after `after` (or its first one). */
@@ -49,12 +41,12 @@ export function createWindowStore(db: Knex) {
         q.andWhere('created_at', '>=', after.created_at).andWhere((w) => w.where('created_at', '>', after.created_at).orWhere('id', '>', after.id));
       }
       const r = await q.orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }]).first();
-      return r && conversationRow(r);
+      return r && mapConversationRow(r);
     },
 
     async conversationOfVisitor(siteId: string, visitorId: string, id: string): Promise<ConversationRow | undefined> {
       const r = await db<ConversationRow>('conversations').where({ site_id: siteId, visitor_id: visitorId, id }).first();
-      return r && conversationRow(r);
+      return r && mapConversationRow(r);
     },
 
     /**
