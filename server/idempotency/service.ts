@@ -14,7 +14,7 @@ export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
 export const IDEMPOTENCY_LOCK_MS = 60 * 1000;
 /**
  * Renewals stop after this long, so a request stuck for good cannot hold its key forever. Far beyond
- * anything a request takes (the server's request time-out is 120 s, a MySQL lock wait 50 s a try).
+ * anything a request takes (HTTP_REQUEST_TIMEOUT_MS is 300 s by default, a MySQL lock wait 10 s a try).
  */
 export const IDEMPOTENCY_MAX_HOLD_MS = 15 * 60 * 1000;
 
