@@ -5,21 +5,32 @@ import * as OpenApiValidator from 'express-openapi-validator';
 
 export const OPENAPI_FILE = path.resolve(__dirname, '../../openapi/openapi.yaml');
 
-let cached: { yaml: string; doc: Record<string, unknown> } | undefined;
+export const WINDOW_OPENAPI_FILE = path.resolve(__dirname, '../../openapi/window.yaml');
 
-/** The hand-written document, read once. Callers get a deep copy (the validator mutates what it is given). */
-export function openApiDocument(): Record<string, unknown> {
-  if (!cached) {
-    const yaml = fs.readFileSync(OPENAPI_FILE, 'utf8');
-    cached = { yaml, doc: YAML.parse(yaml) };
-  }
-  return structuredClone(cached.doc);
+/**
+ * A hand-written document, read once. Callers of `doc()` get a deep copy (the validator mutates
+ * what it is given).
+ */
+function documentFile(file: string) {
+  let cached: { yaml: string; doc: Record<string, unknown> } | undefined;
+  const load = () => {
+    if (!cached) {
+      const yaml = fs.readFileSync(file, 'utf8');
+      cached = { yaml, doc: YAML.parse(yaml) };
+    }
+    return cached;
+  };
+  return { doc: () => structuredClone(load().doc), yaml: () => load().yaml };
 }
 
-export function openApiYaml(): string {
-  openApiDocument();
-  return cached!.yaml;
-}
+const publicApi = documentFile(OPENAPI_FILE);
+const windowEntry = documentFile(WINDOW_OPENAPI_FILE);
+
+/** The public API's document (openapi/openapi.yaml). */
+export const openApiDocument = publicApi.doc;
+export const openApiYaml = publicApi.yaml;
+/** The chat window entry's document (openapi/window.yaml). */
+export const windowDocument = windowEntry.doc;
 
 /**
  * express-openapi-validator as both entries use it: every request checked against `document`

@@ -1,13 +1,10 @@
 import http from 'node:http';
-import fs from 'node:fs';
-import path from 'node:path';
 import { Request, Response, Router } from 'express';
-import YAML from 'yaml';
 import { ApiError } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { toIsoRequired } from '../platform/time';
 import { canonicalContentType, jsonBody, multipartBody } from '../http/bodies';
-import { validateAgainst } from '../http/openapi-document';
+import { validateAgainst, windowDocument } from '../http/openapi-document';
 import { limitByAddress as limitAddress, rateHeaders, rateLimited } from '../http/rate-limit/answers';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
@@ -18,14 +15,7 @@ import { identityHashMatches, TokenRefused, verifiedVisitorId, WindowClaims, WIN
 import { encodePosition, FeedPosition, toWindowMessage } from './feed';
 import { createStreamRegistry, StreamLimits } from './streams';
 
-export const WINDOW_OPENAPI_FILE = path.resolve(__dirname, '../../openapi/window.yaml');
 export const WINDOW_BASE_PATH = '/window/v1';
-
-let documentCache: Record<string, unknown> | undefined;
-function windowDocument(): Record<string, unknown> {
-  documentCache ??= YAML.parse(fs.readFileSync(WINDOW_OPENAPI_FILE, 'utf8'));
-  return structuredClone(documentCache!);
-}
 
 declare global {
   // eslint-disable-next-line @typescript-eslint/no-namespace
