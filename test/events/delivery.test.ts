@@ -4,9 +4,9 @@ import type { ServerResponse } from 'node:http';
 import request from 'supertest';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { createHarness, Harness, bearer } from '../helpers/harness';
+import { Harness, bearer } from '../helpers/harness';
 import { EVENT_NAMES } from '../../server/events/outbox';
-import { answer, attemptsOf, captureLogger, deliveryOf, eventIdsOf, Receiver, reset, signatureValid, stall, startReceiver, waitFor, webhooks, workerPool } from './helpers';
+import { answer, attemptsOf, captureLogger, deliveryOf, eventIdsOf, Receiver, reset, signatureValid, stall, startReceiver, waitFor, webhooks, workerPool, deliveryHarness } from './helpers';
 
 /**
  * Deliveries against a real HTTPS receiver on localhost (its self-signed certificate is the only
@@ -22,15 +22,7 @@ const workers = workerPool(() => h);
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  h = await createHarness({
-    env: {
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_CA_FILE: receiver.caFile,
-      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
-      WEBHOOK_RETRY_DELAYS_MS: DELAYS.join(','),
-    },
-    onEvents: () => workers.wake(),
-  });
+  h = await deliveryHarness(receiver, { timeoutMs: TIMEOUT_MS, delaysMs: DELAYS, onEvents: () => workers.wake() });
 });
 afterEach(() => workers.stopAll());
 afterAll(async () => {

@@ -5,11 +5,11 @@ import os from 'node:os';
 import path from 'node:path';
 import net from 'node:net';
 import { execFileSync } from 'node:child_process';
-import { createHarness, Harness } from '../helpers/harness';
+import { Harness } from '../helpers/harness';
 import { createDnsResolver, resolveChecked, Resolver } from '../../server/events/ssrf';
 import { createWebhookService } from '../../server/events/service';
 import { postOnce } from '../../server/events/transport';
-import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
+import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool, deliveryHarness } from './helpers';
 
 /**
  * Name resolution of event addresses runs on c-ares (the event loop), not on getaddrinfo in
@@ -26,13 +26,9 @@ const cleanups: (() => void | Promise<void>)[] = [];
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  h = await createHarness({
-    env: {
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_CA_FILE: receiver.caFile,
-      WEBHOOK_TIMEOUT_MS: '10000', // longer than every DNS time-out here: the DNS deadline must end the attempt
-      WEBHOOK_RETRY_DELAYS_MS: '60000,60000', // no retry within a test
-    },
+  h = await deliveryHarness(receiver, {
+    timeoutMs: 10_000, // longer than every DNS time-out here: the DNS deadline must end the attempt
+    delaysMs: [60_000, 60_000], // no retry within a test
     onEvents: () => workers.wake(),
   });
 });

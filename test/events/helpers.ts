@@ -10,7 +10,7 @@ import pino from 'pino';
 import { makeSelfSignedCert } from '../../server/platform/tls';
 import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from '../../server/events/worker';
 import { createWebhookService } from '../../server/events/service';
-import type { Harness } from '../helpers/harness';
+import { createHarness, Harness } from '../helpers/harness';
 
 export interface Received {
   path: string;
@@ -154,3 +154,20 @@ export async function eventIdsOf(h: Harness, siteId: string, name?: string): Pro
   if (name) q.andWhere({ name });
   return (await q.select('id')).map((r) => r.id);
 }
+
+/**
+ * The app on a fresh database, set up to deliver to `receiver` (a local HTTPS receiver with its own
+ * CA, so private addresses are allowed), with the attempt time-out and the pauses a test needs.
+ */
+export function deliveryHarness(receiver: Receiver, opts: { timeoutMs: number; delaysMs: number[]; onEvents: () => void }): Promise<Harness> {
+  return createHarness({
+    env: {
+      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
+      WEBHOOK_CA_FILE: receiver.caFile,
+      WEBHOOK_TIMEOUT_MS: String(opts.timeoutMs),
+      WEBHOOK_RETRY_DELAYS_MS: opts.delaysMs.join(','),
+    },
+    onEvents: opts.onEvents,
+  });
+}
+

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http';
 import pino from 'pino';
-import { createHarness, Harness } from '../helpers/harness';
+import { Harness } from '../helpers/harness';
 import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from '../../server/events/worker';
 import { createEventStore } from '../../server/events/store';
-import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks } from './helpers';
+import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, deliveryHarness } from './helpers';
 
 /**
  * Attempts that outlive their lease (a database stall, a receiver that answers late). The lease
@@ -21,13 +21,9 @@ const awake = new Set<DeliveryWorker>();
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  h = await createHarness({
-    env: {
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_CA_FILE: receiver.caFile,
-      WEBHOOK_TIMEOUT_MS: '20000', // far longer than the lease: the attempt, not its time-out, outlives it
-      WEBHOOK_RETRY_DELAYS_MS: '100,100,100',
-    },
+  h = await deliveryHarness(receiver, {
+    timeoutMs: 20_000, // far longer than the lease: the attempt, not its time-out, outlives it
+    delaysMs: [100, 100, 100],
     onEvents: () => awake.forEach((w) => w.wake()),
   });
 });
