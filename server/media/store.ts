@@ -22,6 +22,11 @@ export function createMediaStore(db: Knex) {
       const rows = await trx<AttachmentRow>('attachments').whereIn('message_id', messageIds).orderBy(['created_at', 'id']);
       return rows.map((r) => ({ ...r, size: Number(r.size) }));
     },
+    /** Which of these stored file names an attachment row still points to (the rest are orphans). */
+    async existingStorageKeys(storageKeys: string[]): Promise<Set<string>> {
+      if (storageKeys.length === 0) return new Set();
+      return new Set((await db('attachments').whereIn('storage_key', storageKeys).pluck('storage_key')) as string[]);
+    },
   };
 }
 
