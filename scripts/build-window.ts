@@ -9,8 +9,9 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
+import { fromProjectRoot } from '../server/platform/project-root';
 
-const SOURCES = path.resolve(__dirname, '../server/widget/browser');
+const SOURCES = fromProjectRoot('server', 'widget', 'browser');
 
 export interface WindowAssets {
   /** Served at an unversioned URL (the embed snippet's), so with a short cache. */

@@ -5,7 +5,8 @@ import type { Logger } from './platform/logger';
 import type { RateLimiter } from './http/rate-limit/limiter';
 import { openApiDocument, validateAgainst } from './http/openapi-document';
 import { docsRoutes } from './http/docs';
-import { errorHandler, notFoundHandler } from './http/error-handler';
+import { errorHandler, notFoundHandler, sendError } from './http/error-handler';
+import { ApiError } from './platform/errors';
 import { noCors, requestId, requireHost, securityHeaders } from './http/headers';
 import { authenticate } from './http/authenticate';
 import { canonicalContentType, jsonBody, multipartBody } from './http/bodies';
@@ -70,8 +71,10 @@ export function createApp(opts: AppOptions): Express {
     });
     const ok = await Promise.race([opts.ready().catch(() => false), timedOut]);
     clearTimeout(timer);
-    if (ok) res.json({ data: { status: 'ready' } });
-    else res.status(503).setHeader('Retry-After', '5').json({ error: { code: 'service_unavailable', message: 'The database does not answer.' } });
+    // Answered here, not thrown: a load balancer polls this during an outage, and the error
+    // handler would log every probe.
+    if (!ok) return sendError(res, new ApiError('service_unavailable', 'The database does not answer.', undefined, { 'Retry-After': '5' }));
+    res.json({ data: { status: 'ready' } });
   });
   app.use(docsRoutes());
 

@@ -1,6 +1,6 @@
 import path from 'node:path';
 
-/** Runtime configuration, read once from the environment (DECISIONS: Configuration). */
+/** Runtime configuration, read once from the environment (every setting is listed in README.md, Configuration). */
 export interface Config {
   port: number;
   dataDir: string;
@@ -19,6 +19,10 @@ export interface Config {
   webhookCaFile: string | undefined;
   webhookTimeoutMs: number;
   webhookRetryDelaysMs: number[];
+  /** Delivery attempts one worker keeps in flight at once, over all addresses. */
+  webhookConcurrency: number;
+  /** Of those, at most this many to any one address, so one slow receiver cannot take every slot. */
+  webhookMaxInFlightPerAddress: number;
   /** Run the delivery worker inside the server process. */
   embeddedWorker: boolean;
   /**
@@ -111,10 +115,23 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhookCaFile: env.WEBHOOK_CA_FILE || undefined,
     webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 20000, 'WEBHOOK_TIMEOUT_MS'),
     webhookRetryDelaysMs: delays,
+    ...deliveryLimitsFrom(env),
     embeddedWorker: env.EMBEDDED_WORKER !== 'false',
     trustProxy: trustProxyFrom(env.TRUST_PROXY),
     http: httpLimitsFrom(env),
   };
+}
+
+function deliveryLimitsFrom(env: NodeJS.ProcessEnv): Pick<Config, 'webhookConcurrency' | 'webhookMaxInFlightPerAddress'> {
+  const webhookConcurrency = intFrom(env.WEBHOOK_CONCURRENCY, 16, 'WEBHOOK_CONCURRENCY');
+  const webhookMaxInFlightPerAddress = intFrom(env.WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS, 4, 'WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS');
+  // 0 would stop delivery altogether; a per-address cap above the total could never be reached.
+  if (webhookConcurrency < 1) throw new Error(`WEBHOOK_CONCURRENCY must be at least 1, got ${webhookConcurrency}`);
+  if (webhookMaxInFlightPerAddress < 1) throw new Error(`WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS must be at least 1, got ${webhookMaxInFlightPerAddress}`);
+  if (webhookMaxInFlightPerAddress > webhookConcurrency) {
+    throw new Error(`WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS (${webhookMaxInFlightPerAddress}) must not exceed WEBHOOK_CONCURRENCY (${webhookConcurrency})`);
+  }
+  return { webhookConcurrency, webhookMaxInFlightPerAddress };
 }
 
 function httpLimitsFrom(env: NodeJS.ProcessEnv): HttpLimits {

@@ -5,7 +5,7 @@ import { loadTls } from './platform/tls';
 import { createApp } from './app';
 import { openRuntime, createLimiter } from './runtime';
 import { seedDemo } from './seed';
-import { createDeliveryWorker } from './events/worker';
+import { deliveryWorkerFor } from './services';
 import { startMaintenance } from './maintenance';
 import { onShutdownSignal } from './platform/shutdown';
 import { answerClientErrorsInEnvelope } from './http/client-errors';
@@ -14,8 +14,7 @@ import { answerClientErrorsInEnvelope } from './http/client-errors';
 async function main() {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
-  let wake = () => {};
-  const runtime = await openRuntime(config, { onEvents: () => wake() });
+  const runtime = await openRuntime(config);
   const { services, db } = runtime;
 
   if (!config.databaseUrl && !config.production) {
@@ -74,15 +73,12 @@ async function main() {
   });
 
   // The delivery worker runs here unless EMBEDDED_WORKER=false (then run `npm run worker` beside it).
-  const worker = config.embeddedWorker
-    ? createDeliveryWorker({ db, config, secretKey: services.keys.webhookSecrets, logger: logger.child({ component: 'delivery-worker' }) })
-    : null;
-  wake = () => worker?.wake();
+  const worker = config.embeddedWorker ? deliveryWorkerFor(services, logger.child({ component: 'delivery-worker' })) : null;
   worker?.start();
 
   server.listen(config.port, () => logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/` }, 'listening (HTTPS)'));
 
-  const maintenance = startMaintenance(db, services, logger.child({ component: 'maintenance' }));
+  const maintenance = startMaintenance(services, logger.child({ component: 'maintenance' }));
 
   onShutdownSignal(logger, 'server', async () => {
     // Stop accepting, let in-flight requests finish (25 s at most), then the worker, then the database.

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Knex } from 'knex';
 import type { Services } from './services';
 import type { Logger } from './platform/logger';
 
@@ -15,7 +14,7 @@ const HOUR = 3600_000;
  *    storing a file and committing its message leaves them behind).
  * Every step is idempotent, so several instances may run it at once.
  */
-export async function runMaintenance(db: Knex, services: Services, now = Date.now()) {
+export async function runMaintenance(services: Services, now = Date.now()) {
   const purgedKeys = Number(await services.idempotency.purgeExpired());
   const removedSpool = removeOlderThan(path.join(services.config.dataDir, 'tmp'), now - HOUR);
   const mediaDir = path.join(services.config.dataDir, 'media');
@@ -23,7 +22,7 @@ export async function runMaintenance(db: Knex, services: Services, now = Date.no
   let removedOrphans = 0;
   for (let i = 0; i < candidates.length; i += 500) {
     const batch = candidates.slice(i, i + 500);
-    const known = new Set((await db('attachments').whereIn('storage_key', batch).pluck('storage_key')) as string[]);
+    const known = await services.stores.media.existingStorageKeys(batch);
     for (const name of batch) {
       if (!known.has(name)) {
         fs.rmSync(path.join(mediaDir, name), { force: true });
@@ -51,9 +50,9 @@ function removeOlderThan(dir: string, before: number): number {
   return names.length;
 }
 
-export function startMaintenance(db: Knex, services: Services, logger: Logger, everyMs = HOUR) {
+export function startMaintenance(services: Services, logger: Logger, everyMs = HOUR) {
   const tick = () =>
-    runMaintenance(db, services).then(
+    runMaintenance(services).then(
       (result) => logger.info({ maintenance: result }, 'maintenance done'),
       (err) => logger.error({ err }, 'maintenance failed'),
     );

@@ -7,8 +7,13 @@ import { createServices, Services } from './services';
 import { createMemoryLimiter, RateLimiter } from './http/rate-limit/limiter';
 import { createFailOpenLimiter, LIMITER_REDIS_OPTIONS } from './http/rate-limit/fail-open';
 import { createLogger, Logger } from './platform/logger';
+import { createWakeChannel } from './events/wake';
 
-/** What the server, the worker and the CLI share: config, a migrated database and the services. */
+/**
+ * What the server, the worker and the CLI share: config, a migrated database, the services and the
+ * channel that wakes delivery workers (in every process, through Redis when REDIS_URL is set) after
+ * a commit wrote events, so a reply made by the CLI or another instance is delivered at once too.
+ */
 export interface Runtime {
   config: Config;
   db: Knex;
@@ -20,8 +25,17 @@ export async function openRuntime(config: Config, opts: { onEvents?: () => void;
   const db = createDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const master = loadMasterKey(config.dataDir, config.masterKey);
-  const services = createServices(db, config, master, opts);
-  return { config, db, services, close: () => db.destroy() };
+  const wake = createWakeChannel({ redisUrl: config.redisUrl, logger: createLogger(config.logLevel).child({ component: 'event-wake' }) });
+  const services = createServices(db, config, master, { ...opts, wake });
+  return {
+    config,
+    db,
+    services,
+    close: async () => {
+      await wake.close();
+      await db.destroy();
+    },
+  };
 }
 
 /**

@@ -19,16 +19,33 @@ import { createWindowTokens } from './widget/tokens';
 import { createFeed } from './widget/feed';
 import { createLiveHub } from './widget/live';
 import { createStreamRegistry } from './widget/streams';
+import { createEventStore } from './events/store';
+import { createWebhookService } from './events/service';
+import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './events/worker';
+import type { WakeChannel } from './events/wake';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
  * worker all build on this, so they share the same rules.
  */
-export function createServices(db: Knex, config: Config, master: Buffer, opts: { now?: () => number; onEvents?: () => void } = {}) {
+export function createServices(
+  db: Knex,
+  config: Config,
+  master: Buffer,
+  opts: {
+    now?: () => number;
+    /** Called after every commit that wrote events (tests wake their worker with it). */
+    onEvents?: () => void;
+    /** Tells delivery workers in this and other processes that events were committed (runtime.ts makes it). */
+    wake?: WakeChannel;
+  } = {},
+) {
   const now = opts.now ?? Date.now;
   const keys: Keys = deriveKeys(master);
   const cursors = createCursorCodec(keys.cursors);
   const conversationStore = createConversationStore(db);
+  const accessStore = createAccessStore(db);
+  const eventStore = createEventStore(db);
   const mediaStore = createMediaStore(db);
   const media = createMediaService(mediaStore, {
     dataDir: config.dataDir,
@@ -43,6 +60,7 @@ export function createServices(db: Knex, config: Config, master: Buffer, opts: {
   const hooks = {
     onEvents: () => {
       opts.onEvents?.();
+      opts.wake?.publish();
       live.poke();
     },
   };
@@ -60,7 +78,14 @@ export function createServices(db: Knex, config: Config, master: Buffer, opts: {
     db,
     config,
     keys,
-    access: createAccessService(createAccessStore(db), now, deriveKey(master, 'identity-secrets')),
+    /** The wake-up channel of delivery workers, when the runtime made one (the worker subscribes). */
+    wake: opts.wake,
+    /**
+     * Stores for what runs beside the services: the delivery worker (events), maintenance (media),
+     * and a webhook service with an address policy of its own (tests: a fake DNS).
+     */
+    stores: { access: accessStore, events: eventStore, media: mediaStore },
+    access: createAccessService(accessStore, now, deriveKey(master, 'identity-secrets')),
     conversations: createConversationService({ db, store: conversationStore, cursors, now, ...hooks }),
     messages,
     media,
@@ -76,7 +101,37 @@ export function createServices(db: Knex, config: Config, master: Buffer, opts: {
       now,
     },
     idempotency: createIdempotencyService(createIdempotencyStore(db), now),
+    /** Event addresses, signing secrets, the delivery log and redelivery (the CLI's `webhook` commands). */
+    webhooks: createWebhookService({
+      store: eventStore,
+      sites: accessStore,
+      secretKey: keys.webhookSecrets,
+      allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+      now,
+    }),
   };
 }
 
 export type Services = ReturnType<typeof createServices>;
+
+/**
+ * The event delivery worker over these services' store, configuration and keys: `npm start`
+ * (unless EMBEDDED_WORKER=false), `npm run worker` and the tests all make it here. `overrides` sets
+ * worker options (a test's short lease, a fake DNS, a second pool's store) or configuration values
+ * for this worker alone.
+ */
+export function deliveryWorkerFor(
+  services: Services,
+  logger: WorkerOptions['logger'],
+  overrides: Partial<Omit<WorkerOptions, 'config'>> & { config?: Partial<WorkerOptions['config']> } = {},
+): DeliveryWorker {
+  const { config, ...options } = overrides;
+  return createDeliveryWorker({
+    store: services.stores.events,
+    config: { ...services.config, ...config },
+    wake: services.wake,
+    secretKey: services.keys.webhookSecrets,
+    logger,
+    ...options,
+  });
+}

@@ -2,21 +2,15 @@ import type { components } from './generated/api.js';
 
 export type ErrorDetail = components['schemas']['ErrorDetail'];
 
-/** The stable codes the service answers with; `string` keeps room for codes added later. */
+/** The codes this version of the service answers with (`Error.code` in the OpenAPI document). */
+export type KnownErrorCode = components['schemas']['Error']['code'];
+
+/**
+ * An error's `code`. `string` keeps room for codes a newer service adds: such an error still
+ * becomes the `ApiError` subclass of its HTTP status.
+ */
 export type ErrorCode =
-  | 'invalid_request'
-  | 'unauthorized'
-  | 'insufficient_scope'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'conversation_closed'
-  | 'idempotency_key_in_use'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'idempotency_key_reused'
-  | 'rate_limit_exceeded'
-  | 'internal_error'
-  | 'service_unavailable'
+  | KnownErrorCode
   /** The answer was not in the `{error: {...}}` envelope (a proxy's page, for example). */
   | 'unexpected_response'
   | (string & {});

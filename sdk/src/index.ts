@@ -24,7 +24,7 @@ export {
   RequestAbortedError,
   WebhookVerificationError,
 } from './errors.js';
-export type { ApiErrorInit, ErrorCode, ErrorDetail, WebhookVerificationReason } from './errors.js';
+export type { ApiErrorInit, ErrorCode, KnownErrorCode, ErrorDetail, WebhookVerificationReason } from './errors.js';
 export { verifyWebhook, signTestWebhook, computeWebhookSignature, MemoryReplayStore, defaultReplayStore } from './webhooks.js';
 export type {
   VerifyWebhookOptions,

@@ -1,6 +1,6 @@
 import { newId } from '../platform/ids';
 import { decrypt, encrypt, randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
-import { ApiError } from '../platform/errors';
+import { ApiError, invalid } from '../platform/errors';
 import { toIsoRequired } from '../platform/time';
 import type { Scope } from './scopes';
 import { AccessStore, IdentityMode, keyToDto } from './store';
@@ -20,7 +20,7 @@ const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
  */
 export function normaliseOrigin(input: string): string {
   const text = input.trim();
-  const bad = (why: string) => new Error(`"${text}" is not an allowed origin: ${why}`);
+  const bad = (why: string) => invalid(`"${text}" is not an allowed origin: ${why}.`);
   if (!text || text.length > 300) throw bad('an origin is 1 to 300 characters');
   if (text.includes('*')) throw bad('wildcards are not accepted; list each origin');
   let url: URL;
@@ -49,9 +49,13 @@ export interface Principal {
  */
 export function createAccessService(store: AccessStore, now: () => number = Date.now, identitySecretsKey?: Buffer) {
   const sealKey = () => {
+    // A wiring mistake (services.ts always passes the key), not the caller's: an internal error.
     if (!identitySecretsKey) throw new Error('identity verification needs the master key');
     return identitySecretsKey;
   };
+  async function mustFindSite(siteId: string) {
+    if (!(await store.findSite(siteId))) throw new ApiError('not_found', `Site ${siteId} not found.`);
+  }
   async function windowSettings(siteId: string) {
     const row = await store.findWindowSettings(siteId);
     return { mode: (row?.identity_mode ?? 'off') as IdentityMode, sealed: row?.identity_secret_encrypted ?? null };
@@ -59,13 +63,13 @@ export function createAccessService(store: AccessStore, now: () => number = Date
   return {
     async createSite(name: string) {
       const trimmed = name.trim();
-      if (!trimmed || trimmed.length > 200) throw new Error('a site name is 1 to 200 characters');
+      if (!trimmed || trimmed.length > 200) throw invalid('A site name is 1 to 200 characters.');
       const row = { id: newId('ws'), name: trimmed, created_at: now() };
       await store.insertSite(row);
       return { id: row.id, name: row.name };
     },
 
-    /** Issues a key: the secret is returned once and only its SHA-256 fingerprint is stored. */
+    /** Every site with its chat window settings (never the identity secret itself). */
     async listSites() {
       const sites = await store.listSites();
       return Promise.all(
@@ -85,9 +89,9 @@ export function createAccessService(store: AccessStore, now: () => number = Date
 
     /** Replaces the site's allowed origins (each normalised; duplicates dropped). */
     async setAllowedOrigins(siteId: string, origins: string[]) {
-      if (!(await store.findSite(siteId))) throw new Error(`no site ${siteId}`);
+      await mustFindSite(siteId);
       const list = [...new Set(origins.map(normaliseOrigin))];
-      if (list.length > MAX_ALLOWED_ORIGINS) throw new Error(`at most ${MAX_ALLOWED_ORIGINS} allowed origins per site`);
+      if (list.length > MAX_ALLOWED_ORIGINS) throw invalid(`At most ${MAX_ALLOWED_ORIGINS} allowed origins per site.`);
       await store.replaceOrigins(siteId, list);
       return store.listOrigins(siteId);
     },
@@ -97,8 +101,8 @@ export function createAccessService(store: AccessStore, now: () => number = Date
      * to rotate). The secret is returned only then, once; afterwards only `identitySecretSet` shows.
      */
     async setIdentity(siteId: string, opts: { mode?: IdentityMode; rotateSecret?: boolean }) {
-      if (!(await store.findSite(siteId))) throw new Error(`no site ${siteId}`);
-      if (opts.mode !== undefined && !IDENTITY_MODES.includes(opts.mode)) throw new Error(`identity mode is one of ${IDENTITY_MODES.join(', ')}`);
+      await mustFindSite(siteId);
+      if (opts.mode !== undefined && !IDENTITY_MODES.includes(opts.mode)) throw invalid(`The identity mode is one of ${IDENTITY_MODES.join(', ')}.`);
       const current = await windowSettings(siteId);
       const mode = opts.mode ?? current.mode;
       let secret: string | null = null;
@@ -127,8 +131,9 @@ export function createAccessService(store: AccessStore, now: () => number = Date
 
     hasSites: async () => (await store.countSites()) > 0,
 
+    /** Issues a key: the secret is returned once and only its SHA-256 fingerprint is stored. */
     async createKey(siteId: string, scopes: Scope[], label?: string) {
-      if (!(await store.findSite(siteId))) throw new Error(`no site ${siteId}`);
+      await mustFindSite(siteId);
       const key = KEY_PREFIX + randomBase62(32);
       const row = {
         id: newId('key'),
@@ -153,7 +158,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       const at = now();
       await store.revokeKey(id, at);
       const row = await store.findKey(id);
-      if (!row) throw new Error(`no key ${id}`);
+      if (!row) throw new ApiError('not_found', `Key ${id} not found.`);
       return { id: row.id, revokedAt: toIsoRequired(row.revoked_at!) };
     },
 
@@ -169,7 +174,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       if (!row || !safeEqual(row.fingerprint, fingerprint) || row.revoked_at !== null) throw fail();
       // lastUsedAt moves at most once a minute: skip the write (a lock on SQLite) when it is fresh.
       const at = now();
-      if (row.last_used_at === null || Number(row.last_used_at) < at - 60_000) await store.touchKey(row.id, at);
+      if (row.last_used_at === null || row.last_used_at < at - 60_000) await store.touchKey(row.id, at);
       return { keyId: row.id, siteId: row.site_id, scopes: row.scopes.split(',') as Scope[] };
     },
   };

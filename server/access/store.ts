@@ -29,11 +29,34 @@ export interface WindowSettingsRow {
 
 export type IdentityMode = 'off' | 'optional' | 'enforce';
 
+const SITE_COLUMNS = ['id', 'name', 'created_at'] as const;
+const KEY_COLUMNS = ['id', 'site_id', 'fingerprint', 'display_prefix', 'scopes', 'label', 'created_at', 'revoked_at', 'last_used_at'] as const;
+const WINDOW_SETTINGS_COLUMNS = ['site_id', 'identity_mode', 'identity_secret_encrypted', 'updated_at'] as const;
+
+const optionalNumber = (value: number | null) => (value === null ? null : Number(value));
+
+/** The one row mapping of each table (mysql2 may hand BIGINT back as a string). */
+export const mapSiteRow = (row: SiteRow): SiteRow => ({ ...row, created_at: Number(row.created_at) });
+export const mapKeyRow = (row: ApiKeyRow): ApiKeyRow => ({
+  ...row,
+  created_at: Number(row.created_at),
+  revoked_at: optionalNumber(row.revoked_at),
+  last_used_at: optionalNumber(row.last_used_at),
+});
+export const mapWindowSettingsRow = (row: WindowSettingsRow): WindowSettingsRow => ({ ...row, updated_at: Number(row.updated_at) });
+
 export function createAccessStore(db: Knex) {
+  const key = async (query: Knex.QueryBuilder) => {
+    const row: ApiKeyRow | undefined = await query.first(KEY_COLUMNS);
+    return row && mapKeyRow(row);
+  };
   return {
     insertSite: (row: SiteRow) => db('sites').insert(row),
-    findSite: (id: string) => db<SiteRow>('sites').where({ id }).first(),
-    listSites: () => db<SiteRow>('sites').orderBy('created_at'),
+    findSite: async (id: string) => {
+      const row: SiteRow | undefined = await db('sites').where({ id }).first(SITE_COLUMNS);
+      return row && mapSiteRow(row);
+    },
+    listSites: async () => ((await db('sites').orderBy('created_at').select(SITE_COLUMNS)) as SiteRow[]).map(mapSiteRow),
     countSites: async () => Number((await db('sites').count({ n: '*' }).first())?.n ?? 0),
 
     /** The exact origins allowed to embed the site's chat window, sorted. */
@@ -47,16 +70,20 @@ export function createAccessStore(db: Knex) {
       }),
     isOriginAllowed: async (siteId: string, origin: string) =>
       !!(await db('site_allowed_origins').where({ site_id: siteId, origin }).first('origin')),
-    findWindowSettings: (siteId: string) => db<WindowSettingsRow>('site_window_settings').where({ site_id: siteId }).first(),
+    findWindowSettings: async (siteId: string) => {
+      const row: WindowSettingsRow | undefined = await db('site_window_settings').where({ site_id: siteId }).first(WINDOW_SETTINGS_COLUMNS);
+      return row && mapWindowSettingsRow(row);
+    },
     async saveWindowSettings(row: WindowSettingsRow) {
       const updated = await db('site_window_settings').where({ site_id: row.site_id }).update(row);
       if (Number(updated) === 0) await db('site_window_settings').insert(row);
     },
 
     insertKey: (row: ApiKeyRow) => db('api_keys').insert(row),
-    findKeyByFingerprint: (fingerprint: string) => db<ApiKeyRow>('api_keys').where({ fingerprint }).first(),
-    findKey: (id: string) => db<ApiKeyRow>('api_keys').where({ id }).first(),
-    listKeys: (siteId: string) => db<ApiKeyRow>('api_keys').where({ site_id: siteId }).orderBy('created_at'),
+    /** Authentication's one query: the key with its site and rights, by the unique fingerprint. */
+    findKeyByFingerprint: (fingerprint: string) => key(db('api_keys').where({ fingerprint })),
+    findKey: (id: string) => key(db('api_keys').where({ id })),
+    listKeys: async (siteId: string) => ((await db('api_keys').where({ site_id: siteId }).orderBy('created_at').select(KEY_COLUMNS)) as ApiKeyRow[]).map(mapKeyRow),
     revokeKey: (id: string, at: number) => db('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: at }),
     /** Writes lastUsedAt at most once a minute per key, so reads do not turn into a write each. */
     touchKey: (id: string, at: number) =>

@@ -1,17 +1,16 @@
+/**
+ * The operator CLI: the dashboard's functions (README.md, "Access keys and the operator CLI").
+ * `npm run --silent admin -- <command> [--json]`. With --json every command prints exactly one
+ * JSON object on stdout; errors go to stderr with a non-zero exit.
+ */
 import { loadConfig } from '../config';
-import { openRuntime, Runtime } from '../runtime';
-import { parseArgs, CliError, Parsed } from './args';
+import { openRuntime } from '../runtime';
+import { parseArgs, CliError, Command } from './args';
+import { ApiError } from '../platform/errors';
 import { siteCommands } from './commands/sites';
 import { keyCommands } from './commands/keys';
 import { chatCommands } from './commands/chat';
 import { webhookCommands } from './commands/webhooks';
-
-/**
- * The operator CLI: the dashboard's functions (DECISIONS: Operator CLI).
- * `npm run --silent admin -- <command> [--json]`. With --json every command prints exactly one
- * JSON object on stdout; errors go to stderr with a non-zero exit.
- */
-export type Command = (rt: Runtime, args: Parsed) => Promise<{ json: unknown; text: string }>;
 
 const commands: Record<string, Command> = {
   ...siteCommands,
@@ -52,8 +51,19 @@ async function main(argv: string[]) {
   }
 }
 
+/**
+ * How every failure reads on stderr, whichever command it came from: a service's error with its
+ * code (the API's codes) and the problems it lists, anything else by its message.
+ */
+function formatError(err: unknown): string {
+  if (err instanceof ApiError) {
+    const details = (err.details ?? []).map((d) => `\n  ${d.path}: ${d.message}`).join('');
+    return `error: ${err.code}: ${err.message}${details}`;
+  }
+  return `error: ${err instanceof Error ? err.message : String(err)}`;
+}
+
 main(process.argv.slice(2)).catch((err) => {
-  const message = err instanceof CliError || err instanceof Error ? err.message : String(err);
-  process.stderr.write(`error: ${message}\n`);
+  process.stderr.write(formatError(err) + '\n');
   process.exit(1);
 });

@@ -1,4 +1,10 @@
+import type { Runtime } from '../runtime';
+
+/** A usage mistake: printed as is, with no code. */
 export class CliError extends Error {}
+
+/** One CLI command: what to print, `json` with --json, `text` otherwise. */
+export type Command = (rt: Runtime, args: Parsed) => Promise<{ json: unknown; text: string }>;
 
 export interface Parsed {
   positional: string[];

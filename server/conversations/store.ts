@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { forUpdate } from '../db/knex';
+import { withIndex } from '../db/index-hint';
 import type { Position } from '../platform/cursor';
 import { toIso, toIsoRequired } from '../platform/time';
 import type { components } from '../generated/api';
@@ -52,18 +53,21 @@ export function mapConversationRow(row: ConversationRow): ConversationRow {
 
 const normalise = (row: ConversationRow | undefined) => row && mapConversationRow(row);
 
+/** Every column of the card, named: a column added later is not read until a reader needs it. */
+const COLUMNS = ['id', 'site_id', 'visitor_id', 'state', 'open_marker', 'created_at', 'updated_at', 'last_message_at', 'closed_at'] as const;
+
 export function createConversationStore(db: Knex) {
   return {
     async find(siteId: string, id: string, trx: Knex = db): Promise<ConversationRow | undefined> {
-      return normalise(await trx<ConversationRow>('conversations').where({ site_id: siteId, id }).first());
+      return normalise(await trx<ConversationRow>('conversations').where({ site_id: siteId, id }).first(COLUMNS));
     },
 
     async findForUpdate(trx: Knex.Transaction, siteId: string, id: string) {
-      return normalise(await forUpdate(trx, trx<ConversationRow>('conversations').where({ site_id: siteId, id }).first()));
+      return normalise(await forUpdate(trx, trx<ConversationRow>('conversations').where({ site_id: siteId, id }).first(COLUMNS)));
     },
 
     async findById(id: string, trx: Knex = db) {
-      return normalise(await trx<ConversationRow>('conversations').where({ id }).first());
+      return normalise(await trx<ConversationRow>('conversations').where({ id }).first(COLUMNS));
     },
 
     /**
@@ -75,7 +79,7 @@ export function createConversationStore(db: Knex) {
     async findOpenForVisitor(trx: Knex.Transaction, siteId: string, visitorId: string) {
       const seen = await trx<ConversationRow>('conversations').where({ site_id: siteId, visitor_id: visitorId, open_marker: 1 }).first('id');
       if (!seen) return undefined;
-      const locked = normalise(await forUpdate(trx, trx<ConversationRow>('conversations').where({ id: seen.id }).first()));
+      const locked = normalise(await forUpdate(trx, trx<ConversationRow>('conversations').where({ id: seen.id }).first(COLUMNS)));
       return locked && locked.state === 'open' ? locked : undefined;
     },
 
@@ -92,22 +96,38 @@ export function createConversationStore(db: Knex) {
       return Number(n) === 1;
     },
 
-    /** Newest first by (created_at, id); a keyset range scan on conversations_site_state_created / _site_created. */
+    /**
+     * Newest first by (created_at, id): a keyset range scan, in order, on the index that starts with
+     * the equality filters (site, and state when given), named so that no engine picks another
+     * (db/index-hint.ts). created* bound the scan itself; updated* are tested on the entries it walks
+     * (005_read_path.ts), so a deep page costs what the first one does.
+     */
     async list(siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number) {
-      const q = db<ConversationRow>('conversations').where('site_id', siteId);
+      const index = filters.state ? 'conversations_site_state_created_updated' : 'conversations_site_created_updated';
+      const q = db.from<ConversationRow>(withIndex(db, 'conversations', index)).where('site_id', siteId);
       if (filters.state) q.andWhere('state', filters.state);
       if (filters.createdAfter !== undefined) q.andWhere('created_at', '>=', filters.createdAfter);
-      if (filters.createdBefore !== undefined) q.andWhere('created_at', '<', filters.createdBefore);
       if (filters.updatedAfter !== undefined) q.andWhere('updated_at', '>=', filters.updatedAfter);
       if (filters.updatedBefore !== undefined) q.andWhere('updated_at', '<', filters.updatedBefore);
-      if (after) {
-        // Written as a range on created_at plus a tie-break, which both engines turn into an index range.
+      // The scan's upper end on created_at, given as ONE bound: SQLite ranges an index column on a
+      // single upper bound and merely filters by the others, so `createdBefore` beside the cursor
+      // would walk every row above the cursor. A conversation's updated_at never falls below its
+      // created_at (it starts equal; touch and close take max(now, updated_at)), so nothing created
+      // at or after updatedBefore can match either: that bounds the scan too.
+      const before = Math.min(filters.createdBefore ?? Infinity, filters.updatedBefore ?? Infinity);
+      if (after && after.createdAt < before) {
+        // Below the cursor, which lies below `before`. A range on created_at plus a tie-break: an index range on both engines.
         q.andWhere('created_at', '<=', after.createdAt).andWhere((w) =>
           w.where('created_at', '<', after.createdAt).orWhere('id', '<', after.id),
         );
+      } else if (before !== Infinity) {
+        q.andWhere('created_at', '<', before); // a cursor at or above `before` excludes nothing more
       }
-      const rows = await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit);
-      return rows.map((r) => normalise(r)!);
+      const rows: ConversationRow[] = await q
+        .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+        .limit(limit)
+        .select(COLUMNS);
+      return rows.map(mapConversationRow);
     },
   };
 }

@@ -1,11 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { Knex } from 'knex';
-import { migrationSource } from './migrations';
 
 export type Db = Knex;
 export type Dialect = 'sqlite' | 'mysql';
 
+/**
+ * Which engine a Knex instance (or transaction) talks to. For server/db only: feature code and
+ * migrations use the named helpers below and in transaction.ts, which hide the difference.
+ */
 export function dialectOf(db: Knex): Dialect {
   const client = String(db.client.config.client);
   return client.includes('mysql') ? 'mysql' : 'sqlite';
@@ -106,6 +109,8 @@ function beginSqliteTransactionsImmediately(db: Knex): void {
 }
 
 export async function migrate(db: Knex): Promise<void> {
+  // Loaded here, not at the top: the migrations use this file's helpers (migrations/columns.ts).
+  const { migrationSource } = await import('./migrations');
   await db.migrate.latest({ migrationSource });
 }
 
@@ -298,4 +303,21 @@ function createMysqlGuard(settings: Record<string, unknown>) {
 /** `SELECT ... FOR UPDATE` where it means something (MySQL); SQLite serialises writers anyway. */
 export function forUpdate<T extends Knex.QueryBuilder>(db: Knex, query: T): T {
   return dialectOf(db) === 'mysql' ? (query.forUpdate() as T) : query;
+}
+
+/**
+ * `SELECT ... FOR UPDATE SKIP LOCKED` on MySQL: rows another transaction holds are passed over, so
+ * concurrent claimers take different rows without waiting on each other. SQLite has no row locks
+ * (one writer at a time): a plain read, and the claimer's conditional UPDATE decides.
+ */
+export function forUpdateSkipLocked<T extends Knex.QueryBuilder>(db: Knex, query: T): T {
+  return dialectOf(db) === 'mysql' ? (query.forUpdate().skipLocked() as T) : query;
+}
+
+/**
+ * Table options that exist on MySQL/MariaDB only (Knex throws for them on other engines): `apply`
+ * runs there and nowhere else.
+ */
+export function onMysqlTable(db: Knex, table: Knex.CreateTableBuilder, apply: (table: Knex.CreateTableBuilder) => void): void {
+  if (dialectOf(db) === 'mysql') apply(table);
 }

@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { ulidBody } from '../platform/ids';
 import { toIsoRequired } from '../platform/time';
 import type { components } from '../generated/api';
+import { findEndpointOfSite, insertEvent, insertPendingDelivery, subscribedEvents } from './store';
 
 export type EventName = components['schemas']['EventName'];
 export const EVENT_NAMES: EventName[] = ['conversation.started', 'message.created', 'conversation.closed'];
@@ -31,20 +32,10 @@ export async function emitEvent(trx: Knex.Transaction, input: EmitInput, now: nu
     workspaceKey: input.siteId,
     data: { conversation: input.conversation, message: input.message },
   });
-  await trx('events').insert({ id, site_id: input.siteId, name: input.name, body, created_at: now });
-  const endpoint = await trx('webhook_endpoints').where({ site_id: input.siteId }).first('id', 'events');
-  if (endpoint && String(endpoint.events).split(',').includes(input.name)) {
-    await trx('deliveries').insert({
-      event_id: id,
-      site_id: input.siteId,
-      endpoint_id: endpoint.id,
-      status: 'pending',
-      attempts: 0,
-      next_attempt_at: now,
-      lease_owner: null,
-      lease_until: null,
-      updated_at: now,
-    });
+  await insertEvent(trx, { id, site_id: input.siteId, name: input.name, body, created_at: now });
+  const endpoint = await findEndpointOfSite(trx, input.siteId);
+  if (endpoint && subscribedEvents(endpoint).includes(input.name)) {
+    await insertPendingDelivery(trx, { event_id: id, site_id: input.siteId, endpoint_id: endpoint.id }, now);
   }
   return id;
 }

@@ -2,9 +2,10 @@ import { Router } from 'express';
 import fs from 'node:fs';
 import path from 'node:path';
 import { EVENT_NAMES } from './outbox';
+import { fromProjectRoot } from '../platform/project-root';
 
 /** The published event schemas (generated into sdk/schemas by scripts/generate.ts), served as files. */
-export function schemaRoutes(schemaDir = path.resolve(__dirname, '../../sdk/schemas')): Router {
+export function schemaRoutes(schemaDir = fromProjectRoot('sdk', 'schemas')): Router {
   const router = Router();
   router.get('/schemas', (_req, res) => {
     res.json({ data: EVENT_NAMES.map((event) => ({ event, url: `/api/v1/schemas/${event}.json` })) });

@@ -1,12 +1,10 @@
-import type { Knex } from 'knex';
 import { newId } from '../platform/ids';
 import { encrypt, randomBase62 } from '../platform/crypto';
 import { ApiError, invalid, notFound } from '../platform/errors';
-import { toIsoRequired } from '../platform/time';
 import { EVENT_NAMES, EventName } from './outbox';
 import { BlockedAddressError, hostOf, resolveChecked, Resolver } from './ssrf';
-import { createEventStore, EndpointRow } from './store';
-import { createAccessStore } from '../access/store';
+import { attemptToDto, EndpointRow, endpointToDto, EventStore } from './store';
+import type { AccessStore } from '../access/store';
 
 export const SECRET_PREFIX = 'whsec_';
 
@@ -24,9 +22,16 @@ export function parseEventNames(value: string | undefined): EventName[] {
  * One address per site. The secret is needed to sign, so it is stored encrypted (AES-256-GCM under
  * a key derived from the master key), never as a fingerprint, and shown only when it is made.
  */
-export function createWebhookService(deps: { db: Knex; secretKey: Buffer; allowPrivateNetworks: boolean; resolve?: Resolver; now?: () => number }) {
-  const store = createEventStore(deps.db);
-  const sites = createAccessStore(deps.db);
+export function createWebhookService(deps: {
+  store: EventStore;
+  sites: Pick<AccessStore, 'findSite'>;
+  /** services.keys.webhookSecrets: encrypts the signing secrets at rest. */
+  secretKey: Buffer;
+  allowPrivateNetworks: boolean;
+  resolve?: Resolver;
+  now?: () => number;
+}) {
+  const { store, sites } = deps;
   const now = deps.now ?? Date.now;
 
   async function checkUrl(raw: string): Promise<string> {
@@ -57,16 +62,6 @@ export function createWebhookService(deps: { db: Knex; secretKey: Buffer; allowP
   }
 
   const newSecret = () => SECRET_PREFIX + randomBase62(32);
-
-  function endpointToDto(row: EndpointRow) {
-    return {
-      id: row.id,
-      url: row.url,
-      events: String(row.events).split(',') as EventName[],
-      createdAt: toIsoRequired(row.created_at),
-      updatedAt: toIsoRequired(row.updated_at),
-    };
-  }
 
   return {
     /**
@@ -118,12 +113,13 @@ export function createWebhookService(deps: { db: Knex; secretKey: Buffer; allowP
       const isName = filter.event !== undefined && EVENT_NAMES.includes(filter.event as EventName);
       const limit = filter.limit ?? 100;
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit must be 1 to 1000.');
-      return store.listAttempts(siteId, {
+      const rows = await store.listAttempts(siteId, {
         eventId: isName ? undefined : filter.event,
         eventName: isName ? filter.event : undefined,
         failedOnly: filter.failed,
         limit,
       });
+      return rows.map(attemptToDto);
     },
 
     /** Sends one event again: same id, same body, attempt numbers continue, a fresh budget of attempts. */
@@ -151,7 +147,3 @@ export function createWebhookService(deps: { db: Knex; secretKey: Buffer; allowP
 
 export type WebhookService = ReturnType<typeof createWebhookService>;
 
-/** The service as the CLI (and anything else holding a runtime) uses it. */
-export function webhookServiceFor(rt: { db: Knex; services: { keys: { webhookSecrets: Buffer } }; config: { webhookAllowPrivateNetworks: boolean } }): WebhookService {
-  return createWebhookService({ db: rt.db, secretKey: rt.services.keys.webhookSecrets, allowPrivateNetworks: rt.config.webhookAllowPrivateNetworks });
-}

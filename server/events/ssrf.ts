@@ -1,13 +1,13 @@
-import dns from 'node:dns';
-import net from 'node:net';
-
-/**
- * The SSRF rules for event addresses (DECISIONS: Events and delivery). A customer chooses the
+/*
+ * The SSRF rules for event addresses (README.md, Event receivers). A customer chooses the
  * address, so without these rules a delivery could be aimed at our own network: the database, the
  * cloud metadata service, an admin port on localhost. An address is refused when ANY of the
  * addresses its name resolves to is in one of these ranges; the connection is then made to the
  * address that was checked, so a second DNS answer (rebinding) cannot slip in between.
  */
+import dns from 'node:dns';
+import net from 'node:net';
+
 const BLOCKED = new net.BlockList();
 const V4: [string, number][] = [
   ['0.0.0.0', 8], // "this network", unspecified

@@ -1,15 +1,26 @@
 import type { Knex } from 'knex';
-import { dialectOf } from '../db/knex';
+import { forUpdate, forUpdateSkipLocked } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
 import { toIsoRequired } from '../platform/time';
+import type { EventName } from './outbox';
 
-/** The Knex queries of event delivery. Rules live in service.ts and worker.ts. */
+/**
+ * The Knex queries of event delivery: `webhook_endpoints`, `events`, `deliveries` and
+ * `delivery_attempts` are read and written here and nowhere else. The rules live in service.ts
+ * (addresses, secrets, redelivery), outbox.ts (what an event says, whether it is delivered) and
+ * worker.ts (attempts).
+ *
+ * Row mapping, as in conversations/store.ts and access/store.ts: each row type has one `map…Row`,
+ * applied to every row read, that turns what the driver returns into the row type (mysql2 may hand
+ * BIGINT back as a string); a row type the API or the CLI shows has its one `…ToDto` beside it.
+ * The store returns rows; services turn them into what they answer with the `…ToDto`.
+ */
 
 export interface EndpointRow {
   id: string;
   site_id: string;
   url: string;
-  events: string; // comma-separated, as the outbox reads it
+  events: string; // comma-separated event names
   secret_encrypted: string;
   created_at: number;
   updated_at: number;
@@ -38,7 +49,8 @@ export interface EventRow {
   created_at: number;
 }
 
-export interface AttemptLog {
+/** One attempt in the delivery log (the table adds an auto-increment `id`, used only to sort). */
+export interface AttemptRow {
   event_id: string;
   site_id: string;
   endpoint_id: string;
@@ -50,6 +62,11 @@ export interface AttemptLog {
   status_code: number | null;
   error: string | null;
   response_excerpt: string | null;
+}
+
+/** A log row as the log lists it: with the state of its delivery (null once the delivery was removed). */
+export interface ListedAttempt extends AttemptRow {
+  delivery_status: DeliveryStatus | null;
 }
 
 /** What the worker must do with a claimed row. */
@@ -66,31 +83,76 @@ export interface Claimed {
 /** The log text of an attempt whose worker stopped (or lost its lease) before reporting back. */
 export const INTERRUPTED = 'interrupted: the worker stopped during the attempt';
 
-const num = (v: unknown) => Number(v);
-const numOrNull = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+/**
+ * A row as the driver hands it, with its numeric columns made numbers: text comes back as text
+ * from both drivers, but mysql2 may hand BIGINT back as a string. NULL stays null.
+ */
+function withNumbers<Row>(r: Record<string, unknown>, columns: (keyof Row & string)[]): Row {
+  const row: Record<string, unknown> = { ...r };
+  for (const c of columns) row[c] = r[c] === null || r[c] === undefined ? null : Number(r[c]);
+  return row as Row;
+}
 
-function deliveryFromDb(r: Record<string, unknown>): DeliveryRow {
+const mapEndpointRow = (r: Record<string, unknown>) => withNumbers<EndpointRow>(r, ['created_at', 'updated_at']);
+const mapEventRow = (r: Record<string, unknown>) => withNumbers<EventRow>(r, ['created_at']);
+const mapDeliveryRow = (r: Record<string, unknown>) => withNumbers<DeliveryRow>(r, ['attempts', 'round_base', 'next_attempt_at', 'lease_until', 'updated_at']);
+const mapAttemptRow = (r: Record<string, unknown>) => withNumbers<AttemptRow>(r, ['attempt', 'started_at', 'duration_ms', 'status_code']);
+
+/** The events an address subscribes to, in the order they were saved. */
+export function subscribedEvents(row: EndpointRow): EventName[] {
+  return row.events.split(',') as EventName[];
+}
+
+export function endpointToDto(row: EndpointRow) {
   return {
-    event_id: String(r.event_id),
-    site_id: String(r.site_id),
-    endpoint_id: String(r.endpoint_id),
-    status: r.status as DeliveryStatus,
-    attempts: num(r.attempts),
-    round_base: num(r.round_base),
-    next_attempt_at: num(r.next_attempt_at),
-    lease_owner: (r.lease_owner as string | null) ?? null,
-    lease_until: numOrNull(r.lease_until),
-    updated_at: num(r.updated_at),
+    id: row.id,
+    url: row.url,
+    events: subscribedEvents(row),
+    createdAt: toIsoRequired(row.created_at),
+    updatedAt: toIsoRequired(row.updated_at),
   };
 }
 
-export function createEventStore(db: Knex) {
-  const mysql = dialectOf(db) === 'mysql';
-
+/** A row of the delivery log as `webhook deliveries` prints it. */
+export function attemptToDto(row: ListedAttempt) {
   return {
-    async findEndpoint(siteId: string): Promise<EndpointRow | undefined> {
-      return db<EndpointRow>('webhook_endpoints').where({ site_id: siteId }).first();
-    },
+    eventId: row.event_id,
+    event: row.event_name,
+    attempt: row.attempt,
+    url: row.url,
+    startedAt: toIsoRequired(row.started_at),
+    durationMs: row.duration_ms,
+    status: row.status_code,
+    error: row.error,
+    response: row.response_excerpt,
+    deliveryStatus: row.delivery_status,
+  };
+}
+
+/*
+ * The outbox's writes take the caller's transaction (the event commits if and only if the change
+ * it describes does), so they are plain functions of the tables rather than of a store instance.
+ */
+
+export async function insertEvent(trx: Knex.Transaction, row: EventRow): Promise<void> {
+  await trx('events').insert(row);
+}
+
+/** The site's event address (one per site), read in `db` or in the caller's transaction. */
+export async function findEndpointOfSite(db: Knex, siteId: string): Promise<EndpointRow | undefined> {
+  const r = await db('webhook_endpoints').where({ site_id: siteId }).first();
+  return r && mapEndpointRow(r);
+}
+
+/** A delivery due now, with a fresh attempt budget. */
+export async function insertPendingDelivery(trx: Knex.Transaction, delivery: Pick<DeliveryRow, 'event_id' | 'site_id' | 'endpoint_id'>, now: number): Promise<void> {
+  const row: DeliveryRow = { ...delivery, status: 'pending', attempts: 0, round_base: 0, next_attempt_at: now, lease_owner: null, lease_until: null, updated_at: now };
+  await trx('deliveries').insert(row);
+}
+
+export function createEventStore(db: Knex) {
+  return {
+    findEndpoint: (siteId: string) => findEndpointOfSite(db, siteId),
 
     async insertEndpoint(row: EndpointRow): Promise<void> {
       await db('webhook_endpoints').insert(row);
@@ -102,13 +164,13 @@ export function createEventStore(db: Knex) {
 
     async findEvent(id: string): Promise<EventRow | undefined> {
       const r = await db('events').where({ id }).first();
-      return r ? { ...r, created_at: num(r.created_at) } : undefined;
+      return r && mapEventRow(r);
     },
 
     /**
      * Claims up to `limit` due deliveries for `owner`: each gets one more attempt counted and a
      * lease (next_attempt_at moves to the lease's end, so if this worker dies the row is due again
-     * then). On MySQL the candidates are locked with SKIP LOCKED, so concurrent workers take
+     * then). The candidates are read with forUpdateSkipLocked, so concurrent workers on MySQL take
      * different rows without waiting on each other; the UPDATE is conditional on what was read, so
      * on SQLite (no row locks) a row can still be claimed by one worker only. The rows in
      * `exclude` are left alone even when their lease ran out: they are this worker's own attempts
@@ -132,12 +194,11 @@ export function createEventStore(db: Knex) {
       const busy = new Map(opts.inFlight);
       const full = [...busy].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
       const own = [...(opts.exclude ?? [])];
-      const work = async (q: Knex | Knex.Transaction) => {
+      const work = async (q: Knex.Transaction) => {
         let select = q('deliveries').where('status', 'pending').andWhere('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
         if (full.length) select = select.whereNotIn('endpoint_id', full);
         if (own.length) select = select.whereNotIn('event_id', own);
-        if (mysql) select = select.forUpdate().skipLocked();
-        const rows = (await select).map(deliveryFromDb);
+        const rows = (await forUpdateSkipLocked(q, select)).map(mapDeliveryRow);
         const claimed: Claimed[] = [];
         let skipped = 0;
         for (const row of rows) {
@@ -163,24 +224,15 @@ export function createEventStore(db: Knex) {
         }
         return { claimed, skipped };
       };
-      if (!mysql) return work(db);
       // READ COMMITTED: the locking read takes no gap locks, so it never holds up the outbox inserts
-      // of new deliveries while it runs.
-      for (let i = 1; ; i++) {
-        try {
-          return await db.transaction(work, { isolationLevel: 'read committed' });
-        } catch (err) {
-          if (i >= 4 || (err as { code?: string }).code !== 'ER_LOCK_DEADLOCK') throw err;
-        }
-      }
+      // of new deliveries while it runs. Contention that outlasts the retries reaches the worker as
+      // the database's own error: it logs it and claims again at its next poll.
+      return runInTransaction(db, work, { isolation: 'read committed', whenBusy: 'rethrow' });
     },
 
     async loadForDelivery(eventId: string, endpointId: string): Promise<{ event: EventRow | undefined; endpoint: EndpointRow | undefined }> {
-      const [event, endpoint] = await Promise.all([
-        db('events').where({ id: eventId }).first(),
-        db<EndpointRow>('webhook_endpoints').where({ id: endpointId }).first(),
-      ]);
-      return { event, endpoint };
+      const [event, endpoint] = await Promise.all([db('events').where({ id: eventId }).first(), db('webhook_endpoints').where({ id: endpointId }).first()]);
+      return { event: event && mapEventRow(event), endpoint: endpoint && mapEndpointRow(endpoint) };
     },
 
     /**
@@ -193,7 +245,7 @@ export function createEventStore(db: Knex) {
      * replacing the `interrupted` placeholder a later claim wrote for it.
      */
     async finishAttempt(
-      row: AttemptLog | null,
+      row: AttemptRow | null,
       eventId: string,
       claim: { owner: string; attempt: number },
       next: { status: DeliveryStatus; nextAttemptAt: number; now: number },
@@ -214,7 +266,7 @@ export function createEventStore(db: Knex) {
      * Logs an attempt whose worker never reported back (found by the claim that took its expired
      * lease), unless that worker's real result is in the log already: it may have been late, not dead.
      */
-    async logInterrupted(row: Omit<AttemptLog, 'error' | 'status_code' | 'response_excerpt'>): Promise<void> {
+    async logInterrupted(row: Omit<AttemptRow, 'error' | 'status_code' | 'response_excerpt'>): Promise<void> {
       await runInTransaction(db, async (trx) => {
         const known = await trx('delivery_attempts').where({ event_id: row.event_id, attempt: row.attempt }).first('id');
         if (!known) await trx('delivery_attempts').insert({ ...row, status_code: null, error: INTERRUPTED, response_excerpt: null });
@@ -227,25 +279,12 @@ export function createEventStore(db: Knex) {
      */
     async resetForRedelivery(event: EventRow, endpointId: string, now: number): Promise<boolean> {
       return runInTransaction(db, async (trx) => {
-        let q = trx('deliveries').where({ event_id: event.id });
-        if (mysql) q = q.forUpdate();
-        const current = await q.first();
+        const current = await forUpdate(trx, trx('deliveries').where({ event_id: event.id }).first());
         if (!current) {
-          await trx('deliveries').insert({
-            event_id: event.id,
-            site_id: event.site_id,
-            endpoint_id: endpointId,
-            status: 'pending',
-            attempts: 0,
-            round_base: 0,
-            next_attempt_at: now,
-            lease_owner: null,
-            lease_until: null,
-            updated_at: now,
-          });
+          await insertPendingDelivery(trx, { event_id: event.id, site_id: event.site_id, endpoint_id: endpointId }, now);
           return true;
         }
-        const row = deliveryFromDb(current);
+        const row = mapDeliveryRow(current);
         if (row.status === 'pending' && row.lease_owner && (row.lease_until ?? 0) > now) return false;
         await trx('deliveries')
           .where({ event_id: event.id })
@@ -262,11 +301,11 @@ export function createEventStore(db: Knex) {
         .andWhere('e.created_at', '>=', since)
         .orderBy('e.created_at')
         .select('e.*');
-      return rows.map((r) => ({ ...r, created_at: num(r.created_at) }));
+      return rows.map(mapEventRow);
     },
 
     /** The delivery log of a site, newest first. */
-    async listAttempts(siteId: string, filter: { eventId?: string; eventName?: string; failedOnly?: boolean; limit: number }) {
+    async listAttempts(siteId: string, filter: { eventId?: string; eventName?: string; failedOnly?: boolean; limit: number }): Promise<ListedAttempt[]> {
       let q = db('delivery_attempts as a')
         .leftJoin('deliveries as d', 'd.event_id', 'a.event_id')
         .where('a.site_id', siteId)
@@ -279,19 +318,8 @@ export function createEventStore(db: Knex) {
       if (filter.eventId) q = q.andWhere('a.event_id', filter.eventId);
       if (filter.eventName) q = q.andWhere('a.event_name', filter.eventName);
       if (filter.failedOnly) q = q.andWhere((w) => w.whereNull('a.status_code').orWhere('a.status_code', '<', 200).orWhere('a.status_code', '>=', 300));
-      const rows = await q;
-      return rows.map((r) => ({
-        eventId: String(r.event_id),
-        event: String(r.event_name),
-        attempt: num(r.attempt),
-        url: String(r.url),
-        startedAt: toIsoRequired(r.started_at),
-        durationMs: num(r.duration_ms),
-        status: numOrNull(r.status_code),
-        error: (r.error as string | null) ?? null,
-        response: (r.response_excerpt as string | null) ?? null,
-        deliveryStatus: (r.delivery_status as DeliveryStatus | null) ?? null,
-      }));
+      const rows: Record<string, unknown>[] = await q;
+      return rows.map((r) => ({ ...mapAttemptRow(r), delivery_status: (r.delivery_status as DeliveryStatus | null) ?? null }));
     },
 
     /**

@@ -1,15 +1,26 @@
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
+import tls from 'node:tls';
+import type { ClientRequest } from 'node:http';
+import { createPinnedAgentPool, PinnedAgentLease, pinnedLookup } from './agents';
 import { BlockedAddressError, DnsTimeoutError, hostOf, resolveChecked, ResolvedAddress, Resolver } from './ssrf';
 
-export interface PostOptions {
+export interface TransportOptions {
   /** The whole attempt (name resolution, connect, TLS, answer) must end within this. */
   timeoutMs: number;
   allowPrivate: boolean;
-  /** Trusted CAs; undefined means the system store. */
+  /** CAs trusted besides Node's root store (WEBHOOK_CA_FILE); none: the root store alone. */
   ca?: (string | Buffer)[];
   resolve?: Resolver;
+  /** Idle connections are closed after this (default 4000 ms; see PinnedAgentPoolOptions). */
+  keepAliveMs?: number;
+  /** Idle connections kept per checked address (default 4, the worker's per-address cap). */
+  maxIdleSocketsPerAddress?: number;
+  /** Pinned agents kept at most (default 64). */
+  maxAgents?: number;
 }
+
+/** One attempt's options for postOnce. */
+export type PostOptions = TransportOptions;
 
 export interface PostResult {
   /** HTTP status, or null when no answer arrived. */
@@ -20,7 +31,26 @@ export interface PostResult {
   response: string | null;
 }
 
+export interface DeliveryTransport {
+  /**
+   * One delivery attempt: an HTTPS POST of `body` to `url`, SSRF-checked before every attempt, sent
+   * only to the checked addresses, TLS verified against the name, no redirect followed (a 3xx is
+   * just an answer). Never throws: every outcome becomes a PostResult.
+   */
+  post(url: string, body: Buffer, headers: Record<string, string>): Promise<PostResult>;
+  /** Pinned agents held now (diagnostics and tests). */
+  agentCount(): number;
+  /** Closes every connection; posts still running end as errors. */
+  close(): void;
+}
+
 const EXCERPT_BYTES = 1024;
+/**
+ * How much of an answer is read, past the 1 KiB excerpt, to keep its connection for the next
+ * delivery. Reading is cheaper than a new TLS handshake up to a few tens of KiB; beyond this the
+ * connection is dropped instead (a receiver that answers with a page of HTML).
+ */
+export const DRAIN_LIMIT_BYTES = 64 * 1024;
 
 /** Maps a transport failure to the short, stable texts of the delivery log. */
 export function describeError(err: unknown): string {
@@ -37,72 +67,129 @@ export function describeError(err: unknown): string {
   return `connection error: ${code || e?.message || String(err)}`.slice(0, 200);
 }
 
-/** A `lookup` that answers with the addresses we already checked, so the socket cannot go elsewhere. */
-function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
-  return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options?.all) callback(null, addresses.map((a) => ({ address: a.address, family: a.family })));
-    else callback(null, addresses[0].address, addresses[0].family);
-  }) as unknown as LookupFunction;
-}
-
 /**
- * One delivery attempt: an HTTPS POST of `body` to `url`, SSRF-checked at connect, TLS verified,
- * no redirect followed (a 3xx is just an answer), no connection reuse (every attempt resolves and
- * checks again). Never throws: every outcome becomes a PostResult.
+ * The delivery transport of one worker, made once: one TLS secure context (Node's roots plus
+ * WEBHOOK_CA_FILE's CA, parsed once instead of at every attempt) and keep-alive connections per
+ * checked address (server/events/agents.ts).
  */
-export function postOnce(url: string, body: Buffer, headers: Record<string, string>, opts: PostOptions): Promise<PostResult> {
-  return new Promise((resolve) => {
-    let settled = false;
-    let status: number | null = null;
-    const chunks: Buffer[] = [];
-    let received = 0;
-    let req: ReturnType<typeof https.request> | undefined;
+export function createDeliveryTransport(opts: TransportOptions): DeliveryTransport {
+  const secureContext = tls.createSecureContext(opts.ca?.length ? { ca: [...tls.rootCertificates, ...opts.ca] } : {});
+  const pool = createPinnedAgentPool({
+    secureContext,
+    keepAliveMs: opts.keepAliveMs ?? 4000,
+    maxIdleSocketsPerAddress: opts.maxIdleSocketsPerAddress ?? 4,
+    maxAgents: opts.maxAgents ?? 64,
+  });
 
-    const finish = (error: string | null) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      req?.destroy();
-      const response = status === null ? null : Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8');
-      resolve({ status, error, response });
-    };
-    // The time-out counts from the start of the attempt, connect included. If the status line
-    // already arrived, the answer stands and only the rest of its body is cut off.
-    const timer = setTimeout(() => finish(status === null ? `timeout after ${opts.timeoutMs} ms` : null), opts.timeoutMs);
+  function post(url: string, body: Buffer, headers: Record<string, string>): Promise<PostResult> {
+    return new Promise((resolve) => {
+      const target = new URL(url);
+      const hostname = hostOf(target);
+      const port = Number(target.port) || 443;
+      let settled = false;
+      let lease: PinnedAgentLease | undefined;
+      let current: ClientRequest | undefined; // the exchange in progress; a retry replaces it
+      let open = false; // `current` has not closed yet (it may still be reading the rest of an answer)
 
-    const target = new URL(url);
-    const hostname = hostOf(target);
-    resolveChecked(hostname, { allowPrivate: opts.allowPrivate, resolve: opts.resolve }).then(
-      (addresses) => {
+      /** Everything of this attempt is over: the agent may be dropped once idle. */
+      const end = () => {
+        clearTimeout(timer);
+        lease?.release();
+      };
+      const report = (result: PostResult) => {
         if (settled) return;
-        req = https.request(
+        settled = true;
+        resolve(result);
+        if (!open) end();
+      };
+      // The time-out counts from the start of the attempt: DNS, connect, TLS and the answer. If the
+      // status line already arrived, the answer stands and only the rest of its body is cut off.
+      const timer = setTimeout(() => {
+        report({ status: null, error: `timeout after ${opts.timeoutMs} ms`, response: null });
+        current?.destroy();
+      }, opts.timeoutMs);
+
+      const send = (addresses: ResolvedAddress[], via: 'pool' | 'fresh socket') => {
+        let responded = false;
+        const req = https.request(
           {
             method: 'POST',
-            protocol: 'https:',
             host: hostname, // kept for SNI and the certificate's name check
-            port: target.port || 443,
+            port,
             path: target.pathname + target.search,
             headers: { ...headers, 'Content-Length': String(body.length) },
-            lookup: pinnedLookup(addresses),
-            agent: false,
-            ca: opts.ca,
-            rejectUnauthorized: true,
+            // The retry below needs a connection of its own, outside the pool, pinned all the same.
+            ...(via === 'pool' ? { agent: lease!.agent } : { agent: false, lookup: pinnedLookup(addresses), secureContext, rejectUnauthorized: true }),
           },
           (res) => {
-            status = res.statusCode ?? null;
+            responded = true;
+            const chunks: Buffer[] = [];
+            let received = 0;
+            const answer = () => report({ status: res.statusCode ?? null, error: null, response: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8') });
             res.on('data', (chunk: Buffer) => {
               if (received < EXCERPT_BYTES) chunks.push(chunk);
               received += chunk.length;
-              if (received >= EXCERPT_BYTES) finish(null); // enough to show in the log
+              if (received >= EXCERPT_BYTES) answer(); // enough for the log; the rest is read so the connection can be reused
+              if (received > DRAIN_LIMIT_BYTES) req.destroy();
             });
-            res.on('end', () => finish(null));
-            res.on('error', () => finish(null)); // the status already decides the outcome
+            res.on('end', answer);
+            res.on('error', answer); // cut off mid-body: the status already decides the outcome
+            res.on('close', answer);
           },
         );
-        req.on('error', (err) => finish(status === null ? describeError(err) : null));
+        current = req;
+        open = true;
+        req.on('close', () => {
+          if (current !== req) return;
+          open = false;
+          if (settled) end();
+        });
+        req.on('error', (err) => {
+          if (responded || settled) return;
+          /*
+           * A kept-alive connection that the receiver closed while it sat idle fails on first use
+           * with a reset before any byte of answer (Node documents this race under
+           * `request.reusedSocket`). That is not the receiver failing, so it is tried once more
+           * right away on a new connection, within the same attempt and time-out, instead of being
+           * logged as a failed attempt and resent 5 s later.
+           *
+           * Can this deliver twice? Only if the receiver took the POST and then reset without
+           * answering. undici and Bun refuse to replay non-idempotent requests for that reason; we
+           * accept it here because delivery is at least once by contract (README: "Retries"):
+           * every receiver must dedupe on X-Service-Delivery, and the alternative (a failed
+           * attempt) resends the very same body a few seconds later anyway. The replay happens at
+           * most once, only on a reused connection, only before any answer byte.
+           */
+          if (via === 'pool' && req.reusedSocket && describeError(err) === 'connection reset') {
+            pool.dropIdleSockets(lease!.agent); // its siblings were likely closed by the receiver too
+            send(addresses, 'fresh socket');
+            return;
+          }
+          report({ status: null, error: describeError(err), response: null });
+        });
         req.end(body);
-      },
-      (err) => finish(describeError(err)),
-    );
-  });
+      };
+
+      resolveChecked(hostname, { allowPrivate: opts.allowPrivate, resolve: opts.resolve }).then(
+        (addresses) => {
+          if (settled) return;
+          lease = pool.acquire(hostname, port, addresses);
+          send(addresses, 'pool');
+        },
+        (err) => report({ status: null, error: describeError(err), response: null }),
+      );
+    });
+  }
+
+  return { post, agentCount: () => pool.size(), close: () => pool.close() };
+}
+
+/** One attempt on a transport of its own, closed afterwards (one-off callers and tests). */
+export async function postOnce(url: string, body: Buffer, headers: Record<string, string>, opts: PostOptions): Promise<PostResult> {
+  const transport = createDeliveryTransport(opts);
+  try {
+    return await transport.post(url, body, headers);
+  } finally {
+    transport.close();
+  }
 }

@@ -1,7 +1,7 @@
 import { loadConfig } from '../config';
 import { createLogger } from '../platform/logger';
 import { openRuntime } from '../runtime';
-import { createDeliveryWorker } from './worker';
+import { deliveryWorkerFor } from '../services';
 import { onShutdownSignal } from '../platform/shutdown';
 
 /**
@@ -13,12 +13,7 @@ async function main() {
   const config = loadConfig();
   const logger = createLogger(config.logLevel);
   const runtime = await openRuntime(config);
-  const worker = createDeliveryWorker({
-    db: runtime.db,
-    config,
-    secretKey: runtime.services.keys.webhookSecrets,
-    logger: logger.child({ component: 'delivery-worker' }),
-  });
+  const worker = deliveryWorkerFor(runtime.services, logger.child({ component: 'delivery-worker' }));
   worker.start();
   logger.info({ owner: worker.owner, database: config.databaseUrl ? 'mysql' : 'sqlite' }, 'delivery worker started');
 

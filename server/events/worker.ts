@@ -1,26 +1,32 @@
 import fs from 'node:fs';
 import os from 'node:os';
-import tls from 'node:tls';
-import type { Knex } from 'knex';
 import type { Config } from '../config';
 import type { Logger } from '../platform/logger';
 import { decrypt, hmacHex, randomBase62 } from '../platform/crypto';
-import { createEventStore, Claimed, DeliveryStatus } from './store';
-import { postOnce, PostResult } from './transport';
+import type { Claimed, DeliveryStatus, EventStore } from './store';
+import { createDeliveryTransport, DeliveryTransport, PostResult } from './transport';
+import { adaptivePoll, WakeChannel } from './wake';
 import type { Resolver } from './ssrf';
 
 export interface WorkerOptions {
-  db: Knex;
-  config: Pick<Config, 'webhookAllowPrivateNetworks' | 'webhookCaFile' | 'webhookTimeoutMs' | 'webhookRetryDelaysMs'>;
+  store: EventStore;
+  config: Pick<Config, 'webhookAllowPrivateNetworks' | 'webhookCaFile' | 'webhookTimeoutMs' | 'webhookRetryDelaysMs' | 'webhookConcurrency' | 'webhookMaxInFlightPerAddress'>;
   /** services.keys.webhookSecrets: opens the stored signing secrets. */
   secretKey: Buffer;
   logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
-  /** Deliveries in flight at once, over all sites. */
+  /** Deliveries in flight at once, over all sites (default WEBHOOK_CONCURRENCY). */
   concurrency?: number;
-  /** In flight at once to one address, so one slow receiver cannot take every slot. */
+  /** In flight at once to one address, so one slow receiver cannot take every slot (default WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS). */
   perEndpoint?: number;
-  /** How often to look for due rows written or rescheduled by other processes. */
+  /**
+   * The longest pause between looks for due rows written or rescheduled by other processes. Without
+   * a live wake channel the worker looks every 50 ms while it finds work and backs off to this.
+   */
   pollMs?: number;
+  /** Wakes this worker when any process commits events (Redis pub/sub with REDIS_URL). */
+  wake?: WakeChannel;
+  /** The HTTPS client of the attempts; built from the config when not given (tests pass their own). */
+  transport?: DeliveryTransport;
   /** How long a claim is ours; after it, another worker may retry the row. */
   leaseMs?: number;
   resolve?: Resolver;
@@ -76,17 +82,27 @@ export function signedHeaders(secret: string, eventName: string, eventId: string
  * workers may run on MySQL (claims skip each other's locked rows); on SQLite run one.
  */
 export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
-  const { db, config, secretKey, logger } = opts;
-  const store = createEventStore(db);
-  const concurrency = opts.concurrency ?? 16;
-  const perEndpoint = opts.perEndpoint ?? 4;
+  const { store, config, secretKey, logger } = opts;
+  const concurrency = opts.concurrency ?? config.webhookConcurrency;
+  const perEndpoint = opts.perEndpoint ?? config.webhookMaxInFlightPerAddress;
   const pollMs = opts.pollMs ?? 1000;
   const delays = config.webhookRetryDelaysMs;
   const maxAttempts = delays.length + 1;
   // The attempt's own time-out plus room to write its result; a lease that ran out means the worker died.
   const leaseMs = opts.leaseMs ?? config.webhookTimeoutMs + 10_000;
   const owner = (opts.owner ?? `${os.hostname()}:${process.pid}:${randomBase62(6)}`).slice(0, 64);
-  const ca = config.webhookCaFile ? [...tls.rootCertificates, fs.readFileSync(config.webhookCaFile, 'utf8')] : undefined;
+  // One transport for the worker's life: one secure context, kept-alive connections per checked address.
+  const transport =
+    opts.transport ??
+    createDeliveryTransport({
+      timeoutMs: config.webhookTimeoutMs,
+      allowPrivate: config.webhookAllowPrivateNetworks,
+      ca: config.webhookCaFile ? [fs.readFileSync(config.webhookCaFile, 'utf8')] : undefined,
+      resolve: opts.resolve,
+      maxIdleSocketsPerAddress: perEndpoint,
+    });
+  const poll = adaptivePoll({ minMs: Math.min(50, pollMs), maxMs: pollMs });
+  let pollDelay = pollMs;
 
   const inFlight = new Map<string, { endpointId: string; done: Promise<void> }>();
   const stats = { delivered: 0, failed: 0, retry: 0, stale: 0 };
@@ -103,7 +119,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     if (stopped) return;
     const now = Date.now();
     retryTimes = retryTimes.filter((t) => t > now);
-    const delay = Math.max(0, Math.min(pollMs, ...retryTimes.map((t) => t - now)));
+    const delay = Math.max(0, Math.min(pollDelay, ...retryTimes.map((t) => t - now)));
     timer = setTimeout(tick, delay);
   }
 
@@ -120,6 +136,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       again = true;
       return;
     }
+    let foundWork = false;
     ticking = (async () => {
       do {
         again = false;
@@ -137,6 +154,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
           // looks due, but it is still being sent.
           exclude: [...inFlight.keys()],
         });
+        if (claimed.length > 0) foundWork = true;
         for (const c of claimed) run(c);
         // More may be due: the batch was full, or rows of an address that just filled up hid others
         // (the next round leaves that address out).
@@ -146,8 +164,10 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       .catch((err) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'event delivery: claiming failed; retrying at the next poll'))
       .finally(() => {
         ticking = null;
-        if (again && !stopped) tick(); // woken after the last claim: look again now
-        else scheduleNext();
+        if (again && !stopped) return tick(); // woken after the last claim: look again now
+        // Woken across processes: the full poll is only a safety net. Otherwise poll briskly while work keeps coming.
+        pollDelay = opts.wake?.live() ? pollMs : poll.nextDelay(foundWork);
+        scheduleNext();
       });
   }
 
@@ -186,12 +206,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     const startedAt = Date.now();
     const secret = decrypt(secretKey, endpoint.secret_encrypted);
     const headers = signedHeaders(secret, event.name, event.id, c.attempt, event.body, startedAt);
-    const result = await postOnce(endpoint.url, Buffer.from(event.body, 'utf8'), headers, {
-      timeoutMs: config.webhookTimeoutMs,
-      allowPrivate: config.webhookAllowPrivateNetworks,
-      ca,
-      resolve: opts.resolve,
-    });
+    const result = await transport.post(endpoint.url, Buffer.from(event.body, 'utf8'), headers);
     const finishedAt = Date.now();
 
     let outcome = outcomeOf(result);
@@ -244,6 +259,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     start() {
       if (started) return;
       started = true;
+      opts.wake?.subscribe(() => tick());
       tick();
       void cleanup();
       cleanupTimer = setInterval(() => void cleanup(), CLEANUP_EVERY_MS);
@@ -258,6 +274,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       clearInterval(cleanupTimer);
       await ticking;
       await Promise.allSettled([...inFlight.values()].map((f) => f.done));
+      if (!opts.transport) transport.close();
     },
   };
 }

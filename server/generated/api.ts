@@ -316,13 +316,12 @@ export interface components {
         Cursor: string;
         Error: {
             /**
-             * @description Stable machine-readable code: `invalid_request`, `unauthorized`, `insufficient_scope`,
-             *     `not_found`, `method_not_allowed`, `conversation_closed`, `idempotency_key_in_use`,
-             *     `payload_too_large`, `unsupported_media_type`, `idempotency_key_reused`,
-             *     `rate_limit_exceeded`, `internal_error`, `service_unavailable`.
+             * @description Stable machine-readable code; each error answer's description says which codes it
+             *     carries. A later version may add codes: treat one you do not know by its HTTP status.
              * @example not_found
+             * @enum {string}
              */
-            code: string;
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "conversation_closed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "internal_error" | "service_unavailable";
             details?: components["schemas"]["ErrorDetail"][];
             /** @description Human-readable explanation; may quote a parameter or file name the request sent. */
             message: string;

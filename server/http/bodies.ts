@@ -24,7 +24,7 @@ export const jsonBody = express.json({
 
 /**
  * multipart/form-data for replies with files: spooled to DATA_DIR/tmp (never whole in memory),
- * limits from DECISIONS. Every spool file a request wrote is removed when its answer is sent or its
+ * limits as README.md lists them (Errors: 413 payload_too_large). Every spool file a request wrote is removed when its answer is sent or its
  * connection goes away, including a file that was still being written (see RequestSpool).
  */
 export function multipartBody(dataDir: string, maxFileBytes: number): RequestHandler {

@@ -1,10 +1,14 @@
 import { STATUS_CODES } from 'node:http';
 import type { Server } from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { ErrorCode } from '../platform/errors';
+
+// Typed, so a code the document does not list fails type-checking here too.
+const INVALID: ErrorCode = 'invalid_request';
 
 /** What Node's HTTP parser refuses before Express sees the request, as our envelope (not an empty body). */
 function rawAnswer(status: number, message: string): string {
-  const body = JSON.stringify({ error: { code: 'invalid_request', message } });
+  const body = JSON.stringify({ error: { code: INVALID, message } });
   return `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nCache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n${body}`;
 }
 
@@ -29,7 +33,7 @@ export function answerClientErrorsInEnvelope(server: Server): void {
     setTimeout(() => socket.destroy(), 1000).unref(); // a client that does not even read the answer
   });
   server.on('checkExpectation', (_req, res) => {
-    const body = JSON.stringify({ error: { code: 'invalid_request', message: 'Only "Expect: 100-continue" is supported.' } });
+    const body = JSON.stringify({ error: { code: INVALID, message: 'Only "Expect: 100-continue" is supported.' } });
     res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', Connection: 'close' });
     res.end(body);
   });

@@ -1,5 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
-import { ApiError, ERROR_STATUS, ErrorCode, ErrorDetail } from '../platform/errors';
+import { ApiError, ErrorCode, ErrorDetail } from '../platform/errors';
 import { isConnectionError } from '../db/knex';
 import type { Logger } from '../platform/logger';
 
@@ -99,5 +99,3 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
 }
 
 export const notFoundHandler: RequestHandler = (_req, _res, next) => next(new ApiError('not_found', 'No such resource.'));
-
-export { ERROR_STATUS };

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import YAML from 'yaml';
 import * as OpenApiValidator from 'express-openapi-validator';
+import { fromProjectRoot } from '../platform/project-root';
 
-export const OPENAPI_FILE = path.resolve(__dirname, '../../openapi/openapi.yaml');
+export const OPENAPI_FILE = fromProjectRoot('openapi', 'openapi.yaml');
 
-export const WINDOW_OPENAPI_FILE = path.resolve(__dirname, '../../openapi/window.yaml');
+export const WINDOW_OPENAPI_FILE = fromProjectRoot('openapi', 'window.yaml');
 
 /**
  * A hand-written document, read once. Callers of `doc()` get a deep copy (the validator mutates

@@ -39,7 +39,7 @@ export interface IdempotencyHandle {
 }
 
 /**
- * Idempotency-Key as in DECISIONS: scoped to the access key, remembered 24 hours; a repeat replays
+ * Idempotency-Key as openapi/openapi.yaml declares it: scoped to the access key, remembered 24 hours; a repeat replays
  * the first answer; a repeat while the first runs is 409; the same key with another request is 422.
  */
 export function createIdempotencyService(

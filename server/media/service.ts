@@ -68,7 +68,7 @@ export function createMediaService(store: MediaStore, opts: MediaServiceOptions)
     },
 
     toDto(row: AttachmentRow): Attachment {
-      return { id: row.id, name: row.name, mimeType: row.mime_type, size: Number(row.size), url: service.signedUrl(row.id) };
+      return { id: row.id, name: row.name, mimeType: row.mime_type, size: row.size, url: service.signedUrl(row.id) };
     },
 
     /**
@@ -119,7 +119,7 @@ export function createMediaService(store: MediaStore, opts: MediaServiceOptions)
       if (!row || !row.message_id) throw notFound('Attachment');
       const file = path.join(dir, row.storage_key);
       if (!fs.existsSync(file)) throw notFound('Attachment');
-      return { row: { ...row, size: Number(row.size) }, file };
+      return { row, file };
     },
   };
   return service;

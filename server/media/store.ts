@@ -12,15 +12,24 @@ export interface AttachmentRow {
   created_at: number;
 }
 
+const COLUMNS = ['id', 'site_id', 'message_id', 'name', 'mime_type', 'size', 'sha256', 'storage_key', 'created_at'] as const;
+
+/** The one row mapping of `attachments`: mysql2 may hand BIGINT back as a string. */
+export function mapAttachmentRow(row: AttachmentRow): AttachmentRow {
+  return { ...row, size: Number(row.size), created_at: Number(row.created_at) };
+}
+
+const normalise = (row: AttachmentRow | undefined) => row && mapAttachmentRow(row);
+
 export function createMediaStore(db: Knex) {
   return {
     insert: (trx: Knex.Transaction, rows: AttachmentRow[]) => (rows.length ? trx('attachments').insert(rows) : Promise.resolve()),
-    find: (siteId: string, id: string) => db<AttachmentRow>('attachments').where({ site_id: siteId, id }).first(),
-    findById: (id: string) => db<AttachmentRow>('attachments').where({ id }).first(),
+    find: async (siteId: string, id: string) => normalise(await db<AttachmentRow>('attachments').where({ site_id: siteId, id }).first(COLUMNS)),
+    findById: async (id: string) => normalise(await db<AttachmentRow>('attachments').where({ id }).first(COLUMNS)),
     async forMessages(messageIds: string[], trx: Knex = db): Promise<AttachmentRow[]> {
       if (messageIds.length === 0) return [];
-      const rows = await trx<AttachmentRow>('attachments').whereIn('message_id', messageIds).orderBy(['created_at', 'id']);
-      return rows.map((r) => ({ ...r, size: Number(r.size) }));
+      const rows: AttachmentRow[] = await trx<AttachmentRow>('attachments').whereIn('message_id', messageIds).orderBy(['created_at', 'id']).select(COLUMNS);
+      return rows.map(mapAttachmentRow);
     },
     /** Which of these stored file names an attachment row still points to (the rest are orphans). */
     async existingStorageKeys(storageKeys: string[]): Promise<Set<string>> {

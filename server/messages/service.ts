@@ -64,22 +64,33 @@ export function createMessageService(deps: Deps) {
     };
   }
 
+  /** A page's messages with their files: one look-up, and none when no message of the page has files. */
   async function toDtos(rows: MessageRow[]): Promise<Message[]> {
-    const attachments = await mediaStore.forMessages(rows.map((r) => r.id));
-    return rows.map((r) => toDto(r, attachments.filter((a) => a.message_id === r.id)));
+    const withFiles = rows.filter((r) => r.attachment_count > 0).map((r) => r.id);
+    const attachments = await mediaStore.forMessages(withFiles);
+    return rows.map((r) => toDto(r, r.attachment_count > 0 ? attachments.filter((a) => a.message_id === r.id) : []));
   }
 
   const service = {
     toDto,
 
     async list(siteId: string, conversationId: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
-      const conversation = await conversations.find(siteId, conversationId);
-      if (!conversation) throw notFound('Conversation');
       const order = query.order ?? 'asc';
       const limit = query.limit ?? 25;
       const scope = { list: 'messages', conversationId, order };
-      const after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
-      const rows = await messages.list(conversationId, order, after, limit + 1);
+      const mustExist = async () => {
+        if (!(await conversations.find(siteId, conversationId))) throw notFound('Conversation');
+      };
+      let after;
+      try {
+        after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
+      } catch (err) {
+        await mustExist(); // a missing conversation answers 404 before its cursor is judged
+        throw err;
+      }
+      const rows = await messages.page(siteId, conversationId, order, after, limit + 1);
+      // Only an empty page needs to know whether the conversation exists for this site: 404, or no more messages.
+      if (rows.length === 0) await mustExist();
       const page = toPage(rows, limit, (r) => r, cursors, scope);
       return { data: await toDtos(page.data), page: page.page };
     },
@@ -100,6 +111,7 @@ export function createMessageService(deps: Deps) {
         content: input.content,
         format: input.format,
         created_at: at,
+        attachment_count: files.length,
       };
       await messages.insert(trx, row);
       const linked = files.map((f) => ({ ...f, message_id: row.id }));

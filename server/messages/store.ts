@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { withIndex } from '../db/index-hint';
 import type { Position } from '../platform/cursor';
 import type { components } from '../generated/api';
 
@@ -17,15 +18,33 @@ export interface MessageRow {
   content: string;
   format: MessageFormat;
   created_at: number;
+  /** How many files the message carries: written with the message, so a page looks attachments up only when it has some. */
+  attachment_count: number;
+}
+
+const COLUMNS = ['id', 'conversation_id', 'site_id', 'direction', 'origin', 'api_key_id', 'content', 'format', 'created_at', 'attachment_count'] as const;
+
+/** The one row mapping of `messages`: mysql2 may hand BIGINT back as a string. */
+export function mapMessageRow(row: MessageRow): MessageRow {
+  return { ...row, created_at: Number(row.created_at), attachment_count: Number(row.attachment_count) };
 }
 
 export function createMessageStore(db: Knex) {
   return {
     insert: (trx: Knex.Transaction, row: MessageRow) => trx('messages').insert(row),
 
-    /** Oldest first (or newest with desc) by (created_at, id): a range scan on messages_conversation_created. */
-    async list(conversationId: string, order: 'asc' | 'desc', after: Position | undefined, limit: number): Promise<MessageRow[]> {
-      const q = db<MessageRow>('messages').where('conversation_id', conversationId);
+    /**
+     * One page of a conversation of the site, oldest first (or newest with desc) by (created_at, id):
+     * a keyset range scan on messages_conversation_created. The site is checked on the messages'
+     * own `site_id` (their conversation's, copied when written), so a conversation of another site
+     * gives an empty page here, and the caller tells "no such conversation" from "no more messages"
+     * only when the page is empty.
+     */
+    async page(siteId: string, conversationId: string, order: 'asc' | 'desc', after: Position | undefined, limit: number): Promise<MessageRow[]> {
+      const q = db
+        .from<MessageRow>(withIndex(db, 'messages', 'messages_conversation_created'))
+        .where('conversation_id', conversationId)
+        .andWhere('site_id', siteId);
       if (after) {
         const op = order === 'asc' ? '>' : '<';
         const edge = order === 'asc' ? '>=' : '<=';
@@ -33,8 +52,8 @@ export function createMessageStore(db: Knex) {
           w.where('created_at', op, after.createdAt).orWhere('id', op, after.id),
         );
       }
-      const rows = await q.orderBy([{ column: 'created_at', order }, { column: 'id', order }]).limit(limit);
-      return rows.map((r) => ({ ...r, created_at: Number(r.created_at) }));
+      const rows: MessageRow[] = await q.orderBy([{ column: 'created_at', order }, { column: 'id', order }]).limit(limit).select(COLUMNS);
+      return rows.map(mapMessageRow);
     },
   };
 }

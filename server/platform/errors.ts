@@ -1,5 +1,13 @@
-/** The error codes of DECISIONS.md, with their HTTP status. */
-export const ERROR_STATUS = {
+import type { components } from '../generated/api';
+
+/** The error codes: the `enum` of `Error.code` in openapi/openapi.yaml, the one list of them. */
+export type ErrorCode = components['schemas']['Error']['code'];
+
+/**
+ * Each code's HTTP status. Typed by the document's list, so a code added there and missing here,
+ * or one here the document does not list, fails type-checking.
+ */
+export const ERROR_STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
   unauthorized: 401,
   insufficient_scope: 403,
@@ -13,14 +21,9 @@ export const ERROR_STATUS = {
   rate_limit_exceeded: 429,
   internal_error: 500,
   service_unavailable: 503,
-} as const;
+};
 
-export type ErrorCode = keyof typeof ERROR_STATUS;
-
-export interface ErrorDetail {
-  path: string;
-  message: string;
-}
+export type ErrorDetail = components['schemas']['ErrorDetail'];
 
 /** An error meant for the client: it becomes `{error: {code, message, details?}}`. */
 export class ApiError extends Error {

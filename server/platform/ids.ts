@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
 
-/**
- * Opaque, unguessable, time-sortable identifiers (DECISIONS: Conventions): a type prefix, then
- * 10 characters of millisecond time and 16 characters (80 bits) of randomness in lowercase
- * Crockford base32, like a ULID. Within one millisecond the random part is incremented so ids made
- * by one process sort in creation order.
- */
+// Identifiers are opaque, unguessable and time-sortable, with a type prefix: the prefix, then 10
+// characters of millisecond time and 16 characters (80 bits) of randomness in lowercase Crockford
+// base32, like a ULID (the id patterns of openapi/openapi.yaml, `^conv_[0-9a-hjkmnp-tv-z]{26}$` and
+// the like, accept exactly this form). Within one millisecond the random part is incremented, so
+// ids made by one process sort in creation order.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
-export const ID_BODY_PATTERN = '[0-9a-hjkmnp-tv-z]{26}';
 
-export type IdPrefix = 'ws' | 'conv' | 'msg' | 'med' | 'key' | 'whk' | 'evt' | 'att' | 'vis';
+/** site (the `workspaceKey`), conversation, message, attachment, access key, event address, anonymous visitor */
+export type IdPrefix = 'ws' | 'conv' | 'msg' | 'med' | 'key' | 'whk' | 'vis';
 
 let lastTime = -1;
 let lastRandom: number[] = [];
@@ -41,6 +40,7 @@ function increment(digits: number[]): number[] {
   return freshRandom(); // overflow of 80 bits within one ms: practically impossible
 }
 
+/** The time-sortable part without a prefix (also used for request ids, upload names and event ids). */
 export function ulidBody(now = Date.now()): string {
   if (now === lastTime) {
     lastRandom = increment(lastRandom);
@@ -51,10 +51,7 @@ export function ulidBody(now = Date.now()): string {
   return encodeTime(now) + lastRandom.map((d) => ALPHABET[d]).join('');
 }
 
+/** A new identifier, `<prefix>_<ulidBody>`; pass the record's creation time as `now` so both sort alike. */
 export function newId(prefix: IdPrefix, now = Date.now()): string {
   return `${prefix}_${ulidBody(now)}`;
-}
-
-export function isId(prefix: IdPrefix, value: unknown): value is string {
-  return typeof value === 'string' && new RegExp(`^${prefix}_${ID_BODY_PATTERN}$`).test(value);
 }

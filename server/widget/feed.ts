@@ -1,12 +1,4 @@
-import { ApiError } from '../platform/errors';
-import type { ConversationRow } from '../conversations/store';
-import { conversationToDto } from '../conversations/store';
-import type { MessageService } from '../messages/service';
-import type { Message } from '../messages/store';
-import type { MediaStore } from '../media/store';
-import type { WindowStore } from './store';
-
-/**
+/*
  * The visitor's feed: what the chat window shows live, as a sequence of events with ids, across
  * the visitor's conversations in the order they started:
  *
@@ -21,6 +13,14 @@ import type { WindowStore } from './store';
  * A conversation's state is read before its messages: once it reads closed, every message it will
  * ever have is already committed, and the closed event can follow them.
  */
+import { ApiError } from '../platform/errors';
+import type { ConversationRow } from '../conversations/store';
+import { conversationToDto } from '../conversations/store';
+import type { MessageService } from '../messages/service';
+import type { Message } from '../messages/store';
+import type { MediaStore } from '../media/store';
+import type { WindowStore } from './store';
+
 export type FeedPosition =
   | { kind: 'start' }
   | { kind: 'at'; conversationId: string; createdAt: number; ids: string[] }

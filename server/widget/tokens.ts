@@ -1,7 +1,4 @@
-import { createHmac } from 'node:crypto';
-import { safeEqual } from '../platform/crypto';
-
-/**
+/*
  * The chat window's credentials, both `<kind>.<base64url JSON payload>.<base64url HMAC-SHA256>`,
  * each kind with its own key derived from the master key, so one can never pass for the other:
  *
@@ -12,6 +9,9 @@ import { safeEqual } from '../platform/crypto';
  *   site and a visitor id and opens nothing by itself: it is only exchanged at the gateway, from an
  *   allowed origin, for a window token. It is not an API key.
  */
+import { createHmac } from 'node:crypto';
+import { safeEqual } from '../platform/crypto';
+
 export const WINDOW_TOKEN_TTL_SECONDS = 600;
 export const VISITOR_CREDENTIAL_TTL_SECONDS = 180 * 24 * 3600;
 /** Clock skew tolerated between instances for a token's issue time. */

@@ -24,7 +24,7 @@ describe('contention that outlasts every retry (both engines)', () => {
         tries++;
         throw Object.assign(new Error(`lost to another writer (${code})`), { code });
       },
-      3,
+      { attempts: 3 },
     );
     await expect(attempt).rejects.toBeInstanceOf(ApiError);
     await expect(attempt).rejects.toMatchObject({ code: 'service_unavailable', status: 503, headers: { 'Retry-After': '1' } });
@@ -137,7 +137,7 @@ sqliteOnly('SQLite shared with a second writing process (the CLI, npm run worker
     const holder = await other.transaction();
     try {
       await holder('conversations').where({ id: conv }).update({ updated_at: Date.now() });
-      const blocked = runInTransaction(h.runtime.db, (trx) => trx('conversations').where({ id: conv }).update({ updated_at: Date.now() }), 1);
+      const blocked = runInTransaction(h.runtime.db, (trx) => trx('conversations').where({ id: conv }).update({ updated_at: Date.now() }), { attempts: 1 });
       await expect(blocked).rejects.toMatchObject({ code: 'service_unavailable', headers: { 'Retry-After': '1' } });
       await holder.commit();
       const res = await reply(conv, 'after the lock');

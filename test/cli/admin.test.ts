@@ -86,3 +86,18 @@ test('errors go to stderr with a non-zero exit and nothing on stdout', async () 
     expect(r.stderr).toMatch(/^error: /);
   }
 }, 60_000);
+
+test('a service error reads the same from every command: code, message, then each problem it lists', async () => {
+  const site = await adminJson('site', 'create', '--name', 'Errors shop');
+  const empty = await admin('visitor', 'say', '--site', site.id, '--visitor', 'v-err', '--content', '', '--json');
+  expect(empty.code).not.toBe(0);
+  expect(empty.stdout).toBe('');
+  expect(empty.stderr).toMatch(/^error: invalid_request: .+\n {2}\/body\/content: .+\n$/);
+  const missing = await admin('agent', 'say', '--conversation', 'conv_00000000000000000000000000', '--content', 'hi');
+  expect(missing.stderr).toMatch(/^error: not_found: .+\n$/);
+  const plainHttp = await admin('webhook', 'set', '--site', site.id, '--url', 'http://example.com/hook');
+  expect(plainHttp.stderr).toMatch(/^error: invalid_request: .*https:\/\/.*\n$/);
+  // A usage mistake has no code.
+  const usage = await admin('key', 'revoke');
+  expect(usage.stderr).toBe('error: usage: key revoke <key id>\n');
+}, 60_000);

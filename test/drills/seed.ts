@@ -1,7 +1,6 @@
 import { loadConfig } from '../../server/config';
 import { openRuntime } from '../../server/runtime';
 import { ALL_SCOPES } from '../helpers/harness';
-import { createWebhookService } from '../../server/events/service';
 
 export interface Seeded {
   siteId: string;
@@ -26,8 +25,7 @@ export async function seedSite(
     const key = await services.access.createKey(site.id, ALL_SCOPES);
     let webhookSecret: string | undefined;
     if (opts.webhookUrl) {
-      const hooks = createWebhookService({ db: runtime.db, secretKey: services.keys.webhookSecrets, allowPrivateNetworks: true });
-      webhookSecret = (await hooks.setEndpoint(site.id, opts.webhookUrl, 'message.created')).secret ?? undefined;
+      webhookSecret = (await services.webhooks.setEndpoint(site.id, opts.webhookUrl, 'message.created')).secret ?? undefined;
     }
     const conversationIds: string[] = [];
     for (let i = 0; i < (opts.conversations ?? 1); i++) {

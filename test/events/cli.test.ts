@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { execFile } from 'node:child_process';
-import { createHarness, Harness } from '../helpers/harness';
-import { answer, deliveryOf, eventIdsOf, Receiver, signatureValid, startReceiver, waitFor, workerPool } from './helpers';
+import type { Harness } from '../helpers/harness';
+import { answer, deliveryHarness, deliveryOf, eventIdsOf, Receiver, signatureValid, startReceiver, waitFor, workerPool } from './helpers';
 
 /** The operator CLI's webhook commands, run as a user runs them (a separate process on the same database). */
 const ROOT = path.resolve(__dirname, '../..');
@@ -12,10 +12,7 @@ const workers = workerPool(() => h);
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  h = await createHarness({
-    env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_RETRY_DELAYS_MS: '50,50' },
-    onEvents: () => workers.wake(),
-  });
+  h = await deliveryHarness(receiver, { delaysMs: [50, 50], onEvents: () => workers.wake() });
 });
 afterEach(() => workers.stopAll());
 afterAll(async () => {

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { spawn, ChildProcess } from 'node:child_process';
 import type { ServerResponse } from 'node:http';
-import { createHarness, Harness } from '../helpers/harness';
-import { answer, attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks } from './helpers';
+import type { Harness } from '../helpers/harness';
+import { answer, attemptsOf, deliveryEnv, deliveryHarness, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks } from './helpers';
 
 /**
  * The outbox survives a worker that dies mid-delivery: `npm run worker` as a real child process,
@@ -10,7 +10,8 @@ import { answer, attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, wa
  * out, and every event arrives.
  */
 const ROOT = path.resolve(__dirname, '../..');
-const TIMEOUT_MS = 2000; // lease = time-out + 10 s
+/** The workers' delivery settings (lease = time-out + 10 s). */
+const SETUP = { timeoutMs: 2000, delaysMs: [200, 200] };
 
 let receiver: Receiver;
 let h: Harness;
@@ -18,7 +19,7 @@ const children: ChildProcess[] = [];
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  h = await createHarness();
+  h = await deliveryHarness(receiver, SETUP);
 });
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
@@ -34,10 +35,7 @@ function startWorker() {
       ...process.env,
       DATA_DIR: h.database.dataDir,
       ...(h.database.databaseUrl ? { DATABASE_URL: h.database.databaseUrl } : {}),
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_CA_FILE: receiver.caFile,
-      WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS),
-      WEBHOOK_RETRY_DELAYS_MS: '200,200',
+      ...deliveryEnv(receiver, SETUP),
       LOG_LEVEL: 'info',
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -7,7 +7,6 @@ import net from 'node:net';
 import { execFileSync } from 'node:child_process';
 import { Harness } from '../helpers/harness';
 import { createDnsResolver, resolveChecked, Resolver } from '../../server/events/ssrf';
-import { createWebhookService } from '../../server/events/service';
 import { postOnce } from '../../server/events/transport';
 import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool, deliveryHarness } from './helpers';
 
@@ -140,12 +139,7 @@ function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
 
 /** Saves a site's address without asking any DNS (the name is made up; the worker resolves it later). */
 const saveAddress = (siteId: string, url: string) =>
-  createWebhookService({
-    db: h.runtime.db,
-    secretKey: h.runtime.services.keys.webhookSecrets,
-    allowPrivateNetworks: false,
-    resolve: async () => [{ address: '93.184.215.14', family: 4 }],
-  }).setEndpoint(siteId, url, 'message.created');
+  webhooks(h, { allowPrivateNetworks: false, resolve: async () => [{ address: '93.184.215.14', family: 4 }] }).setEndpoint(siteId, url, 'message.created');
 
 test('a black-holed DNS zone ends the attempt with "dns timeout" within the configured time', async () => {
   const hole = await blackHoleDns();
@@ -159,7 +153,7 @@ test('a black-holed DNS zone ends the attempt with "dns timeout" within the conf
   expect(took).toBeLessThan(1500);
 
   // Saving such an address is refused after the same time, not left hanging.
-  const service = createWebhookService({ db: h.runtime.db, secretKey: h.runtime.services.keys.webhookSecrets, allowPrivateNetworks: false, resolve });
+  const service = webhooks(h, { allowPrivateNetworks: false, resolve });
   await expect(service.setEndpoint(h.site.id, 'https://hooks.blackholed.test/in')).rejects.toThrow(/does not resolve \(ETIMEOUT\)/);
 });
 

@@ -3,7 +3,7 @@ import https from 'node:https';
 import { execFile } from 'node:child_process';
 import { createTestDatabase, TestDatabase } from '../helpers/db';
 import { freePort, ROOT, spawnTs, Spawned } from '../helpers/spawn';
-import { Receiver, signatureValid, startReceiver, waitFor } from './helpers';
+import { deliveryEnv, Receiver, signatureValid, startReceiver, waitFor } from './helpers';
 
 /**
  * The issue's "done when", as a user does it: the address set with the CLI, a visitor writing
@@ -23,8 +23,7 @@ beforeAll(async () => {
     DATABASE_URL: database.databaseUrl ?? '',
     NODE_ENV: 'production', // no demo data
     LOG_LEVEL: 'silent',
-    WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-    WEBHOOK_CA_FILE: receiver.caFile,
+    ...deliveryEnv(receiver),
   };
 });
 afterAll(async () => {

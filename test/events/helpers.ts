@@ -8,8 +8,10 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { makeSelfSignedCert } from '../../server/platform/tls';
-import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from '../../server/events/worker';
+import type { DeliveryWorker, WorkerOptions } from '../../server/events/worker';
 import { createWebhookService } from '../../server/events/service';
+import type { Resolver } from '../../server/events/ssrf';
+import { deliveryWorkerFor } from '../../server/services';
 import { createHarness, Harness } from '../helpers/harness';
 
 export interface Received {
@@ -114,14 +116,7 @@ export function workerPool(h: () => Harness) {
   const running: DeliveryWorker[] = [];
   return {
     start(overrides: Partial<WorkerOptions['config']> = {}, extra: Partial<WorkerOptions> = {}): DeliveryWorker {
-      const harness = h();
-      const worker = createDeliveryWorker({
-        db: harness.runtime.db,
-        config: { ...harness.config, ...overrides },
-        secretKey: harness.runtime.services.keys.webhookSecrets,
-        logger: silent,
-        ...extra,
-      });
+      const worker = deliveryWorkerFor(h().runtime.services, silent, { config: overrides, ...extra });
       running.push(worker);
       worker.start();
       return worker;
@@ -135,8 +130,13 @@ export function workerPool(h: () => Harness) {
   };
 }
 
-export function webhooks(h: Harness, allowPrivateNetworks = true) {
-  return createWebhookService({ db: h.runtime.db, secretKey: h.runtime.services.keys.webhookSecrets, allowPrivateNetworks });
+/**
+ * The harness's webhook service with an address policy of the test's own: private networks allowed
+ * unless `allowPrivateNetworks: false`, and names resolved by `resolve` (a fake DNS) when given.
+ */
+export function webhooks(h: Harness, policy: { allowPrivateNetworks?: boolean; resolve?: Resolver } = {}) {
+  const { stores, keys } = h.runtime.services;
+  return createWebhookService({ store: stores.events, sites: stores.access, secretKey: keys.webhookSecrets, allowPrivateNetworks: policy.allowPrivateNetworks ?? true, resolve: policy.resolve });
 }
 
 /** Delivery state of one event, straight from the table. */
@@ -155,19 +155,30 @@ export async function eventIdsOf(h: Harness, siteId: string, name?: string): Pro
   return (await q.select('id')).map((r) => r.id);
 }
 
-/**
- * The app on a fresh database, set up to deliver to `receiver` (a local HTTPS receiver with its own
- * CA, so private addresses are allowed), with the attempt time-out and the pauses a test needs.
- */
-export function deliveryHarness(receiver: Receiver, opts: { timeoutMs: number; delaysMs: number[]; onEvents: () => void }): Promise<Harness> {
-  return createHarness({
-    env: {
-      WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true',
-      WEBHOOK_CA_FILE: receiver.caFile,
-      WEBHOOK_TIMEOUT_MS: String(opts.timeoutMs),
-      WEBHOOK_RETRY_DELAYS_MS: opts.delaysMs.join(','),
-    },
-    onEvents: opts.onEvents,
-  });
+export interface DeliverySetup {
+  /** WEBHOOK_TIMEOUT_MS; the configuration's default when not given. */
+  timeoutMs?: number;
+  /** WEBHOOK_RETRY_DELAYS_MS; the configuration's default when not given. */
+  delaysMs?: number[];
+  /** WEBHOOK_ALLOW_PRIVATE_NETWORKS: true (the receiver is on 127.0.0.1) unless a test checks refusals. */
+  allowPrivateNetworks?: boolean;
 }
 
+/** The environment that points a service (in this process or a child) at `receiver`. */
+export function deliveryEnv(receiver: Receiver, setup: DeliverySetup = {}): Record<string, string> {
+  return {
+    WEBHOOK_ALLOW_PRIVATE_NETWORKS: String(setup.allowPrivateNetworks ?? true),
+    WEBHOOK_CA_FILE: receiver.caFile,
+    ...(setup.timeoutMs === undefined ? {} : { WEBHOOK_TIMEOUT_MS: String(setup.timeoutMs) }),
+    ...(setup.delaysMs === undefined ? {} : { WEBHOOK_RETRY_DELAYS_MS: setup.delaysMs.join(',') }),
+  };
+}
+
+/**
+ * The app on a fresh database, set up to deliver to `receiver` (a local HTTPS receiver with its own
+ * CA), with the attempt time-out and the pauses a test needs; `onEvents` runs after every commit
+ * that wrote events (wake the test's workers there).
+ */
+export function deliveryHarness(receiver: Receiver, opts: DeliverySetup & { onEvents?: () => void } = {}): Promise<Harness> {
+  return createHarness({ env: deliveryEnv(receiver, opts), onEvents: opts.onEvents });
+}

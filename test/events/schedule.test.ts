@@ -1,5 +1,5 @@
-import { createHarness, Harness } from '../helpers/harness';
-import { answer, attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
+import type { Harness } from '../helpers/harness';
+import { answer, attemptsOf, deliveryHarness, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
 
 /**
  * The real schedule of SPEC section 6: three attempts with pauses of 5 s and then 10 s (the
@@ -12,10 +12,7 @@ const workers = workerPool(() => h);
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  h = await createHarness({
-    env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_CA_FILE: receiver.caFile },
-    onEvents: () => workers.wake(),
-  });
+  h = await deliveryHarness(receiver, { onEvents: () => workers.wake() }); // the default time-out and pauses
 });
 afterAll(async () => {
   await workers.stopAll();

@@ -1,9 +1,8 @@
 import fs from 'node:fs';
-import { createHarness, Harness } from '../helpers/harness';
+import type { Harness } from '../helpers/harness';
 import { isBlockedAddress, Resolver } from '../../server/events/ssrf';
-import { createWebhookService } from '../../server/events/service';
 import { postOnce } from '../../server/events/transport';
-import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
+import { attemptsOf, deliveryHarness, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
 
 /** Addresses are refused when saved and again at every connect (DECISIONS: Events and delivery). */
 let receiver: Receiver;
@@ -12,10 +11,7 @@ const workers = workerPool(() => h);
 
 beforeAll(async () => {
   receiver = await startReceiver();
-  h = await createHarness({
-    env: { WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_TIMEOUT_MS: '2000', WEBHOOK_RETRY_DELAYS_MS: '100,100' },
-    onEvents: () => workers.wake(),
-  });
+  h = await deliveryHarness(receiver, { timeoutMs: 2000, delaysMs: [100, 100], allowPrivateNetworks: false, onEvents: () => workers.wake() });
 });
 afterEach(() => workers.stopAll());
 afterAll(async () => {
@@ -85,7 +81,7 @@ describe('when an address is saved', () => {
     'mixed.example.com': ['93.184.215.14', '10.0.0.7'],
     'metadata.example.com': ['169.254.169.254'],
   });
-  const strict = () => createWebhookService({ db: h.runtime.db, secretKey: h.runtime.services.keys.webhookSecrets, allowPrivateNetworks: false, resolve: dns });
+  const strict = () => webhooks(h, { allowPrivateNetworks: false, resolve: dns });
 
   test('http:// and other schemes are refused', async () => {
     await expect(strict().setEndpoint(h.site.id, 'http://hooks.example.com/in')).rejects.toThrow(/https:\/\//);
@@ -116,7 +112,7 @@ describe('when an address is saved', () => {
   });
 
   test('`localhost` through the system resolver is refused too', async () => {
-    const service = createWebhookService({ db: h.runtime.db, secretKey: h.runtime.services.keys.webhookSecrets, allowPrivateNetworks: false });
+    const service = webhooks(h, { allowPrivateNetworks: false });
     await expect(service.setEndpoint(h.site.id, receiver.url('/x'))).rejects.toThrow(/localhost resolves to a loopback/);
   });
 
@@ -144,7 +140,7 @@ describe('when an address is saved', () => {
 
   test('with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, localhost is accepted (development and tests)', async () => {
     const site = await h.newSite('dev');
-    const saved = await webhooks(h, true).setEndpoint(site.id, receiver.url('/dev'));
+    const saved = await webhooks(h, { allowPrivateNetworks: true }).setEndpoint(site.id, receiver.url('/dev'));
     expect(saved.url).toBe(receiver.url('/dev'));
   });
 });
@@ -152,7 +148,7 @@ describe('when an address is saved', () => {
 describe('at every connect', () => {
   test('an address saved while private networks were allowed is refused by a worker that does not allow them', async () => {
     const site = await h.newSite('rebound');
-    await webhooks(h, true).setEndpoint(site.id, receiver.url('/rebound'), 'message.created');
+    await webhooks(h, { allowPrivateNetworks: true }).setEndpoint(site.id, receiver.url('/rebound'), 'message.created');
     workers.start({ webhookAllowPrivateNetworks: false });
     await h.visitorSay(site.id, 'v', 'hi');
     const [id] = await eventIdsOf(h, site.id, 'message.created');
@@ -167,7 +163,7 @@ describe('at every connect', () => {
     let answer = '93.184.215.14';
     const dns: Resolver = async () => [{ address: answer, family: 4 }];
     const site = await h.newSite('rebinding');
-    const service = createWebhookService({ db: h.runtime.db, secretKey: h.runtime.services.keys.webhookSecrets, allowPrivateNetworks: false, resolve: dns });
+    const service = webhooks(h, { allowPrivateNetworks: false, resolve: dns });
     await service.setEndpoint(site.id, 'https://rebind.example.com/in', 'message.created');
     answer = '127.0.0.1';
     workers.start({ webhookAllowPrivateNetworks: false }, { resolve: dns });

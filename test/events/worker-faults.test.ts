@@ -1,8 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import pino from 'pino';
 import { Harness } from '../helpers/harness';
-import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from '../../server/events/worker';
-import { createEventStore } from '../../server/events/store';
+import type { DeliveryWorker, WorkerOptions } from '../../server/events/worker';
+import { deliveryWorkerFor } from '../../server/services';
 import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, deliveryHarness } from './helpers';
 
 /**
@@ -37,11 +37,7 @@ afterAll(async () => {
 });
 
 function startWorker(owner: string, extra: Partial<WorkerOptions> = {}): DeliveryWorker {
-  const worker = createDeliveryWorker({
-    db: h.runtime.db,
-    config: h.config,
-    secretKey: h.runtime.services.keys.webhookSecrets,
-    logger: pino({ level: 'silent' }),
+  const worker = deliveryWorkerFor(h.runtime.services, pino({ level: 'silent' }), {
     owner,
     leaseMs: LEASE_MS,
     pollMs: 60_000, // no polling: a worker claims only when started, woken, or when a slot frees
@@ -188,7 +184,7 @@ test('a result is applied only by the claim that sent it, even when the same own
   await h.visitorSay(site.id, 'v', 'hi');
   const [eventId] = await eventIdsOf(h, site.id, 'message.created');
   const endpointId = (await deliveryOf(h, eventId)).endpoint_id;
-  const store = createEventStore(h.runtime.db);
+  const store = h.runtime.services.stores.events;
   const t0 = Date.now();
   const claim = (now: number) => store.claimDue({ owner: 'same-owner', now, leaseMs: 100, limit: 50, maxAttempts: 4, inFlight: new Map(), perEndpoint: 4 });
   const ours = (claimed: Awaited<ReturnType<typeof claim>>['claimed']) => claimed.find((c) => c.delivery.event_id === eventId)!;

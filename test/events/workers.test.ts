@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
 import pino from 'pino';
-import { createHarness, Harness } from '../helpers/harness';
+import type { Harness } from '../helpers/harness';
 import { TEST_DB } from '../helpers/db';
 import { createDb } from '../../server/db/knex';
-import { createDeliveryWorker, DeliveryWorker } from '../../server/events/worker';
-import { Receiver, startReceiver, waitFor, webhooks } from './helpers';
+import type { DeliveryWorker } from '../../server/events/worker';
+import { createEventStore } from '../../server/events/store';
+import { deliveryWorkerFor } from '../../server/services';
+import { deliveryHarness, Receiver, startReceiver, waitFor, webhooks } from './helpers';
 
 /**
  * Several workers on MySQL/MariaDB: claims use SELECT ... FOR UPDATE SKIP LOCKED and a lease, so
@@ -21,10 +23,7 @@ onMysql('two workers on MariaDB', () => {
 
   beforeAll(async () => {
     receiver = await startReceiver();
-    h = await createHarness({
-      env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_CA_FILE: receiver.caFile },
-      onEvents: () => workers.forEach((w) => w.wake()),
-    });
+    h = await deliveryHarness(receiver, { onEvents: () => workers.forEach((w) => w.wake()) });
   });
   afterAll(async () => {
     await Promise.all(workers.map((w) => w.stop()));
@@ -43,7 +42,7 @@ onMysql('two workers on MariaDB', () => {
       // Each worker has its own connection pool, as separate processes would.
       const db = createDb({ databaseUrl: h.database.databaseUrl, dataDir: h.database.dataDir });
       dbs.push(db);
-      const worker = createDeliveryWorker({ db, config: h.config, secretKey: h.runtime.services.keys.webhookSecrets, logger: pino({ level: 'silent' }), owner, perEndpoint: 16 });
+      const worker = deliveryWorkerFor(h.runtime.services, pino({ level: 'silent' }), { store: createEventStore(db), owner, perEndpoint: 16 });
       workers.push(worker);
       worker.start();
     }

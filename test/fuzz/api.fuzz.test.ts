@@ -15,7 +15,7 @@ import { seedWorld, World } from './world';
  * and then broken on purpose (types, fields, JSON and multipart bytes, encodings, sizes, methods,
  * paths, headers, other sites' ids, cut-off uploads). For every case: an answer arrives (or, for a
  * deliberately cut upload, the server lets the connection go), never a 5xx, every 4xx is the
- * envelope with a DECISIONS.md code and its status, nothing of site B reaches site A, and the
+ * envelope with a decided error code and its status, nothing of site B reaches site A, and the
  * process raises no uncaught exception.
  *
  *   FUZZ_RUNS=100000 npx jest --runInBand test/fuzz      more cases (npm run fuzz)

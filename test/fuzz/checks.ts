@@ -3,7 +3,7 @@ import type { WireAnswer, WireOutcome } from './wire';
 import type { World } from './world';
 
 /**
- * The error codes of DECISIONS.md with the status each maps to, written out here rather than
+ * The decided error codes (README.md, Errors) with the status each maps to, written out here rather than
  * imported from the server, so a change on the server side cannot quietly widen what passes.
  */
 export const DECIDED_ERRORS: Record<string, number> = {
@@ -80,7 +80,7 @@ function envelopeProblems(parsed: unknown, status: number): string[] {
   const error = parsed.error;
   const extra = Object.keys(error).filter((k) => !['code', 'message', 'details'].includes(k));
   if (extra.length) problems.push(`error has fields beyond code, message, details: ${extra.join(', ')}`);
-  if (typeof error.code !== 'string' || !(error.code in DECIDED_ERRORS)) problems.push(`error.code ${JSON.stringify(error.code)} is not one of DECISIONS.md`);
+  if (typeof error.code !== 'string' || !(error.code in DECIDED_ERRORS)) problems.push(`error.code ${JSON.stringify(error.code)} is not one of the decided codes`);
   else if (DECIDED_ERRORS[error.code] !== status) problems.push(`error.code ${error.code} maps to ${DECIDED_ERRORS[error.code]}, answered ${status}`);
   if (typeof error.message !== 'string' || error.message === '') problems.push('error.message is not a non-empty string');
   if ('details' in error) {

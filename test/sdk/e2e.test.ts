@@ -15,8 +15,8 @@ import { startSdkServer, SdkServer, waitFor } from './helpers';
 import { createIntegration } from '../../sdk/examples/integration';
 import { MemoryReplayStore } from '../../sdk/src';
 import { makeSelfSignedCert } from '../../server/platform/tls';
-import { createDeliveryWorker, DeliveryWorker } from '../../server/events/worker';
-import { createWebhookService } from '../../server/events/service';
+import type { DeliveryWorker } from '../../server/events/worker';
+import { deliveryWorkerFor } from '../../server/services';
 
 let s: SdkServer;
 let worker: DeliveryWorker | undefined;
@@ -38,13 +38,7 @@ beforeAll(async () => {
     env: { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', WEBHOOK_CA_FILE: path.join(caDir, 'ca.pem'), WEBHOOK_RETRY_DELAYS_MS: '200,400' },
     onEvents: () => worker?.wake(),
   });
-  worker = createDeliveryWorker({
-    db: s.h.runtime.db,
-    config: s.h.config,
-    secretKey: s.h.runtime.services.keys.webhookSecrets,
-    logger: pino({ level: 'silent' }),
-    pollMs: 100,
-  });
+  worker = deliveryWorkerFor(s.h.runtime.services, pino({ level: 'silent' }), { pollMs: 100 });
   worker.start();
 });
 
@@ -63,7 +57,7 @@ async function deliveriesSettled(siteId: string) {
 
 test('visitor writes, event arrives, the integration replies once and does not answer its own reply', async () => {
   const site = await s.h.newSite('E2E site');
-  const { secret } = await createWebhookService({ db: s.h.runtime.db, secretKey: s.h.runtime.services.keys.webhookSecrets, allowPrivateNetworks: true }).setEndpoint(site.id, receiverUrl);
+  const { secret } = await s.h.runtime.services.webhooks.setEndpoint(site.id, receiverUrl);
   const integration = createIntegration({ apiKey: site.key, baseUrl: s.baseUrl, webhookSecret: secret!, fetch: s.fetch, seen: new MemoryReplayStore() });
   route = integration.handler;
 
@@ -88,7 +82,7 @@ test('visitor writes, event arrives, the integration replies once and does not a
 
   // 3. The operator redelivers the visitor's event: same id, so the integration takes it as a duplicate.
   const visitorEvent = (await s.h.runtime.db('events').where({ site_id: site.id, name: 'message.created' }).orderBy('id')).find((e: { body: string }) => JSON.parse(e.body).data.message.origin === 'widget');
-  const webhooks = createWebhookService({ db: s.h.runtime.db, secretKey: s.h.runtime.services.keys.webhookSecrets, allowPrivateNetworks: true });
+  const { webhooks } = s.h.runtime.services;
   await webhooks.redeliverEvent(visitorEvent.id);
   worker!.wake();
   await waitFor('the redelivery', async () => (await s.h.runtime.db('delivery_attempts').where({ event_id: visitorEvent.id })).length === 2);

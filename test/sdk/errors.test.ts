@@ -135,6 +135,35 @@ describe('API errors, one subclass per status, never retried', () => {
   });
 });
 
+describe('a code this SDK does not know (a newer service added it)', () => {
+  /** A client whose every call is answered `status` with the error envelope carrying `code`. */
+  const answering = (status: number, code: string) =>
+    createClient({
+      apiKey: s.h.site.key,
+      baseUrl: 'https://chat.example/api/v1',
+      maxRetries: 0,
+      fetch: async () =>
+        new Response(JSON.stringify({ error: { code, message: `A ${code} failure.` } }), {
+          status,
+          headers: { 'Content-Type': 'application/json', 'X-Request-Id': 'req_newer' },
+        }),
+    });
+
+  test('still becomes the typed error of its status, with the code as sent', async () => {
+    const conflict = await answering(409, 'conversation_archived').conversations.get(conversationId).catch((e) => e);
+    expect(conflict).toBeInstanceOf(ConflictError);
+    expect(conflict.code).toBe('conversation_archived');
+    expect(conflict.message).toBe('A conversation_archived failure.');
+    expect(conflict.requestId).toBe('req_newer');
+
+    const teapot = await answering(418, 'brewing').conversations.get(conversationId).catch((e) => e);
+    expect(teapot).toBeInstanceOf(ApiError);
+    expect(teapot.name).toBe('ApiError');
+    expect(teapot.status).toBe(418);
+    expect(teapot.code).toBe('brewing');
+  });
+});
+
 describe('no answer: connection, time-out, abort', () => {
   /** A loopback HTTP server (plaintext is allowed for loopback) that accepts and then misbehaves. */
   async function misbehaving(handler: http.RequestListener): Promise<{ url: string; requests: number; close(): Promise<void> }> {

@@ -1,9 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Command } from '../admin';
-import { required } from '../args';
+import { Command, required } from '../args';
 import type { IncomingFile } from '../../media/service';
-import { ApiError } from '../../platform/errors';
 
 const MIME_BY_EXT: Record<string, string> = {
   '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp',
@@ -18,17 +16,11 @@ function readFiles(paths: string[]): IncomingFile[] {
   }));
 }
 
-function unwrap(err: unknown): never {
-  if (err instanceof ApiError) throw new Error(`${err.code}: ${err.message}`);
-  throw err;
-}
-
 export const chatCommands: Record<string, Command> = {
   /** The chat window's own path (widget service): starts a conversation exactly as a visitor does. */
   'visitor say': async (rt, args) => {
     const result = await rt.services.widget
-      .visitorSay(required(args, 'site'), required(args, 'visitor'), String(args.flags.content ?? ''), { files: readFiles(args.lists.file ?? []) })
-      .catch(unwrap);
+      .visitorSay(required(args, 'site'), required(args, 'visitor'), String(args.flags.content ?? ''), { files: readFiles(args.lists.file ?? []) });
     const { conversation, message } = result;
     return {
       json: { conversation, message },
@@ -36,7 +28,7 @@ export const chatCommands: Record<string, Command> = {
     };
   },
   'agent say': async (rt, args) => {
-    const { conversation, message } = await rt.services.widget.agentSay(required(args, 'conversation'), required(args, 'content')).catch(unwrap);
+    const { conversation, message } = await rt.services.widget.agentSay(required(args, 'conversation'), required(args, 'content'));
     return { json: { conversation, message }, text: `message ${message.id} in ${conversation.id}` };
   },
 };

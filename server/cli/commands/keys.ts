@@ -1,5 +1,4 @@
-import type { Command } from '../admin';
-import { CliError, required } from '../args';
+import { CliError, Command, required } from '../args';
 import { parseScopes } from '../../access/scopes';
 
 export const keyCommands: Record<string, Command> = {

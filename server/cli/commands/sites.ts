@@ -1,5 +1,4 @@
-import type { Command } from '../admin';
-import { CliError, required } from '../args';
+import { CliError, Command, required } from '../args';
 import { IDENTITY_MODES } from '../../access/service';
 import type { IdentityMode } from '../../access/store';
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { onMysqlTable } from '../knex';
 
 /**
  * On MySQL/MariaDB every table is utf8mb4 with a binary collation, whatever the database default:
@@ -6,8 +7,8 @@ import type { Knex } from 'knex';
  * and emoji are stored. SQLite compares text byte for byte already.
  */
 export function binaryText(knex: Knex, t: Knex.CreateTableBuilder): void {
-  if (String(knex.client.config.client).includes('mysql')) {
-    t.charset('utf8mb4');
-    t.collate('utf8mb4_bin');
-  }
+  onMysqlTable(knex, t, (table) => {
+    table.charset('utf8mb4');
+    table.collate('utf8mb4_bin');
+  });
 }

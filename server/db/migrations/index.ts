@@ -3,6 +3,7 @@ import * as m001 from './001_core';
 import * as m002 from './002_events';
 import * as m003 from './003_idempotency_lease_token';
 import * as m004 from './004_window';
+import * as m005 from './005_read_path';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -15,6 +16,7 @@ const migrations: Record<string, Migration> = {
   '002_events': m002,
   '003_idempotency_lease_token': m003,
   '004_window': m004,
+  '005_read_path': m005,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

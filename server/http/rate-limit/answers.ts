@@ -3,7 +3,7 @@ import { ApiError } from '../../platform/errors';
 import type { RateDecision, RateLimiter } from './limiter';
 import { addressBucket } from './client-address';
 
-/** The X-RateLimit-* headers of DECISIONS (every answer to a request counted against a budget). */
+/** The X-RateLimit-* headers declared in openapi/openapi.yaml (every answer to a request counted against a budget). */
 export function rateHeaders(res: Response, d: RateDecision): void {
   res.setHeader('X-RateLimit-Limit', String(d.limit));
   res.setHeader('X-RateLimit-Remaining', String(d.remaining));

@@ -1,0 +1,152 @@
+/**
+ * The bare baselines of the read and write parts: plain `node:https` and `mysql2`, no framework,
+ * same TLS certificate and same pool size (10, server/db/knex.ts) as the service. Each route does
+ * the least the service must do for the same answer:
+ *   GET  /q/conversations/:id/messages   the messages page query only
+ *   GET  /l/conversations/:id/messages   the key lookup, the conversation check, then the page query
+ *   POST /w/conversations/:id/messages   the key lookup, then in one transaction: lock the
+ *                                         conversation, insert the message, move the conversation's
+ *                                         times, insert the outbox event
+ * Started by scripts/bench/processes.ts (startBareServer) with DATABASE_URL, PORT, TLS_CERT_FILE, TLS_KEY_FILE.
+ */
+import https from 'node:https';
+import fs from 'node:fs';
+import { createHash, createHmac, randomBytes } from 'node:crypto';
+import mysql from 'mysql2/promise';
+import type { RowDataPacket } from 'mysql2';
+
+const POOL_SIZE = 10;
+const pool = mysql.createPool({ uri: process.env.DATABASE_URL!, connectionLimit: POOL_SIZE, supportBigNumbers: true, bigNumberStrings: false, charset: 'utf8mb4' });
+const cursorKey = randomBytes(32);
+
+interface MessageRow extends RowDataPacket {
+  id: string;
+  conversation_id: string;
+  direction: string;
+  origin: string;
+  api_key_id: string | null;
+  content: string;
+  format: string;
+  created_at: number;
+}
+
+const iso = (ms: number) => new Date(Number(ms)).toISOString();
+
+const toMessage = (r: MessageRow) => ({
+  id: r.id,
+  conversationId: r.conversation_id,
+  direction: r.direction,
+  origin: r.origin,
+  apiKeyId: r.api_key_id,
+  content: r.content,
+  format: r.format,
+  attachments: [],
+  createdAt: iso(r.created_at),
+});
+
+async function page(conversationId: string, limit: number) {
+  const [rows] = await pool.query<MessageRow[]>(
+    'SELECT id, conversation_id, direction, origin, api_key_id, content, format, created_at FROM messages WHERE conversation_id = ? ORDER BY created_at, id LIMIT ?',
+    [conversationId, limit + 1],
+  );
+  const hasMore = rows.length > limit;
+  const data = rows.slice(0, limit);
+  const last = data[data.length - 1];
+  let nextCursor: string | null = null;
+  if (hasMore && last) {
+    const payload = Buffer.from(JSON.stringify({ t: Number(last.created_at), i: last.id })).toString('base64url');
+    nextCursor = `${payload}.${createHmac('sha256', cursorKey).update(payload).digest('base64url').slice(0, 32)}`;
+  }
+  return { data: data.map(toMessage), page: { nextCursor, hasMore } };
+}
+
+/** The key's site, or undefined when the key is missing, unknown or revoked. */
+async function siteOfKey(authorization: string | undefined): Promise<string | undefined> {
+  const key = authorization?.startsWith('Bearer ') ? authorization.slice(7) : '';
+  if (!key) return undefined;
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT site_id, revoked_at FROM api_keys WHERE fingerprint = ?', [createHash('sha256').update(key).digest('hex')]);
+  return rows.length === 1 && rows[0].revoked_at === null ? (rows[0].site_id as string) : undefined;
+}
+
+async function conversationExists(siteId: string, conversationId: string): Promise<boolean> {
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT id FROM conversations WHERE id = ? AND site_id = ?', [conversationId, siteId]);
+  return rows.length === 1;
+}
+
+function newId(prefix: string, at: number) {
+  return `${prefix}_${at.toString(32).padStart(10, '0')}${randomBytes(10).toString('hex').slice(0, 16)}`;
+}
+
+async function reply(siteId: string, conversationId: string, content: string) {
+  const conn = await pool.getConnection();
+  try {
+    await conn.beginTransaction();
+    const [found] = await conn.query<RowDataPacket[]>('SELECT id, state, updated_at FROM conversations WHERE id = ? AND site_id = ? FOR UPDATE', [conversationId, siteId]);
+    if (found.length !== 1 || found[0].state !== 'open') {
+      await conn.rollback();
+      return undefined;
+    }
+    const at = Math.max(Date.now(), Number(found[0].updated_at));
+    const message = { id: newId('msg', at), conversation_id: conversationId, direction: 'outgoing', origin: 'api', api_key_id: null, content, format: 'plain', created_at: at };
+    await conn.query('INSERT INTO messages (id, conversation_id, site_id, direction, origin, api_key_id, content, format, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
+      message.id, conversationId, siteId, message.direction, message.origin, null, content, message.format, at,
+    ]);
+    await conn.query('UPDATE conversations SET updated_at = ?, last_message_at = ? WHERE id = ?', [at, at, conversationId]);
+    const dto = toMessage(message as unknown as MessageRow);
+    const eventId = `message.created:${newId('evt', at).slice(4)}`;
+    await conn.query('INSERT INTO events (id, site_id, name, body, created_at) VALUES (?, ?, ?, ?, ?)', [
+      eventId, siteId, 'message.created', JSON.stringify({ id: eventId, event: 'message.created', createdAt: iso(at), data: { message: dto } }), at,
+    ]);
+    await conn.commit();
+    return dto;
+  } catch (err) {
+    await conn.rollback().catch(() => {});
+    throw err;
+  } finally {
+    conn.release();
+  }
+}
+
+function readBody(req: import('node:http').IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+const server = https.createServer({ cert: fs.readFileSync(process.env.TLS_CERT_FILE!), key: fs.readFileSync(process.env.TLS_KEY_FILE!), keepAliveTimeout: 65_000 }, async (req, res) => {
+  const send = (status: number, body: unknown) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+    res.end(text);
+  };
+  try {
+    const url = new URL(req.url ?? '/', 'https://bare');
+    if (url.pathname === '/healthz') return send(200, { status: 'ok' });
+    const match = /^\/([qlw])\/conversations\/([^/]+)\/messages$/.exec(url.pathname);
+    if (!match) return send(404, { error: { code: 'not_found' } });
+    const [, variant, conversationId] = match;
+    const limit = Math.min(100, Number(url.searchParams.get('limit') ?? 25) || 25);
+    if (variant === 'q') return send(200, await page(conversationId, limit));
+    const siteId = await siteOfKey(req.headers.authorization);
+    if (!siteId) return send(401, { error: { code: 'unauthorized' } });
+    if (variant === 'l') {
+      if (!(await conversationExists(siteId, conversationId))) return send(404, { error: { code: 'not_found' } });
+      return send(200, await page(conversationId, limit));
+    }
+    const body = JSON.parse(await readBody(req)) as { content: string };
+    const message = await reply(siteId, conversationId, body.content);
+    return message ? send(201, { data: message }) : send(404, { error: { code: 'not_found' } });
+  } catch (err) {
+    send(500, { error: { code: 'internal', message: (err as Error).message } });
+  }
+});
+
+server.listen(Number(process.env.PORT), '127.0.0.1');
+process.on('SIGTERM', () => {
+  server.close();
+  server.closeAllConnections();
+  void pool.end().then(() => process.exit(0));
+});

@@ -1,0 +1,135 @@
+/**
+ * Starts the real service and the separate delivery worker as production runs them: compiled
+ * JavaScript from `npm run build` when dist/ exists (else through tsx, and the row notes it),
+ * NODE_ENV=production (no response validation), logs off, the rate limit out of the way.
+ */
+import { spawn, ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import https from 'node:https';
+import path from 'node:path';
+
+export const REPO_ROOT = path.resolve(__dirname, '..', '..');
+/** Where the service serves the public API (openapi/openapi.yaml `servers`). */
+export const API_BASE = '/api/v1';
+
+export interface ProcessOptions {
+  /** mysql://… for MariaDB; absent for SQLite in dataDir. */
+  databaseUrl?: string;
+  dataDir: string;
+  port: number;
+  env?: Record<string, string>;
+}
+
+export interface RunningProcess {
+  pid: number;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** How the service is run: compiled (as `npm start` will) or through tsx (development). */
+export function entryPoint(compiled: string, source: string): { args: string[]; compiled: boolean } {
+  const built = path.join(REPO_ROOT, compiled);
+  if (fs.existsSync(built)) return { args: [built], compiled: true };
+  return { args: ['--import', 'tsx', path.join(REPO_ROOT, source)], compiled: false };
+}
+
+export function serviceEnv(opts: ProcessOptions): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH,
+    HOME: process.env.HOME,
+    NODE_ENV: 'production',
+    DATA_DIR: opts.dataDir,
+    PORT: String(opts.port),
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_MINUTE: '1000000000',
+    ...opts.env,
+  };
+  if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;
+  return env;
+}
+
+function spawnNode(args: string[], env: NodeJS.ProcessEnv, name: string): { child: ChildProcess; output: () => string } {
+  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Keep the tail of what it printed, to explain a start that failed.
+  let tail = '';
+  const keep = (chunk: Buffer) => {
+    tail = (tail + chunk.toString()).slice(-4000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  child.on('error', (err) => keep(Buffer.from(`${name}: ${err.message}`)));
+  return { child, output: () => tail };
+}
+
+/** SIGTERM, then SIGKILL if it has not exited within graceMs. */
+function stopper(child: ChildProcess, graceMs = 10_000): () => Promise<void> {
+  return () =>
+    new Promise<void>((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      const kill = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      child.once('exit', () => {
+        clearTimeout(kill);
+        resolve();
+      });
+      child.kill('SIGTERM');
+    });
+}
+
+/** GET url with a self-signed certificate accepted; the status, or undefined when it did not answer. */
+function probe(url: string): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = https.get(url, { rejectUnauthorized: false, agent: false, timeout: 2000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('error', () => resolve(undefined));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
+async function waitForHealthz(child: ChildProcess, output: () => string, url: string, name: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with ${child.exitCode} before answering /healthz:\n${output()}`);
+    if ((await probe(`${url}/healthz`)) === 200) return;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`${name} did not answer /healthz on ${url} in time:\n${output()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * The service. The start may take a while the first time on a cached data set: the service runs
+ * its migrations first (an index added since the data set was built is built then).
+ */
+export async function startService(opts: ProcessOptions & { startTimeoutMs?: number }): Promise<RunningProcess & { compiled: boolean }> {
+  const { args, compiled } = entryPoint('dist/server/main.js', 'server/main.ts');
+  const { child, output } = spawnNode(args, serviceEnv(opts), 'the service');
+  const url = `https://127.0.0.1:${opts.port}`;
+  await waitForHealthz(child, output, url, 'the service', opts.startTimeoutMs ?? 600_000);
+  return { pid: child.pid!, url, compiled, stop: stopper(child) };
+}
+
+/** The bare node:https + mysql2 baseline (scripts/bench/bare-server.ts). */
+export async function startBareServer(opts: { databaseUrl: string; port: number; tlsCertFile: string; tlsKeyFile: string }): Promise<RunningProcess> {
+  const env = { PATH: process.env.PATH, DATABASE_URL: opts.databaseUrl, PORT: String(opts.port), TLS_CERT_FILE: opts.tlsCertFile, TLS_KEY_FILE: opts.tlsKeyFile };
+  const { child, output } = spawnNode(['--import', 'tsx', path.join(REPO_ROOT, 'scripts/bench/bare-server.ts')], env, 'the bare server');
+  const url = `https://127.0.0.1:${opts.port}`;
+  await waitForHealthz(child, output, url, 'the bare server', 60_000);
+  return { pid: child.pid!, url, stop: stopper(child) };
+}
+
+/**
+ * `npm run worker` (server/events/worker-main.ts). It has no listener, so it is ready when it has
+ * printed its start line; with LOG_LEVEL=silent nothing is printed, so it is given a moment after
+ * spawning instead. `url` is empty.
+ */
+export async function startWorker(opts: ProcessOptions & { settleMs?: number }): Promise<RunningProcess & { compiled: boolean }> {
+  const { args, compiled } = entryPoint('dist/server/events/worker-main.js', 'server/events/worker-main.ts');
+  const { child, output } = spawnNode(args, serviceEnv(opts), 'worker');
+  await new Promise((resolve) => setTimeout(resolve, opts.settleMs ?? 3000));
+  if (child.exitCode !== null) throw new Error(`the worker exited with ${child.exitCode}:\n${output()}`);
+  return { pid: child.pid!, url: '', compiled, stop: stopper(child) };
+}

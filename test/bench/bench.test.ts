@@ -1,0 +1,45 @@
+import { formatTable, percentile, sampleProcess, summarize } from '../../scripts/bench/measure';
+import { parseOptions } from '../../scripts/bench/options';
+import { filterCombinations } from '../../scripts/bench/depth';
+import type { Dataset } from '../../scripts/bench/dataset';
+
+// The benchmark's own arithmetic and options; the timed runs are exercised by `npm run bench`.
+describe('bench harness', () => {
+  it('takes nearest-rank percentiles', () => {
+    const sorted = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(sorted, 50)).toBe(50);
+    expect(percentile(sorted, 99)).toBe(99);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([], 50)).toBeNaN();
+    expect(summarize([3, 1, 2])).toEqual({ n: 3, p50: 2, p99: 3, mean: 2 });
+  });
+
+  it('measures CPU and memory of a running process', () => {
+    const sampler = sampleProcess(process.pid);
+    const until = Date.now() + 50;
+    while (Date.now() < until); // burn some CPU in this process
+    const usage = sampler.stop();
+    expect(usage.cpuMs).toBeGreaterThan(0);
+    expect(usage.rssMiB).toBeGreaterThan(10);
+    expect(usage.peakRssMiB).toBeGreaterThanOrEqual(usage.rssMiB);
+  });
+
+  it('prints rows with their baseline and ratio as a markdown table', () => {
+    const table = formatTable([{ what: 'GET a|b', value: 613.4, unit: 'req/s', baseline: 2454, ratio: 0.25, p50Ms: 40, p99Ms: 103, cpuMsPerOp: 1.62, peakRssMiB: 301 }]);
+    const lines = table.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[2]).toBe('| GET a\\|b | 613 req/s | 2,454 req/s | 0.25 | 40.0 | 103 | 1.62 | 301 |  |');
+  });
+
+  it('covers every combination of the five list filters', () => {
+    const combos = filterCombinations({ createdFrom: 0, createdTo: 365 * 24 * 3600 * 1000 } as Dataset);
+    expect(combos).toHaveLength(32);
+    expect(new Set(combos.map((c) => Object.keys(c).sort().join(','))).size).toBe(32);
+  });
+
+  it('refuses unknown flags and parts', () => {
+    expect(parseOptions(['--parts=read,depth', '--engine=both', '--rounds=5']).engines).toEqual(['mysql', 'sqlite']);
+    expect(() => parseOptions(['--round=5'])).toThrow(/unknown argument/);
+    expect(() => parseOptions(['--parts=reads'])).toThrow(/unknown part/);
+  });
+});

@@ -1,0 +1,56 @@
+/**
+ * The error codes are listed once: the `enum` of `Error.code` in openapi/openapi.yaml. The server's
+ * status table and the SDK's `KnownErrorCode` are typed from the generated types (a code missing or
+ * extra fails `tsc`); these checks also fail at run time when the lists drift apart.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import YAML from 'yaml';
+import { ERROR_STATUS, ErrorCode } from '../../server/platform/errors';
+import type { KnownErrorCode } from '../../sdk/src';
+
+const root = path.resolve(__dirname, '../..');
+const read = (file: string) => YAML.parse(fs.readFileSync(path.join(root, file), 'utf8'));
+const publicApi = read('openapi/openapi.yaml');
+const windowEntry = read('openapi/window.yaml');
+
+// Fails type-checking (npx tsc -p tsconfig.json) unless the SDK's codes are exactly the server's.
+type SameCodes<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const sdkCodesAreTheServers: SameCodes<KnownErrorCode, ErrorCode> = true;
+
+const documented: string[] = publicApi.components.schemas.Error.properties.code.enum;
+
+test('the server has a status for every documented code and for no other', () => {
+  expect(sdkCodesAreTheServers).toBe(true);
+  expect(documented.length).toBeGreaterThan(10);
+  expect(Object.keys(ERROR_STATUS).sort()).toEqual([...documented].sort());
+});
+
+test('the chat window\'s document answers with the same codes', () => {
+  // window.yaml is validated as a document of its own, so it cannot $ref into openapi.yaml.
+  expect(windowEntry.components.schemas.ErrorResponse.properties.error.properties.code.enum).toEqual(documented);
+});
+
+test('every error example in the document carries a code whose status is the one it is listed under', () => {
+  const resolve = (response: { $ref?: string }) =>
+    response.$ref ? publicApi.components.responses[response.$ref.replace('#/components/responses/', '')] : response;
+  const seen: string[] = [];
+  const wrong: string[] = [];
+  for (const [route, operations] of Object.entries<Record<string, { responses?: Record<string, { $ref?: string }> }>>(publicApi.paths)) {
+    for (const [method, operation] of Object.entries(operations)) {
+      for (const [status, ref] of Object.entries(operation.responses ?? {})) {
+        const json = resolve(ref)?.content?.['application/json'];
+        const examples = [json?.example, ...Object.values<{ value: unknown }>(json?.examples ?? {}).map((e) => e.value)];
+        for (const example of examples) {
+          const code = (example as { error?: { code?: string } } | undefined)?.error?.code;
+          if (code === undefined) continue;
+          seen.push(code);
+          if (ERROR_STATUS[code as ErrorCode] !== Number(status)) wrong.push(`${method.toUpperCase()} ${route} ${status}: ${code} (${ERROR_STATUS[code as ErrorCode]})`);
+        }
+      }
+    }
+  }
+  expect(wrong).toEqual([]);
+  // Not a vacuous pass: every code has an example but 405's, which the document lists on no operation.
+  expect(documented.filter((code) => !seen.includes(code))).toEqual(['method_not_allowed']);
+});
