@@ -15,7 +15,7 @@ import { idempotency } from './http/idempotency';
 import { conversationRoutes } from './conversations/routes';
 import { messageRoutes, normaliseReply } from './messages/routes';
 import { mediaRoutes } from './media/routes';
-import { schemaRoutes } from './events/schema-routes';
+import { schemaRoutes } from './webhooks/schema-routes';
 import { windowRoutes, WINDOW_BASE_PATH } from './widget/routes';
 import { windowAssetRoutes } from './widget/assets';
 

@@ -7,7 +7,7 @@ import { createServices, Services } from './services';
 import { createMemoryLimiter, RateLimiter } from './http/rate-limit/limiter';
 import { createFailOpenLimiter, LIMITER_REDIS_OPTIONS } from './http/rate-limit/fail-open';
 import { createLogger, Logger } from './platform/logger';
-import { createWakeChannel } from './events/wake';
+import { createWakeChannel } from './webhooks/wake';
 
 /**
  * What the server, the worker and the CLI share: config, a migrated database, the services and the

@@ -19,10 +19,10 @@ import { createWindowTokens } from './widget/tokens';
 import { createFeed } from './widget/feed';
 import { createLiveHub } from './widget/live';
 import { createStreamRegistry } from './widget/streams';
-import { createEventStore } from './events/store';
-import { createWebhookService } from './events/service';
-import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './events/worker';
-import type { WakeChannel } from './events/wake';
+import { createEventStore } from './webhooks/store';
+import { createWebhookService } from './webhooks/service';
+import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './webhooks/worker';
+import type { WakeChannel } from './webhooks/wake';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the

@@ -122,12 +122,12 @@ export async function startBareServer(opts: { databaseUrl: string; port: number;
 }
 
 /**
- * `npm run worker` (server/events/worker-main.ts). It has no listener, so it is ready when it has
+ * `npm run worker` (server/webhooks/worker-main.ts). It has no listener, so it is ready when it has
  * printed its start line; with LOG_LEVEL=silent nothing is printed, so it is given a moment after
  * spawning instead. `url` is empty.
  */
 export async function startWorker(opts: ProcessOptions & { settleMs?: number }): Promise<RunningProcess & { compiled: boolean }> {
-  const { args, compiled } = entryPoint('dist/server/events/worker-main.js', 'server/events/worker-main.ts');
+  const { args, compiled } = entryPoint('dist/server/webhooks/worker-main.js', 'server/webhooks/worker-main.ts');
   const { child, output } = spawnNode(args, serviceEnv(opts), 'worker');
   await new Promise((resolve) => setTimeout(resolve, opts.settleMs ?? 3000));
   if (child.exitCode !== null) throw new Error(`the worker exited with ${child.exitCode}:\n${output()}`);

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { invalid, notFound } from '../platform/errors';
 import { CursorCodec, toPage } from '../platform/cursor';
 import { runInTransaction } from '../db/transaction';
-import { emitEvent } from '../events/outbox';
+import { emitEvent } from '../webhooks/outbox';
 import type { operations } from '../generated/api';
 import { ConversationFilters, ConversationStore, conversationToDto } from './store';
 

@@ -9,7 +9,7 @@ import type { ConversationStore, ConversationRow } from '../conversations/store'
 import { conversationToDto } from '../conversations/store';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MediaStore, AttachmentRow } from '../media/store';
-import { emitEvent } from '../events/outbox';
+import { emitEvent } from '../webhooks/outbox';
 import type { Message, MessageFormat, MessageRow, MessageStore } from './store';
 
 export const MAX_CONTENT_LENGTH = 10_000;

@@ -22,7 +22,8 @@ export interface MessageRow {
   attachment_count: number;
 }
 
-const COLUMNS = ['id', 'conversation_id', 'site_id', 'direction', 'origin', 'api_key_id', 'content', 'format', 'created_at', 'attachment_count'] as const;
+/** The columns of a message row, named (the window's feed reads them too). */
+export const MESSAGE_COLUMNS = ['id', 'conversation_id', 'site_id', 'direction', 'origin', 'api_key_id', 'content', 'format', 'created_at', 'attachment_count'] as const;
 
 /** The one row mapping of `messages`: mysql2 may hand BIGINT back as a string. */
 export function mapMessageRow(row: MessageRow): MessageRow {
@@ -52,7 +53,7 @@ export function createMessageStore(db: Knex) {
           w.where('created_at', op, after.createdAt).orWhere('id', op, after.id),
         );
       }
-      const rows: MessageRow[] = await q.orderBy([{ column: 'created_at', order }, { column: 'id', order }]).limit(limit).select(COLUMNS);
+      const rows: MessageRow[] = await q.orderBy([{ column: 'created_at', order }, { column: 'id', order }]).limit(limit).select(MESSAGE_COLUMNS);
       return rows.map(mapMessageRow);
     },
   };

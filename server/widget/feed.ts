@@ -104,7 +104,8 @@ export function createFeed(deps: { store: WindowStore; messages: MessageService;
         const rows = await store.messagesFrom(conversation.id, at.createdAt, budget + at.ids.length + 1);
         const fresh = rows.filter((r) => !(r.created_at === at.createdAt && at.ids.includes(r.id)));
         const taken = fresh.slice(0, budget);
-        const attachments = taken.length ? await deps.mediaStore.forMessages(taken.map((r) => r.id)) : [];
+        // Only messages that carry files cost a lookup (attachment_count is written with the message).
+        const attachments = await deps.mediaStore.forMessages(taken.filter((r) => r.attachment_count > 0).map((r) => r.id));
         let createdAt = at.createdAt;
         let ids = at.ids;
         for (const r of taken) {

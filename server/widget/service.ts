@@ -9,7 +9,7 @@ import type { MessageService, NewMessage } from '../messages/service';
 import { checkContent } from '../messages/service';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MessageFormat } from '../messages/store';
-import { emitEvent } from '../events/outbox';
+import { emitEvent } from '../webhooks/outbox';
 import type { MediaStore } from '../media/store';
 import { sha256Hex } from '../platform/crypto';
 import type { WindowStore } from './store';

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { mapConversationRow, type ConversationRow } from '../conversations/store';
-import type { MessageRow } from '../messages/store';
+import { MESSAGE_COLUMNS, mapMessageRow, MessageRow } from '../messages/store';
 
 export interface ClientMessageRow {
   site_id: string;
@@ -21,8 +21,8 @@ export function createWindowStore(db: Knex) {
     insertClientMessage: (trx: Knex.Transaction, row: ClientMessageRow) => trx('window_client_messages').insert(row),
 
     async findMessage(id: string): Promise<MessageRow | undefined> {
-      const r = await db<MessageRow>('messages').where({ id }).first();
-      return r && { ...r, created_at: Number(r.created_at) };
+      const r: MessageRow | undefined = await db('messages').where({ id }).first(MESSAGE_COLUMNS);
+      return r && mapMessageRow(r);
     },
 
     /** The visitor's newest conversation (open, or the last one closed). */
@@ -54,12 +54,13 @@ export function createWindowStore(db: Knex) {
      * millisecond as the last one delivered may sort before it by id), oldest first.
      */
     async messagesFrom(conversationId: string, createdAt: number, limit: number): Promise<MessageRow[]> {
-      const rows = await db<MessageRow>('messages')
+      const rows: MessageRow[] = await db('messages')
         .where('conversation_id', conversationId)
         .andWhere('created_at', '>=', createdAt)
         .orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }])
-        .limit(limit);
-      return rows.map((r) => ({ ...r, created_at: Number(r.created_at) }));
+        .limit(limit)
+        .select(MESSAGE_COLUMNS);
+      return rows.map(mapMessageRow);
     },
 
     /** Newest message time of a conversation and every message id written at that millisecond. */

@@ -2,7 +2,7 @@ import https from 'node:https';
 import knexFactory, { Knex } from 'knex';
 import { createTestDatabase, TestDatabase, TEST_DB } from '../helpers/db';
 import { waitFor } from '../helpers/wait';
-import { Receiver, startReceiver } from '../events/helpers';
+import { Receiver, startReceiver } from '../webhooks/helpers';
 import { Answer, call, Service, startService } from './process';
 import { seedSite, Seeded } from './seed';
 

@@ -15,7 +15,7 @@ import { startSdkServer, SdkServer, waitFor } from './helpers';
 import { createIntegration } from '../../sdk/examples/integration';
 import { MemoryReplayStore } from '../../sdk/src';
 import { makeSelfSignedCert } from '../../server/platform/tls';
-import type { DeliveryWorker } from '../../server/events/worker';
+import type { DeliveryWorker } from '../../server/webhooks/worker';
 import { deliveryWorkerFor } from '../../server/services';
 
 let s: SdkServer;

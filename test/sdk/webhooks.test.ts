@@ -15,7 +15,7 @@ import {
   signTestWebhook,
   verifyWebhook,
 } from '../../sdk/src';
-import { signedHeaders } from '../../server/events/worker';
+import { signedHeaders } from '../../server/webhooks/worker';
 
 const SECRET = 'whsec_' + 'A1b2C3d4'.repeat(6);
 const OLD_SECRET = 'whsec_' + 'Z9y8X7w6'.repeat(6);

@@ -64,7 +64,7 @@ onSqlite('the compiled build', () => {
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
   test('every production entry point builds first, then runs its file in dist/', () => {
-    for (const [script, file] of [['start', 'dist/server/main.js'], ['worker', 'dist/server/events/worker-main.js'], ['admin', 'dist/server/cli/admin.js'], ['db:migrate', 'dist/server/db/migrate-main.js']]) {
+    for (const [script, file] of [['start', 'dist/server/main.js'], ['worker', 'dist/server/webhooks/worker-main.js'], ['admin', 'dist/server/cli/admin.js'], ['db:migrate', 'dist/server/db/migrate-main.js']]) {
       expect(compiledEntry(script).at(-1)).toBe(file);
       expect(fs.existsSync(path.join(ROOT, file))).toBe(true);
     }

@@ -5,7 +5,7 @@
  * private redis-server on its own port, never the shared one.
  */
 import { spawn, spawnSync, ChildProcess } from 'node:child_process';
-import { createWakeChannel, adaptivePoll, WakeChannel } from '../../server/events/wake';
+import { createWakeChannel, adaptivePoll, WakeChannel } from '../../server/webhooks/wake';
 import { freePort } from '../helpers/spawn';
 import { waitFor } from '../helpers/wait';
 

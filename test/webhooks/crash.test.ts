@@ -29,7 +29,7 @@ afterAll(async () => {
 
 /** The worker exactly as `npm run worker` starts it (tsx), one process, so the kill hits the worker itself. */
 function startWorker() {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/events/worker-main.ts'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'server/webhooks/worker-main.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,

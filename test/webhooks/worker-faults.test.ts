@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import pino from 'pino';
 import { Harness } from '../helpers/harness';
-import type { DeliveryWorker, WorkerOptions } from '../../server/events/worker';
+import type { DeliveryWorker, WorkerOptions } from '../../server/webhooks/worker';
 import { deliveryWorkerFor } from '../../server/services';
 import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, deliveryHarness } from './helpers';
 

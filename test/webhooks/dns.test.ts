@@ -6,8 +6,8 @@ import path from 'node:path';
 import net from 'node:net';
 import { execFileSync } from 'node:child_process';
 import { Harness } from '../helpers/harness';
-import { createDnsResolver, resolveChecked, Resolver } from '../../server/events/ssrf';
-import { postOnce } from '../../server/events/transport';
+import { createDnsResolver, resolveChecked, Resolver } from '../../server/webhooks/ssrf';
+import { postOnce } from '../../server/webhooks/transport';
 import { attemptsOf, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool, deliveryHarness } from './helpers';
 
 /**

@@ -54,7 +54,7 @@ interface Entry {
 
 /**
  * Keep-alive agents keyed by the checked addresses (issue 8: "a pinned agent per checked address").
- * The SSRF check runs before every attempt (server/events/ssrf.ts, resolveChecked); an idle
+ * The SSRF check runs before every attempt (server/webhooks/ssrf.ts, resolveChecked); an idle
  * connection is reused only when that fresh check produced the same addresses as the ones the
  * connection was opened to, because the key of its agent is exactly that set. Idle agents are
  * closed after `keepAliveMs` without use, and at most `maxAgents` are kept, so a worker that talks

@@ -103,16 +103,6 @@ export function subscribedEvents(row: EndpointRow): EventName[] {
   return row.events.split(',') as EventName[];
 }
 
-export function endpointToDto(row: EndpointRow) {
-  return {
-    id: row.id,
-    url: row.url,
-    events: subscribedEvents(row),
-    createdAt: toIsoRequired(row.created_at),
-    updatedAt: toIsoRequired(row.updated_at),
-  };
-}
-
 /** A row of the delivery log as `webhook deliveries` prints it. */
 export function attemptToDto(row: ListedAttempt) {
   return {

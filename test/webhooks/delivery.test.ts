@@ -5,7 +5,7 @@ import request from 'supertest';
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { Harness, bearer } from '../helpers/harness';
-import { EVENT_NAMES } from '../../server/events/outbox';
+import { EVENT_NAMES } from '../../server/webhooks/outbox';
 import { answer, attemptsOf, captureLogger, deliveryOf, eventIdsOf, Receiver, reset, signatureValid, stall, startReceiver, waitFor, webhooks, workerPool, deliveryHarness } from './helpers';
 
 /**

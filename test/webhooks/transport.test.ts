@@ -10,8 +10,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import { generate } from 'selfsigned';
 import { makeSelfSignedCert } from '../../server/platform/tls';
-import { createDeliveryTransport, DeliveryTransport, DRAIN_LIMIT_BYTES, TransportOptions } from '../../server/events/transport';
-import type { Resolver } from '../../server/events/ssrf';
+import { createDeliveryTransport, DeliveryTransport, DRAIN_LIMIT_BYTES, TransportOptions } from '../../server/webhooks/transport';
+import type { Resolver } from '../../server/webhooks/ssrf';
 import { freePort } from '../helpers/spawn';
 import { waitFor } from '../helpers/wait';
 

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { createHarness, Harness } from '../helpers/harness';
 import { ApiError } from '../../server/platform/errors';
-import { createEventStore } from '../../server/events/store';
+import { createEventStore } from '../../server/webhooks/store';
 import { deliveryWorkerFor } from '../../server/services';
 import { captureLogger, eventIdsOf, waitFor, webhooks } from './helpers';
 

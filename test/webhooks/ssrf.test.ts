@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Harness } from '../helpers/harness';
-import { isBlockedAddress, Resolver } from '../../server/events/ssrf';
-import { postOnce } from '../../server/events/transport';
+import { isBlockedAddress, Resolver } from '../../server/webhooks/ssrf';
+import { postOnce } from '../../server/webhooks/transport';
 import { attemptsOf, deliveryHarness, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
 
 /** Addresses are refused when saved and again at every connect (DECISIONS: Events and delivery). */

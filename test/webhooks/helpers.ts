@@ -8,9 +8,9 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { makeSelfSignedCert } from '../../server/platform/tls';
-import type { DeliveryWorker, WorkerOptions } from '../../server/events/worker';
-import { createWebhookService } from '../../server/events/service';
-import type { Resolver } from '../../server/events/ssrf';
+import type { DeliveryWorker, WorkerOptions } from '../../server/webhooks/worker';
+import { createWebhookService } from '../../server/webhooks/service';
+import type { Resolver } from '../../server/webhooks/ssrf';
 import { deliveryWorkerFor } from '../../server/services';
 import { createHarness, Harness } from '../helpers/harness';
 

@@ -3,8 +3,8 @@ import pino from 'pino';
 import type { Harness } from '../helpers/harness';
 import { TEST_DB } from '../helpers/db';
 import { createDb } from '../../server/db/knex';
-import type { DeliveryWorker } from '../../server/events/worker';
-import { createEventStore } from '../../server/events/store';
+import type { DeliveryWorker } from '../../server/webhooks/worker';
+import { createEventStore } from '../../server/webhooks/store';
 import { deliveryWorkerFor } from '../../server/services';
 import { deliveryHarness, Receiver, startReceiver, waitFor, webhooks } from './helpers';
 

@@ -70,7 +70,7 @@ export function describeError(err: unknown): string {
 /**
  * The delivery transport of one worker, made once: one TLS secure context (Node's roots plus
  * WEBHOOK_CA_FILE's CA, parsed once instead of at every attempt) and keep-alive connections per
- * checked address (server/events/agents.ts).
+ * checked address (server/webhooks/agents.ts).
  */
 export function createDeliveryTransport(opts: TransportOptions): DeliveryTransport {
   const secureContext = tls.createSecureContext(opts.ca?.length ? { ca: [...tls.rootCertificates, ...opts.ca] } : {});

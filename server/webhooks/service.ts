@@ -3,7 +3,7 @@ import { encrypt, randomBase62 } from '../platform/crypto';
 import { ApiError, invalid, notFound } from '../platform/errors';
 import { EVENT_NAMES, EventName } from './outbox';
 import { BlockedAddressError, hostOf, resolveChecked, Resolver } from './ssrf';
-import { attemptToDto, EndpointRow, endpointToDto, EventStore } from './store';
+import { attemptToDto, EndpointRow, EventStore } from './store';
 import type { AccessStore } from '../access/store';
 
 export const SECRET_PREFIX = 'whsec_';
@@ -91,11 +91,6 @@ export function createWebhookService(deps: {
       };
       await store.insertEndpoint(row);
       return { id: row.id, url, events: names, secret };
-    },
-
-    async getEndpoint(siteId: string) {
-      const row = await store.findEndpoint(siteId);
-      return row ? endpointToDto(row) : null;
     },
 
     /** A new secret replaces the old one at once: the next attempt is signed with it. */
