@@ -1,7 +1,7 @@
 /**
  * Produces every generated file from openapi/openapi.yaml:
- *   server/generated/api.ts   types the server handlers use (openapi-typescript)
- *   sdk/src/generated/api.ts  the same types for the SDK
+ *   sdk/src/generated/api.ts  the types of the document (openapi-typescript), for the SDK and the
+ *                             server alike: the server imports them from there, so there is one copy
  *   sdk/schemas/<event>.json  one self-contained JSON Schema (2020-12) per event payload
  *   sdk/src/event-schemas.ts  the same schemas embedded for the SDK's validator (no fs, no JSON import)
  * `--check` writes nothing and exits 1 when any file is missing or stale.
@@ -26,7 +26,6 @@ function generateTypes(): string {
 
 const outputs = new Map<string, string>();
 const types = generateTypes();
-outputs.set('server/generated/api.ts', types);
 outputs.set('sdk/src/generated/api.ts', types);
 const schemas = eventSchemas(loadDocument(docPath));
 for (const [name, schema] of Object.entries(schemas)) {

@@ -33,6 +33,8 @@ export interface DeliveryBenchContext {
   rounds: number;
   quick: boolean;
   log: (s: string) => void;
+  /** How long to wait for a quiet machine before each timed phase (default 60 s). */
+  quietWaitMs?: number;
 }
 
 /** Requests the bare loop keeps in flight (the issue's baseline). */
@@ -58,7 +60,7 @@ export async function runDeliveryBench(ctx: DeliveryBenchContext): Promise<Bench
     // Alternated, so a change in the machine's load touches both sides alike.
     for (let round = 1; round <= ctx.rounds; round++) {
       ctx.log(`delivery round ${round}/${ctx.rounds}: bare sign + POST loop, ${events} requests`);
-      bare.push(await bareLoop(receiver, events, round));
+      bare.push(await bareLoop(receiver, events, round, ctx.quietWaitMs));
       ctx.log(`  ${Math.round(bare[bare.length - 1].perSecond)} deliveries/s`);
       ctx.log(`delivery round ${round}/${ctx.rounds}: ${events} events through the worker (${engine})`);
       service.push(await throughput(ctx, receiver, events));
@@ -134,8 +136,8 @@ function postTo(agent: https.Agent, port: number, headers: Record<string, string
   });
 }
 
-async function bareLoop(receiver: Receiver, count: number, round: number): Promise<BareResult> {
-  const quiet = await waitForQuiet();
+async function bareLoop(receiver: Receiver, count: number, round: number, quietWaitMs?: number): Promise<BareResult> {
+  const quiet = await waitForQuiet({ maxWaitMs: quietWaitMs });
   await receiver.reset();
   const secret = `whsec_${randomBytes(32).toString('base64url')}`;
   const agent = new https.Agent({ keepAlive: true, maxSockets: BARE_IN_FLIGHT, ca: receiver.ca });
@@ -324,7 +326,7 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
     await writeEvents(fixture, count);
     const writeMs = Date.now() - writeStarted;
     ctx.log(`  ${count} events written in ${seconds(writeMs)} with no worker running`);
-    const quiet = await waitForQuiet();
+    const quiet = await waitForQuiet({ maxWaitMs: ctx.quietWaitMs });
     await receiver.reset();
 
     const worker = await startWorker({ databaseUrl: fixture.databaseUrl, dataDir: fixture.dataDir, port: 0, env: deliveryEnv(receiver), settleMs: 0 });
@@ -559,7 +561,7 @@ async function latency(ctx: DeliveryBenchContext, receiver: Receiver, mode: 'emb
       await receiver.reset();
       await Promise.all(fixture.conversations.map((c) => client.reply(c)));
       if (!(await waitForArrivals(receiver, fixture.conversations.length, { stallMs: STALL_MS })).complete) throw new Error(`${mode} worker: the warm-up events never arrived`);
-      const quiet = await waitForQuiet();
+      const quiet = await waitForQuiet({ maxWaitMs: ctx.quietWaitMs });
       await receiver.reset();
 
       const pids = processes.map((p) => p.pid);

@@ -76,6 +76,7 @@ async function runDelivery(ctx: BenchContext): Promise<BenchRow[]> {
       rounds: ctx.options.rounds,
       quick: ctx.options.quick,
       log: ctx.log,
+      quietWaitMs: ctx.options.quietWaitSeconds * 1000,
     });
   } catch (err) {
     log(`delivery part failed: ${(err as Error).stack ?? err}`);

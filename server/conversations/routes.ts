@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { ConversationService, ListConversationsQuery } from './service';
-import type { operations } from '../generated/api';
+import type { operations } from '../../sdk/src/generated/api';
 
 type ConversationAnswer = operations['getConversation']['responses'][200]['content']['application/json'];
 type ListAnswer = operations['listConversations']['responses'][200]['content']['application/json'];

@@ -3,7 +3,7 @@ import { invalid, notFound } from '../platform/errors';
 import { CursorCodec, toPage } from '../platform/cursor';
 import { runInTransaction } from '../db/transaction';
 import { emitEvent } from '../webhooks/outbox';
-import type { operations } from '../generated/api';
+import type { operations } from '../../sdk/src/generated/api';
 import { ConversationFilters, ConversationStore, conversationToDto } from './store';
 
 export type ListConversationsQuery = NonNullable<operations['listConversations']['parameters']['query']>;

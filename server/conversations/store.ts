@@ -3,7 +3,7 @@ import { forUpdate } from '../db/knex';
 import { withIndex } from '../db/index-hint';
 import type { Position } from '../platform/cursor';
 import { toIso, toIsoRequired } from '../platform/time';
-import type { components } from '../generated/api';
+import type { components } from '../../sdk/src/generated/api';
 
 export type Conversation = components['schemas']['Conversation'];
 export type ConversationState = components['schemas']['ConversationState'];

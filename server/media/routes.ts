@@ -2,7 +2,7 @@ import { Router } from 'express';
 import fs from 'node:fs';
 import { pipeline } from 'node:stream';
 import type { MediaService } from './service';
-import type { operations } from '../generated/api';
+import type { operations } from '../../sdk/src/generated/api';
 
 type MediaQuery = NonNullable<operations['downloadMedia']['parameters']['query']>;
 

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { newId } from '../platform/ids';
 import { hmacHex, safeEqual } from '../platform/crypto';
 import { ApiError, notFound } from '../platform/errors';
-import type { components } from '../generated/api';
+import type { components } from '../../sdk/src/generated/api';
 import { AttachmentRow, MediaStore } from './store';
 
 export type Attachment = components['schemas']['Attachment'];

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import type { MessageService } from './service';
-import type { operations } from '../generated/api';
+import type { operations } from '../../sdk/src/generated/api';
 import type { IncomingFile } from '../media/service';
 
 type ListQuery = NonNullable<operations['listMessages']['parameters']['query']>;

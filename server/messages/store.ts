@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { withIndex } from '../db/index-hint';
 import type { Position } from '../platform/cursor';
-import type { components } from '../generated/api';
+import type { components } from '../../sdk/src/generated/api';
 
 export type Message = components['schemas']['Message'];
 export type MessageDirection = components['schemas']['MessageDirection'];

@@ -1,4 +1,4 @@
-import type { components } from '../generated/api';
+import type { components } from '../../sdk/src/generated/api';
 
 /** The error codes: the `enum` of `Error.code` in openapi/openapi.yaml, the one list of them. */
 export type ErrorCode = components['schemas']['Error']['code'];

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { ulidBody } from '../platform/ids';
 import { toIsoRequired } from '../platform/time';
-import type { components } from '../generated/api';
+import type { components } from '../../sdk/src/generated/api';
 import { findEndpointOfSite, insertEvent, insertPendingDelivery, subscribedEvents } from './store';
 
 export type EventName = components['schemas']['EventName'];

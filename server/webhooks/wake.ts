@@ -60,21 +60,26 @@ export function createWakeChannel(opts: WakeChannelOptions): WakeChannel {
   // Our own messages come back through Redis; this process's subscribers were already called.
   const origin = randomBase62(12);
   const listeners: (() => void)[] = [];
-  let pending = false;
   const wakeLocal = () => {
     for (const listener of listeners) listener();
+  };
+  /** Calls in one turn of the event loop become one: this process's subscribers, then `alsoSend`. */
+  const coalesced = (alsoSend: () => void = () => {}) => {
+    let pending = false;
+    return () => {
+      if (pending) return;
+      pending = true;
+      setImmediate(() => {
+        pending = false;
+        wakeLocal();
+        alsoSend();
+      });
+    };
   };
 
   if (!opts.redisUrl) {
     return {
-      publish() {
-        if (pending) return;
-        pending = true;
-        setImmediate(() => {
-          pending = false;
-          wakeLocal();
-        });
-      },
+      publish: coalesced(),
       subscribe: (onWake) => void listeners.push(onWake),
       live: () => false,
       close: async () => {},
@@ -124,16 +129,10 @@ export function createWakeChannel(opts: WakeChannelOptions): WakeChannel {
   });
 
   return {
-    publish() {
-      if (pending) return;
-      pending = true;
-      setImmediate(() => {
-        pending = false;
-        wakeLocal();
-        if (publisher.status !== 'ready') return; // the others poll meanwhile
-        publisher.publish(channel, origin).catch(reportFailure);
-      });
-    },
+    publish: coalesced(() => {
+      if (publisher.status !== 'ready') return; // the others poll meanwhile
+      publisher.publish(channel, origin).catch(reportFailure);
+    }),
     subscribe: (onWake) => void listeners.push(onWake),
     live: () => subscribed && subscriber.status === 'ready',
     async close() {

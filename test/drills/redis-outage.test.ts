@@ -3,7 +3,6 @@
  * answered quickly (limited in process meanwhile, never a 500), and shared limits resume by
  * themselves. Runs against a private redis-server on its own port, never the shared one.
  */
-import { spawn, ChildProcess } from 'node:child_process';
 import https from 'node:https';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,6 +12,7 @@ import Redis from 'ioredis';
 import { createHarness, Harness, bearer } from '../helpers/harness';
 import { freePort, spawnTs, Spawned } from '../helpers/spawn';
 import { waitFor } from '../helpers/wait';
+import { PrivateRedis, startPrivateRedis, stopPrivateRedis } from '../helpers/redis';
 import { loadConfig } from '../../server/config';
 import { createLimiter } from '../../server/runtime';
 import { createLogger } from '../../server/platform/logger';
@@ -20,32 +20,6 @@ import { createRedisLimiter, RateLimiter } from '../../server/http/rate-limit/li
 
 const PASSWORD = 'drill-redis-pw-7f3a9c';
 const LIMIT = 5;
-
-interface PrivateRedis {
-  child: ChildProcess;
-  exited: Promise<void>;
-}
-
-async function startRedis(port: number): Promise<PrivateRedis> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--requirepass', PASSWORD], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  await waitFor(`redis-server on ${port} ready`, () => {
-    if (child.exitCode !== null) throw new Error(`redis-server exited: ${out}`);
-    return /Ready to accept connections/.test(out);
-  });
-  return { child, exited };
-}
-
-async function stopRedis(redis: PrivateRedis | undefined) {
-  if (!redis || redis.child.exitCode !== null || redis.child.signalCode !== null) return;
-  redis.child.kill('SIGKILL');
-  await redis.exited;
-}
 
 /** Log lines the limiter writes, parsed. */
 function captureLogs() {
@@ -69,7 +43,7 @@ describe('Redis dies and returns under traffic', () => {
 
   beforeAll(async () => {
     port = await freePort();
-    redis = await startRedis(port);
+    redis = await startPrivateRedis(port, PASSWORD);
     const url = `redis://:${PASSWORD}@127.0.0.1:${port}`;
     limiter = createLimiter(loadConfig({ REDIS_URL: url, RATE_LIMIT_PER_MINUTE: String(LIMIT) } as NodeJS.ProcessEnv), logs.logger);
     h = await createHarness({ limiter });
@@ -81,7 +55,7 @@ describe('Redis dies and returns under traffic', () => {
     probe?.disconnect();
     await limiter?.close?.();
     await h?.close();
-    await stopRedis(redis);
+    await stopPrivateRedis(redis);
   });
 
   const get = (key: string) => request(h.app).get('/api/v1/conversations?limit=1').set(bearer(key));
@@ -106,7 +80,7 @@ describe('Redis dies and returns under traffic', () => {
     expect(await probe.zcard(keyBucket(h.site.keyId))).toBe(2);
 
     // 2. Redis killed: every request is answered at once from this instance's own window.
-    await stopRedis(redis);
+    await stopPrivateRedis(redis);
     const during = [];
     for (let i = 0; i < LIMIT + 2; i++) during.push(await timed(h.site.key));
     expect(during.map((d) => d.res.status)).toEqual([200, 200, 200, 200, 200, 429, 429]);
@@ -124,7 +98,7 @@ describe('Redis dies and returns under traffic', () => {
     expect(warnings[0].msg).toMatch(/Redis unavailable.*fall back/);
 
     // 3. Redis back on the same port (empty: no persistence): shared limits resume by themselves.
-    redis = await startRedis(port);
+    redis = await startPrivateRedis(port, PASSWORD);
     await waitFor('the limiter to reconnect to Redis', () => limiter.backend!() === 'shared', 20_000);
     const back = await get(h.site.key);
     // The in-process window of this key is full, so a 200 can only come from Redis's window.
@@ -209,9 +183,12 @@ describe('REDIS_URL points where nothing listens from the start', () => {
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 429]);
     expect(answers[0].headers['x-ratelimit-limit']).toBe('3');
     for (const a of answers) expect(a.ms).toBeLessThan(1000);
-    await server.waitFor(/Redis unavailable/);
+    // Once for each user of Redis in the process: the rate limits and the delivery workers' wake-ups.
+    await server.waitFor(/Redis unavailable: rate limits/);
+    await server.waitFor(/Redis unavailable: delivery workers/);
     const output = server.stdout() + server.stderr();
-    expect(output.match(/Redis unavailable/g)).toHaveLength(1);
+    expect(output.match(/Redis unavailable: rate limits/g)).toHaveLength(1);
+    expect(output.match(/Redis unavailable: delivery workers/g)).toHaveLength(1);
     expect(output).not.toContain(PASSWORD);
     expect(output).not.toMatch(/Unhandled error event/);
   });

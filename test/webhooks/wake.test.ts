@@ -4,38 +4,13 @@
  * subscription comes back by itself. Without Redis, workers use the adaptive poll. Runs against a
  * private redis-server on its own port, never the shared one.
  */
-import { spawn, spawnSync, ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createWakeChannel, adaptivePoll, WakeChannel } from '../../server/webhooks/wake';
 import { freePort } from '../helpers/spawn';
 import { waitFor } from '../helpers/wait';
+import { PrivateRedis, startPrivateRedis, stopPrivateRedis } from '../helpers/redis';
 
 const PASSWORD = 'wake-redis-pw-5d1e0b';
-
-interface PrivateRedis {
-  child: ChildProcess;
-  exited: Promise<void>;
-}
-
-async function startRedis(port: number): Promise<PrivateRedis> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--requirepass', PASSWORD], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  await waitFor(`redis-server on ${port} ready`, () => {
-    if (child.exitCode !== null) throw new Error(`redis-server exited: ${out}`);
-    return /Ready to accept connections/.test(out);
-  });
-  return { child, exited };
-}
-
-async function stopRedis(redis: PrivateRedis | undefined) {
-  if (!redis || redis.child.exitCode !== null || redis.child.signalCode !== null) return;
-  redis.child.kill('SIGKILL');
-  await redis.exited;
-}
 
 function recordingLogger() {
   const lines: string[] = [];
@@ -93,11 +68,11 @@ describe('with Redis', () => {
   beforeAll(async () => {
     port = await freePort();
     url = `redis://:${PASSWORD}@127.0.0.1:${port}`;
-    redis = await startRedis(port);
+    redis = await startPrivateRedis(port, PASSWORD);
   });
   afterAll(async () => {
     await Promise.all(channels.map((c) => c.close()));
-    await stopRedis(redis);
+    await stopPrivateRedis(redis);
   });
 
   test('a publish on one connection reaches the subscriber of another; the publisher\'s own subscriber is woken once', async () => {
@@ -139,7 +114,7 @@ describe('with Redis', () => {
     worker.subscribe(() => woken++);
     await waitFor('subscribed', () => writer.live() && worker.live());
 
-    await stopRedis(redis);
+    await stopPrivateRedis(redis);
     await waitFor('the subscriber to notice', () => !worker.live());
     const started = Date.now();
     for (let i = 0; i < 100; i++) writer.publish();
@@ -148,7 +123,7 @@ describe('with Redis', () => {
     expect(writerLog.lines.some((l) => /Redis unavailable/.test(l))).toBe(true);
     expect(writerLog.lines.join('\n')).not.toContain(PASSWORD);
 
-    redis = await startRedis(port);
+    redis = await startPrivateRedis(port, PASSWORD);
     woken = 0;
     await waitFor('the subscription to come back', () => worker.live() && writer.live(), 15_000);
     await waitFor('the catch-up wake-up after reconnecting', () => woken >= 1);
