@@ -10,7 +10,7 @@ import { ApiError } from './platform/errors';
 import { noCors, requestId, requireHost, securityHeaders } from './http/headers';
 import { authenticate } from './http/authenticate';
 import { canonicalContentType, jsonBody, multipartBody } from './http/bodies';
-import { checkBeforeUpload, requireRights } from './http/rights';
+import { checkBeforeUpload, requireScopes } from './http/scopes';
 import { idempotency } from './http/idempotency';
 import { conversationRoutes } from './conversations/routes';
 import { messageRoutes, normaliseReply } from './messages/routes';
@@ -95,7 +95,7 @@ export function createApp(opts: AppOptions): Express {
   );
   api.use(jsonBody, canonicalContentType);
   api.use(validateAgainst(openApiDocument(), opts.validateResponses));
-  api.use(requireRights); // 403 from the operation's security scopes in the document
+  api.use(requireScopes); // 403 from the operation's security scopes in the document
   api.post('/conversations/:id/messages', idempotency(services.idempotency, normaliseReply));
   api.use(schemaRoutes());
   api.use(conversationRoutes(services.conversations));

@@ -42,6 +42,8 @@ export function serviceEnv(opts: ProcessOptions): NodeJS.ProcessEnv {
     PORT: String(opts.port),
     LOG_LEVEL: 'silent',
     RATE_LIMIT_PER_MINUTE: '1000000000',
+    // A delivery policy under test (WEBHOOK_CONCURRENCY=32 npm run bench ...) reaches the service and the worker.
+    ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('WEBHOOK_'))),
     ...opts.env,
   };
   if (opts.databaseUrl) env.DATABASE_URL = opts.databaseUrl;

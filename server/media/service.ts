@@ -54,7 +54,7 @@ export function createMediaService(store: MediaStore, opts: MediaServiceOptions)
   const sign = (id: string, expires: number) => hmacHex(opts.linkKey, `${id}.${expires}`);
 
   const service = {
-    /** The signed link of DECISIONS: opens without a key until `expires`. */
+    /** The signed link (`mediaLink` in openapi/openapi.yaml): opens without a key until `expires`. */
     signedUrl(id: string): string {
       const expires = Math.floor(now() / 1000) + opts.linkTtlSeconds;
       return `${opts.publicUrl}/api/v1/media/${id}?expires=${expires}&signature=${sign(id, expires)}`;

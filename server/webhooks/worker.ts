@@ -104,7 +104,12 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   const poll = adaptivePoll({ minMs: Math.min(50, pollMs), maxMs: pollMs });
   let pollDelay = pollMs;
 
-  const inFlight = new Map<string, { endpointId: string; done: Promise<void> }>();
+  /**
+   * Claimed deliveries until their result is written. `sending`: from the claim until its POST
+   * ended; only these count against an address's cap, because writing the result to the database
+   * puts no load on the receiver and must not hold its slot.
+   */
+  const inFlight = new Map<string, { endpointId: string; sending: boolean; done?: Promise<void> }>();
   const stats = { delivered: 0, failed: 0, retry: 0, stale: 0 };
   let started = false;
   let stopped = false;
@@ -125,7 +130,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
 
   function inFlightByEndpoint(): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const { endpointId } of inFlight.values()) counts.set(endpointId, (counts.get(endpointId) ?? 0) + 1);
+    for (const { endpointId, sending } of inFlight.values()) if (sending) counts.set(endpointId, (counts.get(endpointId) ?? 0) + 1);
     return counts;
   }
 
@@ -172,19 +177,27 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   }
 
   function run(c: Claimed) {
-    const done = deliver(c)
+    const slot: { endpointId: string; sending: boolean; done?: Promise<void> } = { endpointId: c.delivery.endpoint_id, sending: true };
+    inFlight.set(c.delivery.event_id, slot);
+    const addressFree = () => {
+      if (!slot.sending) return;
+      slot.sending = false;
+      tick(); // the address has room again while this result is written
+    };
+    slot.done = deliver(c, addressFree)
       .catch((err) => {
         // The lease runs out and the row is tried again: nothing is lost.
         logger.error({ eventId: c.delivery.event_id, err: { message: (err as Error).message } }, 'event delivery: attempt could not be recorded');
       })
       .finally(() => {
+        slot.sending = false;
         inFlight.delete(c.delivery.event_id);
         tick(); // a slot is free
       });
-    inFlight.set(c.delivery.event_id, { endpointId: c.delivery.endpoint_id, done });
   }
 
-  async function deliver(c: Claimed): Promise<void> {
+  /** One attempt of a claimed delivery; `addressFree` is called once its POST has ended. */
+  async function deliver(c: Claimed, addressFree: () => void): Promise<void> {
     const { delivery } = c;
     const { event, endpoint } = await store.loadForDelivery(delivery.event_id, delivery.endpoint_id);
     const claim = { owner, attempt: c.attempt };
@@ -208,6 +221,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     const headers = signedHeaders(secret, event.name, event.id, c.attempt, event.body, startedAt);
     const result = await transport.post(endpoint.url, Buffer.from(event.body, 'utf8'), headers);
     const finishedAt = Date.now();
+    addressFree();
 
     let outcome = outcomeOf(result);
     const roundAttempt = c.attempt - delivery.round_base;

@@ -81,7 +81,7 @@ describe('what arrives', () => {
     const apiMessages = new Map<string, Record<string, unknown>>(listed.body.data.map((m: { id: string }) => [m.id, m]));
 
     for (const r of got) {
-      // Headers exactly as SPEC section 6 lists them.
+      // Headers exactly as the `webhooks` section of openapi/openapi.yaml declares them.
       expect(r.headers['content-type']).toBe('application/json');
       expect(r.headers['x-service-event']).toBe(r.json.event);
       expect(r.headers['x-service-delivery']).toBe(r.json.id);

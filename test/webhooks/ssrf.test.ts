@@ -4,7 +4,7 @@ import { isBlockedAddress, Resolver } from '../../server/webhooks/ssrf';
 import { postOnce } from '../../server/webhooks/transport';
 import { attemptsOf, deliveryHarness, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
 
-/** Addresses are refused when saved and again at every connect (DECISIONS: Events and delivery). */
+/** Addresses are refused when saved and again at every connect (README.md, Event receivers). */
 let receiver: Receiver;
 let h: Harness;
 const workers = workerPool(() => h);

@@ -216,3 +216,33 @@ test('a result is applied only by the claim that sent it, even when the same own
     [2, 200, null],
   ]);
 });
+
+test('an address slot is free once the POST has ended, not once its result is written', async () => {
+  // One delivery at a time to the address, and a database that takes its time to record results:
+  // the second event must reach the receiver while the first result is still being written.
+  const site = await h.newSite('slot-after-post');
+  await webhooks(h).setEndpoint(site.id, receiver.url('/slot-after-post'), 'message.created');
+  const arrivals: number[] = [];
+  receiver.on('/slot-after-post', (_req, res) => {
+    arrivals.push(Date.now());
+    res.writeHead(200).end();
+  });
+  const events = h.runtime.services.stores.events;
+  const written: number[] = [];
+  const slowStore = {
+    ...events,
+    finishAttempt: async (...args: Parameters<typeof events.finishAttempt>) => {
+      await new Promise((r) => setTimeout(r, 600));
+      const applied = await events.finishAttempt(...args);
+      written.push(Date.now());
+      return applied;
+    },
+  };
+  const worker = startWorker('worker-slot', { perEndpoint: 1, store: slowStore, leaseMs: 20_000 });
+  await h.visitorSay(site.id, 'v1', 'first');
+  await h.visitorSay(site.id, 'v2', 'second');
+  worker.start();
+  await waitFor('both results written', () => written.length === 2, 10_000);
+  expect(arrivals).toHaveLength(2);
+  expect(arrivals[1]).toBeLessThan(written[0]); // the second POST did not wait for the first write
+});

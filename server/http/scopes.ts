@@ -23,7 +23,7 @@ function refusal(req: Request, security: SecurityRequirement[] | undefined): Api
  * Rights come from the document: the scopes of the operation's `apiKey` security requirement.
  * Runs after the validator has matched the operation.
  */
-export const requireRights: RequestHandler = (req, _res, next) => {
+export const requireScopes: RequestHandler = (req, _res, next) => {
   const schema = (req as Request & { openapi?: { schema?: { security?: SecurityRequirement[] } } }).openapi?.schema;
   next(refusal(req, schema?.security) ?? undefined);
 };
