@@ -51,7 +51,10 @@ export function serviceEnv(opts: ProcessOptions): NodeJS.ProcessEnv {
 }
 
 function spawnNode(args: string[], env: NodeJS.ProcessEnv, name: string): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, args, { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  // Profiling the measured processes: BENCH_NODE_ARGS='--cpu-prof --cpu-prof-dir=.bench/profiles'
+  // (Node refuses --cpu-prof in NODE_OPTIONS, so it goes on the command line).
+  const nodeArgs = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, ...args], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
   // Keep the tail of what it printed, to explain a start that failed.
   let tail = '';
   const keep = (chunk: Buffer) => {
