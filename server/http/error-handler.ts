@@ -94,6 +94,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     } else if (apiError.status >= 500) {
       logger.error({ reqId: req.id, err }, 'server error');
     }
+    // Every 401 carries its challenge (RFC 6750); both the API key and the window token are Bearer credentials.
+    if (apiError.status === 401 && !res.hasHeader('WWW-Authenticate')) {
+      res.setHeader('WWW-Authenticate', req.headers.authorization ? 'Bearer error="invalid_token"' : 'Bearer');
+    }
     sendError(res, apiError);
   };
 }

@@ -25,6 +25,14 @@ describe('401 unauthorized', () => {
     const res = header ? await r.set('Authorization', header) : await r;
     expect(res.status).toBe(401);
     expect(res.body).toEqual({ error: { code: 'unauthorized', message: expect.any(String) } });
+    // The challenge of RFC 6750: which scheme to use, and whether the credential sent was refused.
+    expect(res.headers['www-authenticate']).toBe(header ? 'Bearer error="invalid_token"' : 'Bearer');
+  });
+
+  test('a media link with a bad signature gets the challenge too', async () => {
+    const res = await get(`/media/med_00000000000000000000000000?expires=1&signature=${'a'.repeat(64)}`);
+    expect(res.status).toBe(401);
+    expect(res.headers['www-authenticate']).toBe('Bearer');
   });
 
   test('a revoked key fails on the very next request', async () => {

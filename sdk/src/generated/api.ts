@@ -677,6 +677,7 @@ export interface components {
         /** @description `unauthorized`: the header is missing, or the key is wrong or revoked; for media, a bad or expired link signature. */
         Unauthorized: {
             headers: {
+                "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -755,6 +756,11 @@ export interface components {
         "Idempotent-Replayed": "true";
         /** @description Whole seconds to wait before trying again (at least 1, at most the one-minute window). */
         "Retry-After": number;
+        /**
+         * @description The challenge of every 401 (RFC 6750): `Bearer` when no credential was sent, and
+         *     `Bearer error="invalid_token"` when the one sent is wrong, revoked or expired.
+         */
+        "WWW-Authenticate": "Bearer" | "Bearer error=\"invalid_token\"";
         /**
          * @description Requests allowed per minute on this key (300 unless the operator set RATE_LIMIT_PER_MINUTE).
          *     Sent on every answer to a request with a valid key.
