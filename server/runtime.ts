@@ -5,7 +5,8 @@ import { createDb, migrate } from './db/knex';
 import { loadMasterKey } from './platform/master-key';
 import { createServices, Services } from './services';
 import { createMemoryLimiter, RateLimiter } from './http/rate-limit/limiter';
-import { createFailOpenLimiter, LIMITER_REDIS_OPTIONS } from './http/rate-limit/fail-open';
+import { createFailOpenLimiter } from './http/rate-limit/fail-open';
+import { FAIL_FAST_REDIS_OPTIONS, redisUrlSecrets } from './platform/redis';
 import { createLogger, Logger } from './platform/logger';
 import { createWakeChannel } from './webhooks/wake';
 
@@ -44,15 +45,6 @@ export async function openRuntime(config: Config, opts: { onEvents?: () => void;
  */
 export function createLimiter(config: Config, logger: Logger = createLogger(config.logLevel)): RateLimiter {
   if (!config.redisUrl) return createMemoryLimiter(config.rateLimitPerMinute);
-  const redis = new Redis(config.redisUrl, LIMITER_REDIS_OPTIONS);
-  const password = urlPassword(config.redisUrl);
-  return createFailOpenLimiter(redis, { limit: config.rateLimitPerMinute, logger, secrets: password ? [password, encodeURIComponent(password)] : [] });
-}
-
-function urlPassword(url: string): string | undefined {
-  try {
-    return decodeURIComponent(new URL(url).password) || undefined;
-  } catch {
-    return undefined;
-  }
+  const redis = new Redis(config.redisUrl, FAIL_FAST_REDIS_OPTIONS);
+  return createFailOpenLimiter(redis, { limit: config.rateLimitPerMinute, logger, secrets: redisUrlSecrets(config.redisUrl) });
 }

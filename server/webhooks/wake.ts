@@ -1,24 +1,18 @@
 import Redis, { RedisOptions } from 'ioredis';
 import { randomBase62 } from '../platform/crypto';
-import { closeRedis } from '../http/rate-limit/limiter';
+import { closeRedis, FAIL_FAST_REDIS_OPTIONS, redisUrlSecrets } from '../platform/redis';
 
 /**
- * ioredis settings for wake-ups, in the spirit of the rate limiter's (server/http/rate-limit/fail-open.ts):
- * a writer never waits for Redis and nothing is queued while it is away. A wake-up lost in an
- * outage costs nothing but latency, because workers keep polling (adaptivePoll below).
+ * The shared fail-fast settings (server/platform/redis.ts): a writer never waits for Redis. A
+ * wake-up lost in an outage costs nothing but latency, because workers keep polling (adaptivePoll below).
  */
 export const WAKE_REDIS_OPTIONS: RedisOptions = {
-  enableOfflineQueue: false,
-  commandTimeout: 300,
-  maxRetriesPerRequest: 0,
-  autoResendUnfulfilledCommands: false,
+  ...FAIL_FAST_REDIS_OPTIONS,
   // The subscription is renewed by us on every `ready`, together with a catch-up wake-up.
   autoResubscribe: false,
-  connectTimeout: 2000,
   // How long a close waits for the socket to end before destroying it (ioredis' 2 s holds a
   // stopping worker's exit back when Redis is away).
   disconnectTimeout: 200,
-  retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
 };
 
 export const WAKE_CHANNEL = 'chat:events:wake';
@@ -86,7 +80,7 @@ export function createWakeChannel(opts: WakeChannelOptions): WakeChannel {
     };
   }
 
-  const secrets = passwordsOf(opts.redisUrl);
+  const secrets = redisUrlSecrets(opts.redisUrl);
   const scrub = (text: string) => secrets.reduce((t, s) => t.split(s).join('[redacted]'), text);
   const publisher = new Redis(opts.redisUrl, WAKE_REDIS_OPTIONS);
   const subscriber = new Redis(opts.redisUrl, WAKE_REDIS_OPTIONS);
@@ -141,15 +135,6 @@ export function createWakeChannel(opts: WakeChannelOptions): WakeChannel {
       await Promise.all([closeRedis(publisher), closeRedis(subscriber)]);
     },
   };
-}
-
-function passwordsOf(url: string): string[] {
-  try {
-    const password = decodeURIComponent(new URL(url).password);
-    return password ? [password, encodeURIComponent(password)] : [];
-  } catch {
-    return [];
-  }
 }
 
 export interface AdaptivePoll {

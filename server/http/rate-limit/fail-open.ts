@@ -1,23 +1,7 @@
-import type { Redis, RedisOptions } from 'ioredis';
-import { createMemoryLimiter, createRedisLimiter, closeRedis, RateLimiter, Reservation } from './limiter';
+import type { Redis } from 'ioredis';
+import { closeRedis } from '../../platform/redis';
+import { createMemoryLimiter, createRedisLimiter, RateLimiter, Reservation } from './limiter';
 
-/**
- * ioredis settings for the rate limiter: a request never waits for Redis longer than one short
- * command time-out, and never behind a reconnect.
- */
-export const LIMITER_REDIS_OPTIONS: RedisOptions = {
-  // While disconnected a command fails at once ("Stream isn't writeable ...") instead of queueing.
-  enableOfflineQueue: false,
-  // A Redis that accepts the connection but does not answer (paused, overloaded, black-holed).
-  commandTimeout: 300,
-  // Commands in flight when the connection drops are rejected at the drop, not replayed later: the
-  // request has already been counted in memory by then, so a replay would count it twice.
-  maxRetriesPerRequest: 0,
-  autoResendUnfulfilledCommands: false,
-  connectTimeout: 2000,
-  // Keep trying for ever, at most every 2 s, so shared limits come back by themselves.
-  retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
-};
 
 interface LimiterLogger {
   warn(obj: object, msg: string): void;

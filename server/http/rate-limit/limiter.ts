@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { closeRedis } from '../../platform/redis';
 
 export interface RateDecision {
   allowed: boolean;
@@ -135,11 +136,4 @@ export function createRedisLimiter(redis: Redis, limit: number, prefix = 'chat:r
       await closeRedis(redis);
     },
   };
-}
-
-/** QUIT when connected; otherwise drop the socket at once (QUIT would be refused without an offline queue). */
-export async function closeRedis(redis: Redis): Promise<void> {
-  if (redis.status === 'end') return;
-  if (redis.status !== 'ready') return redis.disconnect();
-  await redis.quit().catch(() => redis.disconnect());
 }
