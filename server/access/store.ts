@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { withNumericColumns } from '../db/knex';
 import { toIso } from '../platform/time';
 
 export interface SiteRow {
@@ -33,17 +34,10 @@ const SITE_COLUMNS = ['id', 'name', 'created_at'] as const;
 const KEY_COLUMNS = ['id', 'site_id', 'fingerprint', 'display_prefix', 'scopes', 'label', 'created_at', 'revoked_at', 'last_used_at'] as const;
 const WINDOW_SETTINGS_COLUMNS = ['site_id', 'identity_mode', 'identity_secret_encrypted', 'updated_at'] as const;
 
-const optionalNumber = (value: number | null) => (value === null ? null : Number(value));
-
 /** The one row mapping of each table (mysql2 may hand BIGINT back as a string). */
-export const mapSiteRow = (row: SiteRow): SiteRow => ({ ...row, created_at: Number(row.created_at) });
-export const mapKeyRow = (row: ApiKeyRow): ApiKeyRow => ({
-  ...row,
-  created_at: Number(row.created_at),
-  revoked_at: optionalNumber(row.revoked_at),
-  last_used_at: optionalNumber(row.last_used_at),
-});
-export const mapWindowSettingsRow = (row: WindowSettingsRow): WindowSettingsRow => ({ ...row, updated_at: Number(row.updated_at) });
+export const mapSiteRow = (row: SiteRow): SiteRow => withNumericColumns(row, ['created_at']);
+export const mapKeyRow = (row: ApiKeyRow): ApiKeyRow => withNumericColumns(row, ['created_at', 'revoked_at', 'last_used_at']);
+export const mapWindowSettingsRow = (row: WindowSettingsRow): WindowSettingsRow => withNumericColumns(row, ['updated_at']);
 
 export function createAccessStore(db: Knex) {
   const key = async (query: Knex.QueryBuilder) => {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { forUpdate } from '../db/knex';
+import { forUpdate, withNumericColumns } from '../db/knex';
 import { withIndex } from '../db/index-hint';
 import type { Position } from '../platform/cursor';
 import { toIso, toIsoRequired } from '../platform/time';
@@ -42,13 +42,7 @@ export function conversationToDto(row: ConversationRow): Conversation {
 
 /** The one row mapping of `conversations`: driver differences normalised (mysql2 may hand BIGINT back as string). */
 export function mapConversationRow(row: ConversationRow): ConversationRow {
-  return {
-    ...row,
-    created_at: Number(row.created_at),
-    updated_at: Number(row.updated_at),
-    last_message_at: row.last_message_at === null ? null : Number(row.last_message_at),
-    closed_at: row.closed_at === null ? null : Number(row.closed_at),
-  };
+  return withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at']);
 }
 
 const normalise = (row: ConversationRow | undefined) => row && mapConversationRow(row);

@@ -321,3 +321,13 @@ export function forUpdateSkipLocked<T extends Knex.QueryBuilder>(db: Knex, query
 export function onMysqlTable(db: Knex, table: Knex.CreateTableBuilder, apply: (table: Knex.CreateTableBuilder) => void): void {
   if (dialectOf(db) === 'mysql') apply(table);
 }
+
+/**
+ * A row as the driver hands it, with its numeric columns made numbers: both drivers return text as
+ * text, but mysql2 may hand BIGINT back as a string. NULL stays null. Every store's row mapping uses it.
+ */
+export function withNumericColumns<Row extends object>(row: Row, columns: (keyof Row & string)[]): Row {
+  const out = { ...row } as Record<string, unknown>;
+  for (const c of columns) out[c] = out[c] === null || out[c] === undefined ? null : Number(out[c]);
+  return out as Row;
+}

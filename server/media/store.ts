@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { withNumericColumns } from '../db/knex';
 
 export interface AttachmentRow {
   id: string;
@@ -16,7 +17,7 @@ const COLUMNS = ['id', 'site_id', 'message_id', 'name', 'mime_type', 'size', 'sh
 
 /** The one row mapping of `attachments`: mysql2 may hand BIGINT back as a string. */
 export function mapAttachmentRow(row: AttachmentRow): AttachmentRow {
-  return { ...row, size: Number(row.size), created_at: Number(row.created_at) };
+  return withNumericColumns(row, ['size', 'created_at']);
 }
 
 const normalise = (row: AttachmentRow | undefined) => row && mapAttachmentRow(row);

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { withNumericColumns } from '../db/knex';
 import { withIndex } from '../db/index-hint';
 import type { Position } from '../platform/cursor';
 import type { components } from '../../sdk/src/generated/api';
@@ -27,7 +28,7 @@ export const MESSAGE_COLUMNS = ['id', 'conversation_id', 'site_id', 'direction',
 
 /** The one row mapping of `messages`: mysql2 may hand BIGINT back as a string. */
 export function mapMessageRow(row: MessageRow): MessageRow {
-  return { ...row, created_at: Number(row.created_at), attachment_count: Number(row.attachment_count) };
+  return withNumericColumns(row, ['created_at', 'attachment_count']);
 }
 
 export function createMessageStore(db: Knex) {

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { forUpdate, forUpdateSkipLocked } from '../db/knex';
+import { forUpdate, forUpdateSkipLocked, withNumericColumns } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
 import { toIsoRequired } from '../platform/time';
 import type { EventName } from './outbox';
@@ -83,20 +83,10 @@ export interface Claimed {
 /** The log text of an attempt whose worker stopped (or lost its lease) before reporting back. */
 export const INTERRUPTED = 'interrupted: the worker stopped during the attempt';
 
-/**
- * A row as the driver hands it, with its numeric columns made numbers: text comes back as text
- * from both drivers, but mysql2 may hand BIGINT back as a string. NULL stays null.
- */
-function withNumbers<Row>(r: Record<string, unknown>, columns: (keyof Row & string)[]): Row {
-  const row: Record<string, unknown> = { ...r };
-  for (const c of columns) row[c] = r[c] === null || r[c] === undefined ? null : Number(r[c]);
-  return row as Row;
-}
-
-const mapEndpointRow = (r: Record<string, unknown>) => withNumbers<EndpointRow>(r, ['created_at', 'updated_at']);
-const mapEventRow = (r: Record<string, unknown>) => withNumbers<EventRow>(r, ['created_at']);
-const mapDeliveryRow = (r: Record<string, unknown>) => withNumbers<DeliveryRow>(r, ['attempts', 'round_base', 'next_attempt_at', 'lease_until', 'updated_at']);
-const mapAttemptRow = (r: Record<string, unknown>) => withNumbers<AttemptRow>(r, ['attempt', 'started_at', 'duration_ms', 'status_code']);
+const mapEndpointRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as EndpointRow, ['created_at', 'updated_at']);
+const mapEventRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as EventRow, ['created_at']);
+const mapDeliveryRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as DeliveryRow, ['attempts', 'round_base', 'next_attempt_at', 'lease_until', 'updated_at']);
+const mapAttemptRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as AttemptRow, ['attempt', 'started_at', 'duration_ms', 'status_code']);
 
 /** The events an address subscribes to, in the order they were saved. */
 export function subscribedEvents(row: EndpointRow): EventName[] {

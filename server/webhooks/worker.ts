@@ -109,7 +109,8 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
    * ended; only these count against an address's cap, because writing the result to the database
    * puts no load on the receiver and must not hold its slot.
    */
-  const inFlight = new Map<string, { endpointId: string; sending: boolean; done?: Promise<void> }>();
+  type Slot = { endpointId: string; sending: boolean; done?: Promise<void> };
+  const inFlight = new Map<string, Slot>();
   const stats = { delivered: 0, failed: 0, retry: 0, stale: 0 };
   let started = false;
   let stopped = false;
@@ -177,7 +178,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   }
 
   function run(c: Claimed) {
-    const slot: { endpointId: string; sending: boolean; done?: Promise<void> } = { endpointId: c.delivery.endpoint_id, sending: true };
+    const slot: Slot = { endpointId: c.delivery.endpoint_id, sending: true };
     inFlight.set(c.delivery.event_id, slot);
     const addressFree = () => {
       if (!slot.sending) return;
