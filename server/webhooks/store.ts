@@ -78,6 +78,61 @@ export interface Claimed {
   interrupted: { attempt: number; startedAt: number; leaseUntil: number } | null;
   /** The round's budget was used up by interrupted attempts: give up instead of sending. */
   exhausted: boolean;
+  /** What the attempt sends, and where; undefined when it was removed meanwhile (the delivery then fails). */
+  event: EventRow | undefined;
+  endpoint: EndpointRow | undefined;
+}
+
+/** A delivery's state after an attempt (`attempts`: when the claim is given back unsent, the count before it). */
+export interface NextState {
+  status: DeliveryStatus;
+  nextAttemptAt: number;
+  now: number;
+  attempts?: number;
+}
+
+/** One claim's result for finishAttempts: its log row (none when nothing was sent) and the next state. */
+export interface Outcome {
+  eventId: string;
+  /** The attempt number the claim sent. */
+  attempt: number;
+  row: AttemptRow | null;
+  next: NextState;
+}
+
+/** A group of results of which some claim is no longer the owner's: recorded one by one instead. */
+class PartialGroup extends Error {}
+
+const DELIVERY_COLUMNS = ['event_id', 'site_id', 'endpoint_id', 'status', 'attempts', 'round_base', 'next_attempt_at', 'lease_owner', 'lease_until', 'updated_at'] as const;
+/** The claim's joined read: the delivery, its event and its address (prefixed, as both have ids and times). */
+const CLAIMED_COLUMNS = [
+  ...DELIVERY_COLUMNS.map((c) => `d.${c}`),
+  'e.name as e_name',
+  'e.body as e_body',
+  'e.created_at as e_created_at',
+  'w.site_id as w_site_id',
+  'w.url as w_url',
+  'w.events as w_events',
+  'w.secret_encrypted as w_secret_encrypted',
+  'w.created_at as w_created_at',
+  'w.updated_at as w_updated_at',
+];
+
+function pick(row: Record<string, unknown>, columns: readonly string[]): Record<string, unknown> {
+  return Object.fromEntries(columns.map((c) => [c, row[c]]));
+}
+
+/** finishAttempt's rule for one claim, in the caller's transaction. */
+async function finishOne(trx: Knex.Transaction, r: { row: AttemptRow | null; eventId: string; claim: { owner: string; attempt: number }; next: NextState }): Promise<boolean> {
+  const { row, eventId, claim, next } = r;
+  const n = await trx('deliveries')
+    .where({ event_id: eventId, lease_owner: claim.owner, attempts: claim.attempt })
+    .update({ status: next.status, next_attempt_at: next.nextAttemptAt, attempts: next.attempts ?? claim.attempt, lease_owner: null, lease_until: null, updated_at: next.now });
+  if (row) {
+    if (n === 0) await trx('delivery_attempts').where({ event_id: eventId, attempt: row.attempt }).andWhere('error', INTERRUPTED).del();
+    await trx('delivery_attempts').insert(row);
+  }
+  return n === 1;
 }
 
 /** The log text of an attempt whose worker stopped (or lost its lease) before reporting back. */
@@ -131,6 +186,9 @@ export async function insertPendingDelivery(trx: Knex.Transaction, delivery: Pic
 }
 
 export function createEventStore(db: Knex) {
+  const finishAttempt = (row: AttemptRow | null, eventId: string, claim: { owner: string; attempt: number }, next: NextState): Promise<boolean> =>
+    runInTransaction(db, (trx) => finishOne(trx, { row, eventId, claim, next }));
+
   return {
     findEndpoint: (siteId: string) => findEndpointOfSite(db, siteId),
 
@@ -148,14 +206,19 @@ export function createEventStore(db: Knex) {
     },
 
     /**
-     * Claims up to `limit` due deliveries for `owner`: each gets one more attempt counted and a
-     * lease (next_attempt_at moves to the lease's end, so if this worker dies the row is due again
-     * then). The candidates are read with forUpdateSkipLocked, so concurrent workers on MySQL take
-     * different rows without waiting on each other; the UPDATE is conditional on what was read, so
-     * on SQLite (no row locks) a row can still be claimed by one worker only. The rows in
-     * `exclude` are left alone even when their lease ran out: they are this worker's own attempts
-     * still in flight (a stalled database or a slow receiver outlasted the lease), and claiming them
-     * again would send the event a second time alongside the first.
+     * Claims up to `limit` due deliveries for `owner`, with their event and address: each gets one
+     * more attempt counted and a lease (next_attempt_at moves to the lease's end, so if this worker
+     * dies the row is due again then). The candidates are read with forUpdateSkipLocked, so
+     * concurrent workers on MySQL take different rows without waiting on each other (SQLite's
+     * transactions take the write lock first, see runInTransaction); one UPDATE claims them all and
+     * one joined read returns them with what the attempt needs. The locking read does not join the
+     * events and addresses: it would lock (and make other workers skip) the address row too.
+     *
+     * `held` counts the rows this worker holds per address and `allowance` says how many it may
+     * hold of an address: rows beyond it are left for a later round (`skipped`). The rows in
+     * `exclude` are left alone even when their lease ran out: they are this worker's own, still
+     * waiting or in flight (a stalled database or a slow receiver outlasted the lease), and claiming
+     * them again would send the event a second time alongside the first.
      */
     async claimDue(opts: {
       owner: string;
@@ -163,43 +226,71 @@ export function createEventStore(db: Knex) {
       leaseMs: number;
       limit: number;
       maxAttempts: number;
-      /** Deliveries this worker has in flight per endpoint, and the most it takes per endpoint. */
-      inFlight: Map<string, number>;
-      perEndpoint: number;
-      /** Event ids this worker is still sending. */
+      held: Map<string, number>;
+      allowance: (endpointId: string) => number;
+      /** Event ids this worker holds. */
       exclude?: Iterable<string>;
     }): Promise<{ claimed: Claimed[]; skipped: number }> {
-      const { owner, now, leaseMs, limit, maxAttempts, perEndpoint } = opts;
+      const { owner, now, leaseMs, limit, maxAttempts, allowance } = opts;
       if (limit <= 0) return { claimed: [], skipped: 0 };
-      const busy = new Map(opts.inFlight);
-      const full = [...busy].filter(([, n]) => n >= perEndpoint).map(([id]) => id);
+      const held = new Map(opts.held);
+      const full = [...held].filter(([id, n]) => n >= allowance(id)).map(([id]) => id);
       const own = [...(opts.exclude ?? [])];
+      const leaseUntil = now + leaseMs;
       const work = async (q: Knex.Transaction) => {
         let select = q('deliveries').where('status', 'pending').andWhere('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
         if (full.length) select = select.whereNotIn('endpoint_id', full);
         if (own.length) select = select.whereNotIn('event_id', own);
-        const rows = (await forUpdateSkipLocked(q, select)).map(mapDeliveryRow);
-        const claimed: Claimed[] = [];
+        const candidates = (await forUpdateSkipLocked(q, select)).map(mapDeliveryRow);
+        const chosen: DeliveryRow[] = [];
         let skipped = 0;
-        for (const row of rows) {
-          const n = busy.get(row.endpoint_id) ?? 0;
-          if (n >= perEndpoint) {
-            skipped++; // left for a later round, when that address has room again
+        for (const row of candidates) {
+          const n = held.get(row.endpoint_id) ?? 0;
+          if (n >= allowance(row.endpoint_id)) {
+            skipped++; // left for a later round, when this worker has room for that address again
             continue;
           }
-          const exhausted = row.attempts - row.round_base >= maxAttempts;
-          const attempts = exhausted ? row.attempts : row.attempts + 1;
-          const updated = await q('deliveries')
-            .where({ event_id: row.event_id, status: 'pending', attempts: row.attempts })
-            .andWhere('next_attempt_at', '<=', now)
-            .update({ attempts, lease_owner: owner, lease_until: now + leaseMs, next_attempt_at: now + leaseMs, updated_at: now });
-          if (updated !== 1) continue; // another worker was faster
-          busy.set(row.endpoint_id, n + 1);
+          held.set(row.endpoint_id, n + 1);
+          chosen.push(row);
+        }
+        if (chosen.length === 0) return { claimed: [], skipped };
+        const ids = chosen.map((r) => r.event_id);
+        // A row whose round budget is used up keeps its count: it is given up, not sent.
+        await q('deliveries')
+          .whereIn('event_id', ids)
+          .andWhere('status', 'pending')
+          .andWhere('next_attempt_at', '<=', now)
+          .update({
+            attempts: q.raw('attempts + CASE WHEN attempts - round_base >= ? THEN 0 ELSE 1 END', [maxAttempts]),
+            lease_owner: owner,
+            lease_until: leaseUntil,
+            next_attempt_at: leaseUntil,
+            updated_at: now,
+          });
+        // What the UPDATE took (all of them: the rows are locked, or the write lock is ours) with the
+        // event and the address, in one read.
+        const taken = await q('deliveries as d')
+          .leftJoin('events as e', 'e.id', 'd.event_id')
+          .leftJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+          .whereIn('d.event_id', ids)
+          .andWhere({ 'd.lease_owner': owner, 'd.lease_until': leaseUntil })
+          .select(CLAIMED_COLUMNS);
+        const byId = new Map<string, Record<string, unknown>>(taken.map((r: Record<string, unknown>) => [String(r.event_id), r]));
+        const claimed: Claimed[] = [];
+        for (const before of chosen) {
+          const r = byId.get(before.event_id);
+          if (!r) continue; // not ours after all (SQLite without the write lock cannot get here)
+          const delivery = mapDeliveryRow(pick(r, DELIVERY_COLUMNS));
           claimed.push({
-            delivery: { ...row, attempts, lease_owner: owner, lease_until: now + leaseMs, next_attempt_at: now + leaseMs, updated_at: now },
-            attempt: attempts,
-            interrupted: row.lease_owner ? { attempt: row.attempts, startedAt: row.updated_at, leaseUntil: row.lease_until ?? now } : null,
-            exhausted,
+            delivery,
+            attempt: delivery.attempts,
+            interrupted: before.lease_owner ? { attempt: before.attempts, startedAt: before.updated_at, leaseUntil: before.lease_until ?? now } : null,
+            exhausted: before.attempts - before.round_base >= maxAttempts,
+            event: r.e_name == null ? undefined : mapEventRow({ id: before.event_id, site_id: before.site_id, name: r.e_name, body: r.e_body, created_at: r.e_created_at }),
+            endpoint:
+              r.w_url == null
+                ? undefined
+                : mapEndpointRow({ id: before.endpoint_id, site_id: r.w_site_id, url: r.w_url, events: r.w_events, secret_encrypted: r.w_secret_encrypted, created_at: r.w_created_at, updated_at: r.w_updated_at }),
           });
         }
         return { claimed, skipped };
@@ -208,11 +299,6 @@ export function createEventStore(db: Knex) {
       // of new deliveries while it runs. Contention that outlasts the retries reaches the worker as
       // the database's own error: it logs it and claims again at its next poll.
       return runInTransaction(db, work, { isolation: 'read committed', whenBusy: 'rethrow' });
-    },
-
-    async loadForDelivery(eventId: string, endpointId: string): Promise<{ event: EventRow | undefined; endpoint: EndpointRow | undefined }> {
-      const [event, endpoint] = await Promise.all([db('events').where({ id: eventId }).first(), db('webhook_endpoints').where({ id: endpointId }).first()]);
-      return { event: event && mapEventRow(event), endpoint: endpoint && mapEndpointRow(endpoint) };
     },
 
     /**
@@ -224,22 +310,47 @@ export function createEventStore(db: Knex) {
      * result changes nothing (returns false), but the attempt did happen, so its row is logged,
      * replacing the `interrupted` placeholder a later claim wrote for it.
      */
-    async finishAttempt(
-      row: AttemptRow | null,
-      eventId: string,
-      claim: { owner: string; attempt: number },
-      next: { status: DeliveryStatus; nextAttemptAt: number; now: number },
-    ): Promise<boolean> {
-      return runInTransaction(db, async (trx) => {
+    finishAttempt,
+
+    /**
+     * finishAttempt for many claims of one owner in one commit: one UPDATE for every delivery and one
+     * INSERT for every log row, so a worker that sends hundreds of attempts a second commits a few
+     * dozen times. When some claim is no longer this owner's (a lease ran out: rare), the group is
+     * rolled back and each result is recorded on its own, with finishAttempt's rules.
+     */
+    async finishAttempts(owner: string, results: Outcome[]): Promise<boolean[]> {
+      if (results.length === 0) return [];
+      if (results.length === 1) return [await finishAttempt(results[0].row, results[0].eventId, { owner, attempt: results[0].attempt }, results[0].next)];
+      const whole = await runInTransaction(db, async (trx) => {
+        const byEvent = (value: (r: Outcome) => unknown) =>
+          trx.raw(`CASE event_id ${results.map(() => 'WHEN ? THEN ?').join(' ')} END`, results.flatMap((r) => [r.eventId, value(r)]) as Knex.Value[]);
         const n = await trx('deliveries')
-          .where({ event_id: eventId, lease_owner: claim.owner, attempts: claim.attempt })
-          .update({ status: next.status, next_attempt_at: next.nextAttemptAt, lease_owner: null, lease_until: null, updated_at: next.now });
-        if (row) {
-          if (n === 0) await trx('delivery_attempts').where({ event_id: eventId, attempt: row.attempt }).andWhere('error', INTERRUPTED).del();
-          await trx('delivery_attempts').insert(row);
-        }
-        return n === 1;
+          .whereIn(
+            'event_id',
+            results.map((r) => r.eventId),
+          )
+          .andWhere('lease_owner', owner)
+          .andWhere('attempts', byEvent((r) => r.attempt))
+          .update({
+            status: byEvent((r) => r.next.status),
+            next_attempt_at: byEvent((r) => r.next.nextAttemptAt),
+            attempts: byEvent((r) => r.next.attempts ?? r.attempt),
+            lease_owner: null,
+            lease_until: null,
+            updated_at: byEvent((r) => r.next.now),
+          });
+        if (n !== results.length) throw new PartialGroup();
+        const rows = results.flatMap((r) => (r.row ? [r.row] : []));
+        if (rows.length) await trx('delivery_attempts').insert(rows);
+        return true;
+      }).catch((err) => {
+        if (err instanceof PartialGroup) return false;
+        throw err;
       });
+      if (whole) return results.map(() => true);
+      const applied: boolean[] = [];
+      for (const r of results) applied.push(await finishAttempt(r.row, r.eventId, { owner, attempt: r.attempt }, r.next));
+      return applied;
     },
 
     /**

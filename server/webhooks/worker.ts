@@ -3,7 +3,7 @@ import os from 'node:os';
 import type { Config } from '../config';
 import type { Logger } from '../platform/logger';
 import { decrypt, hmacHex, randomBase62 } from '../platform/crypto';
-import type { Claimed, DeliveryStatus, EventStore } from './store';
+import type { Claimed, DeliveryStatus, EventStore, Outcome } from './store';
 import { createDeliveryTransport, DeliveryTransport, PostResult } from './transport';
 import { adaptivePoll, WakeChannel } from './wake';
 import type { Resolver } from './ssrf';
@@ -43,12 +43,19 @@ export interface DeliveryWorker {
   /**
    * Attempts this worker finished, by outcome (for tests and diagnostics). `stale`: the attempt
    * outlived its lease and a newer claim owned the row by then, so its result was only logged.
+   * `returned`: claimed ahead and given back unsent (it waited too long for its slot, or the worker stopped).
    */
-  readonly stats: Record<'delivered' | 'failed' | 'retry' | 'stale', number>;
+  readonly stats: Record<'delivered' | 'failed' | 'retry' | 'stale' | 'returned', number>;
 }
 
 const CLEANUP_EVERY_MS = 60 * 60 * 1000;
 const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+/** What a lease keeps beyond the attempt's time-out for writing its result. */
+const RESULT_MARGIN_MS = 5_000;
+/** The most rows of one address claimed ahead of their POST. */
+const AHEAD_PER_ADDRESS_MAX = 64;
+/** Results recorded in one commit at most. */
+const RESULTS_PER_COMMIT = 200;
 
 /** What an attempt's result means for the delivery. */
 export function outcomeOf(result: PostResult): 'delivered' | 'failed' | 'retry' {
@@ -77,9 +84,35 @@ export function signedHeaders(secret: string, eventName: string, eventId: string
 }
 
 /**
- * The delivery worker. It claims due rows of `deliveries` with a lease, sends each as one HTTPS
- * attempt, logs the attempt and moves the row to delivered, failed or a later retry. Any number of
- * workers may run on MySQL (claims skip each other's locked rows); on SQLite run one.
+ * A claimed delivery until its result is written. `preparing`: its interrupted predecessor is being
+ * logged; `queued`: claimed ahead, waiting for a free slot of its address; `sending`: its POST is
+ * open; `writing`: its result waits for the next commit. Only `sending` rows count against the
+ * address's cap (writing a result puts no load on the receiver); every held row is excluded from
+ * this worker's claims, so it is never sent twice alongside itself.
+ */
+type Held = {
+  claimed: Claimed;
+  endpointId: string;
+  state: 'preparing' | 'queued' | 'sending' | 'writing';
+  queuedAt: number;
+  done: Promise<void>;
+  settle: () => void;
+};
+
+type PendingResult = { held: Held; outcome: Outcome; report?: (applied: boolean) => void };
+
+/**
+ * The delivery worker. It claims due rows of `deliveries` in batches with a lease, sends each as
+ * one HTTPS attempt, and records the results in groups (one commit for all attempts that ended while
+ * the previous commit ran): the log row and the delivery's move to delivered, failed or a later
+ * retry. Any number of workers may run on MySQL (claims skip each other's locked rows); on SQLite
+ * run one.
+ *
+ * Claiming ahead: an address whose recent answers came fast gets more rows claimed than it has
+ * slots, so the next POST starts the moment one ends instead of after a claim's round trip. How
+ * many follows the address's pace (its slowest recent attempt), so a claimed row expects to wait
+ * about a second at most; one that waited longer than its lease allows (the address slowed down) is
+ * given back unsent, with its attempt uncounted. An address not yet seen gets no rows ahead.
  */
 export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   const { store, config, secretKey, logger } = opts;
@@ -88,8 +121,13 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   const pollMs = opts.pollMs ?? 1000;
   const delays = config.webhookRetryDelaysMs;
   const maxAttempts = delays.length + 1;
-  // The attempt's own time-out plus room to write its result; a lease that ran out means the worker died.
+  // The attempt's own time-out plus room to wait for a slot and to write its result; a lease that
+  // ran out means the worker died.
   const leaseMs = opts.leaseMs ?? config.webhookTimeoutMs + 10_000;
+  // How long a row claimed ahead may wait for its slot and still finish inside its lease.
+  const maxWaitMs = Math.max(0, leaseMs - config.webhookTimeoutMs - RESULT_MARGIN_MS);
+  const aheadWaitMs = Math.min(1000, maxWaitMs / 5);
+  const aheadTotal = maxWaitMs > 0 ? Math.max(AHEAD_PER_ADDRESS_MAX, concurrency * 4) : 0;
   const owner = (opts.owner ?? `${os.hostname()}:${process.pid}:${randomBase62(6)}`).slice(0, 64);
   // One transport for the worker's life: one secure context, kept-alive connections per checked address.
   const transport =
@@ -104,14 +142,17 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   const poll = adaptivePoll({ minMs: Math.min(50, pollMs), maxMs: pollMs });
   let pollDelay = pollMs;
 
-  /**
-   * Claimed deliveries until their result is written. `sending`: from the claim until its POST
-   * ended; only these count against an address's cap, because writing the result to the database
-   * puts no load on the receiver and must not hold its slot.
-   */
-  type Slot = { endpointId: string; sending: boolean; done?: Promise<void> };
-  const inFlight = new Map<string, Slot>();
-  const stats = { delivered: 0, failed: 0, retry: 0, stale: 0 };
+  const held = new Map<string, Held>(); // by event id, in claim order
+  const sendingTo = new Map<string, number>(); // open POSTs by endpoint id
+  let sending = 0;
+  let queued = 0;
+  /** Each address's slowest recent attempt (ms), decaying: how many rows it gets ahead. */
+  const pace = new Map<string, number>();
+  /** Opened signing secrets by their sealed text (a rotated secret has a new one). */
+  const secrets = new Map<string, string>();
+  const results: PendingResult[] = [];
+  let recording: Promise<void> | null = null;
+  const stats = { delivered: 0, failed: 0, retry: 0, stale: 0, returned: 0 };
   let started = false;
   let stopped = false;
   let ticking: Promise<void> | null = null;
@@ -129,13 +170,21 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     timer = setTimeout(tick, delay);
   }
 
-  function inFlightByEndpoint(): Map<string, number> {
+  /** The most rows of an address this worker holds unsent or sending: its cap, plus rows ahead at its pace. */
+  function allowance(endpointId: string): number {
+    const slowMs = pace.get(endpointId);
+    if (slowMs === undefined || aheadTotal === 0) return perEndpoint;
+    return perEndpoint + Math.min(AHEAD_PER_ADDRESS_MAX, Math.floor((perEndpoint * aheadWaitMs) / Math.max(1, slowMs)));
+  }
+
+  /** Rows held per address that are not yet written (what the allowance counts). */
+  function heldByEndpoint(): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const { endpointId, sending } of inFlight.values()) if (sending) counts.set(endpointId, (counts.get(endpointId) ?? 0) + 1);
+    for (const h of held.values()) if (h.state !== 'writing') counts.set(h.endpointId, (counts.get(h.endpointId) ?? 0) + 1);
     return counts;
   }
 
-  /** Claims as many due rows as there are free slots; runs one at a time, re-runs if woken meanwhile. */
+  /** Claims when there is room; runs one at a time, re-runs if woken meanwhile. */
   function tick(): void {
     if (stopped) return;
     if (ticking) {
@@ -146,25 +195,27 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     ticking = (async () => {
       do {
         again = false;
-        const free = concurrency - inFlight.size;
-        if (free <= 0) break;
+        // Rows whose results wait for a stalled database are not claimed past.
+        const limit = Math.min(concurrency + aheadTotal - sending - queued, concurrency + aheadTotal + RESULTS_PER_COMMIT - held.size);
+        if (limit <= 0) break;
         const { claimed, skipped } = await store.claimDue({
           owner,
           now: Date.now(),
           leaseMs,
-          limit: free,
+          limit,
           maxAttempts,
-          inFlight: inFlightByEndpoint(),
-          perEndpoint,
+          held: heldByEndpoint(),
+          allowance,
           // An attempt of ours can outlast its lease (a database stall, a slow answer): the row then
           // looks due, but it is still being sent.
-          exclude: [...inFlight.keys()],
+          exclude: held.keys(),
         });
         if (claimed.length > 0) foundWork = true;
-        for (const c of claimed) run(c);
+        for (const c of claimed) take(c);
+        pump();
         // More may be due: the batch was full, or rows of an address that just filled up hid others
         // (the next round leaves that address out).
-        if (claimed.length === free || skipped > 0) again = true;
+        if (claimed.length === limit || skipped > 0) again = true;
       } while (again && !stopped);
     })()
       .catch((err) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'event delivery: claiming failed; retrying at the next poll'))
@@ -177,86 +228,162 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       });
   }
 
-  function run(c: Claimed) {
-    const slot: Slot = { endpointId: c.delivery.endpoint_id, sending: true };
-    inFlight.set(c.delivery.event_id, slot);
-    const addressFree = () => {
-      if (!slot.sending) return;
-      slot.sending = false;
-      tick(); // the address has room again while this result is written
-    };
-    slot.done = deliver(c, addressFree)
-      .catch((err) => {
-        // The lease runs out and the row is tried again: nothing is lost.
-        logger.error({ eventId: c.delivery.event_id, err: { message: (err as Error).message } }, 'event delivery: attempt could not be recorded');
-      })
-      .finally(() => {
-        slot.sending = false;
-        inFlight.delete(c.delivery.event_id);
-        tick(); // a slot is free
-      });
+  /** Claims again once the rows claimed ahead run low. */
+  function refill() {
+    if (queued <= aheadTotal / 2) tick();
   }
 
-  /** One attempt of a claimed delivery; `addressFree` is called once its POST has ended. */
-  async function deliver(c: Claimed, addressFree: () => void): Promise<void> {
-    const { delivery } = c;
-    const { event, endpoint } = await store.loadForDelivery(delivery.event_id, delivery.endpoint_id);
-    const claim = { owner, attempt: c.attempt };
-    if (!event || !endpoint) {
-      await store.finishAttempt(null, delivery.event_id, claim, { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() });
-      return;
+  function take(c: Claimed) {
+    let settle!: () => void;
+    const done = new Promise<void>((resolve) => (settle = resolve));
+    const h: Held = { claimed: c, endpointId: c.delivery.endpoint_id, state: 'queued', queuedAt: Date.now(), done, settle };
+    held.set(c.delivery.event_id, h);
+    const { event, endpoint } = c;
+    if (c.exhausted || !event || !endpoint) {
+      // Given up (its round's budget went to interrupted attempts) or its event or address was removed.
+      if (c.exhausted) stats.failed++;
+      return record(h, { row: null, next: { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() } });
     }
-    const base = { event_id: event.id, site_id: delivery.site_id, endpoint_id: endpoint.id, event_name: event.name, url: endpoint.url };
-    if (c.interrupted) {
-      const { attempt, startedAt, leaseUntil } = c.interrupted;
-      await store.logInterrupted({ ...base, attempt, started_at: startedAt, duration_ms: Math.max(0, leaseUntil - startedAt) });
-    }
-    if (c.exhausted) {
-      await store.finishAttempt(null, event.id, claim, { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() });
-      stats.failed++;
-      return;
-    }
+    if (!c.interrupted) return void queued++;
+    const { attempt, startedAt, leaseUntil } = c.interrupted;
+    h.state = 'preparing';
+    store
+      .logInterrupted({ event_id: event.id, site_id: c.delivery.site_id, endpoint_id: endpoint.id, event_name: event.name, url: endpoint.url, attempt, started_at: startedAt, duration_ms: Math.max(0, leaseUntil - startedAt) })
+      .then(
+        () => {
+          h.state = 'queued';
+          h.queuedAt = Date.now();
+          queued++;
+          pump();
+        },
+        (err) => {
+          // The lease runs out and the row is claimed again, interrupted placeholder and all.
+          logger.error({ eventId: event.id, err: { message: (err as Error).message } }, 'event delivery: an interrupted attempt could not be logged');
+          forget(h);
+        },
+      );
+  }
 
+  /** Starts the POSTs that have a free slot, in claim order; gives back rows that waited too long. */
+  function pump() {
+    if (stopped) return;
+    for (const h of held.values()) {
+      if (sending >= concurrency) break;
+      if (h.state !== 'queued' || (sendingTo.get(h.endpointId) ?? 0) >= perEndpoint) continue;
+      queued--;
+      if (Date.now() - h.queuedAt > maxWaitMs) giveBack(h);
+      else void send(h);
+    }
+  }
+
+  /** A claimed row goes back unsent: due now, its attempt uncounted. */
+  function giveBack(h: Held) {
+    const now = Date.now();
+    stats.returned++;
+    record(h, { row: null, next: { status: 'pending', nextAttemptAt: now, now, attempts: h.claimed.attempt - 1 } });
+  }
+
+  function secretOf(sealed: string): string {
+    let secret = secrets.get(sealed);
+    if (secret === undefined) {
+      if (secrets.size >= 1000) secrets.clear();
+      secret = decrypt(secretKey, sealed);
+      secrets.set(sealed, secret);
+    }
+    return secret;
+  }
+
+  /** One attempt of a claimed delivery. */
+  async function send(h: Held): Promise<void> {
+    const { claimed: c } = h;
+    const event = c.event!;
+    const endpoint = c.endpoint!;
+    h.state = 'sending';
+    sending++;
+    sendingTo.set(h.endpointId, (sendingTo.get(h.endpointId) ?? 0) + 1);
     const startedAt = Date.now();
-    const secret = decrypt(secretKey, endpoint.secret_encrypted);
-    const headers = signedHeaders(secret, event.name, event.id, c.attempt, event.body, startedAt);
-    const result = await transport.post(endpoint.url, Buffer.from(event.body, 'utf8'), headers);
+    let result: PostResult;
+    try {
+      const headers = signedHeaders(secretOf(endpoint.secret_encrypted), event.name, event.id, c.attempt, event.body, startedAt);
+      result = await transport.post(endpoint.url, Buffer.from(event.body, 'utf8'), headers);
+    } catch (err) {
+      result = { status: null, error: (err as Error).message, response: null } as PostResult;
+    }
     const finishedAt = Date.now();
-    addressFree();
+    const durationMs = finishedAt - startedAt;
+    sending--;
+    sendingTo.set(h.endpointId, sendingTo.get(h.endpointId)! - 1);
+    if (sendingTo.get(h.endpointId) === 0) sendingTo.delete(h.endpointId);
+    if (pace.size >= 10_000) pace.clear();
+    pace.set(h.endpointId, Math.max(durationMs, (pace.get(h.endpointId) ?? durationMs) * 0.9));
 
     let outcome = outcomeOf(result);
-    const roundAttempt = c.attempt - delivery.round_base;
+    const roundAttempt = c.attempt - c.delivery.round_base;
     if (outcome === 'retry' && roundAttempt >= maxAttempts) outcome = 'failed';
     const status: DeliveryStatus = outcome === 'retry' ? 'pending' : outcome;
     const nextAttemptAt = outcome === 'retry' ? finishedAt + delays[Math.min(roundAttempt - 1, delays.length - 1)] : finishedAt;
+    const row = {
+      event_id: event.id,
+      site_id: c.delivery.site_id,
+      endpoint_id: endpoint.id,
+      event_name: event.name,
+      url: endpoint.url,
+      attempt: c.attempt,
+      started_at: startedAt,
+      duration_ms: durationMs,
+      status_code: result.status,
+      error: result.status !== null && result.status >= 300 && result.status < 400 ? 'redirect not followed' : (result.error?.slice(0, 500) ?? null),
+      response_excerpt: result.response,
+    };
+    record(h, { row, next: { status, nextAttemptAt, now: finishedAt } }, (applied) => {
+      // The address's host only: a URL may carry a receiver's token in its path or query.
+      const summary = { eventId: event.id, event: event.name, attempt: c.attempt, host: new URL(endpoint.url).host, status: result.status, error: result.error, durationMs, outcome };
+      if (!applied) {
+        stats.stale++;
+        logger.warn(summary, 'event delivery attempt outlived its lease; a newer claim owns the delivery, so this result is logged only');
+        return;
+      }
+      stats[outcome]++;
+      if (outcome === 'retry') {
+        retryTimes.push(nextAttemptAt);
+        if (!ticking) scheduleNext();
+      }
+      logger.info(summary, 'event delivery attempt');
+    });
+    pump(); // the address has a free slot while this result is written
+    refill();
+  }
 
-    const applied = await store.finishAttempt(
-      {
-        ...base,
-        attempt: c.attempt,
-        started_at: startedAt,
-        duration_ms: finishedAt - startedAt,
-        status_code: result.status,
-        error: result.status !== null && result.status >= 300 && result.status < 400 ? 'redirect not followed' : (result.error?.slice(0, 500) ?? null),
-        response_excerpt: result.response,
-      },
-      event.id,
-      claim,
-      { status, nextAttemptAt, now: finishedAt },
-    );
-    // The address's host only: a URL may carry a receiver's token in its path or query.
-    const summary = { eventId: event.id, event: event.name, attempt: c.attempt, host: new URL(endpoint.url).host, status: result.status, error: result.error, durationMs: finishedAt - startedAt, outcome };
-    if (!applied) {
-      stats.stale++;
-      logger.warn(summary, 'event delivery attempt outlived its lease; a newer claim owns the delivery, so this result is logged only');
-      return;
+  /** Queues a claim's result for the next commit. */
+  function record(h: Held, next: Omit<Outcome, 'eventId' | 'attempt'>, report?: (applied: boolean) => void) {
+    h.state = 'writing';
+    results.push({ held: h, outcome: { eventId: h.claimed.delivery.event_id, attempt: h.claimed.attempt, ...next }, report });
+    if (!recording) recording = recordResults();
+  }
+
+  /** Writes the waiting results, one commit per group, until none wait. */
+  async function recordResults(): Promise<void> {
+    while (results.length > 0) {
+      const group = results.splice(0, RESULTS_PER_COMMIT);
+      try {
+        const applied = await store.finishAttempts(
+          owner,
+          group.map((r) => r.outcome),
+        );
+        group.forEach((r, i) => r.report?.(applied[i]));
+      } catch (err) {
+        // The leases run out and the rows are tried again: nothing is lost.
+        logger.error({ events: group.length, err: { message: (err as Error).message } }, 'event delivery: attempts could not be recorded');
+      }
+      for (const r of group) forget(r.held);
     }
-    stats[outcome]++;
-    if (outcome === 'retry') {
-      retryTimes.push(nextAttemptAt);
-      if (!ticking) scheduleNext();
-    }
-    logger.info(summary, 'event delivery attempt');
+    recording = null;
+    if (!stopped) refill();
+  }
+
+  function forget(h: Held) {
+    held.delete(h.claimed.delivery.event_id);
+    h.settle();
   }
 
   async function cleanup() {
@@ -288,7 +415,14 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       clearTimeout(timer);
       clearInterval(cleanupTimer);
       await ticking;
-      await Promise.allSettled([...inFlight.values()].map((f) => f.done));
+      // Rows claimed ahead go back unsent; the POSTs in flight end (at most the time-out) and are recorded.
+      for (const h of held.values()) {
+        if (h.state !== 'queued') continue;
+        queued--;
+        giveBack(h);
+      }
+      await Promise.allSettled([...held.values()].map((h) => h.done));
+      await recording;
       if (!opts.transport) transport.close();
     },
   };

@@ -186,7 +186,7 @@ test('a result is applied only by the claim that sent it, even when the same own
   const endpointId = (await deliveryOf(h, eventId)).endpoint_id;
   const store = h.runtime.services.stores.events;
   const t0 = Date.now();
-  const claim = (now: number) => store.claimDue({ owner: 'same-owner', now, leaseMs: 100, limit: 50, maxAttempts: 4, inFlight: new Map(), perEndpoint: 4 });
+  const claim = (now: number) => store.claimDue({ owner: 'same-owner', now, leaseMs: 100, limit: 50, maxAttempts: 4, held: new Map(), allowance: () => 4 });
   const ours = (claimed: Awaited<ReturnType<typeof claim>>['claimed']) => claimed.find((c) => c.delivery.event_id === eventId)!;
 
   const older = ours((await claim(t0)).claimed);
@@ -231,10 +231,10 @@ test('an address slot is free once the POST has ended, not once its result is wr
   const written: number[] = [];
   const slowStore = {
     ...events,
-    finishAttempt: async (...args: Parameters<typeof events.finishAttempt>) => {
+    finishAttempts: async (...args: Parameters<typeof events.finishAttempts>) => {
       await new Promise((r) => setTimeout(r, 600));
-      const applied = await events.finishAttempt(...args);
-      written.push(Date.now());
+      const applied = await events.finishAttempts(...args);
+      for (const _ of applied) written.push(Date.now());
       return applied;
     },
   };

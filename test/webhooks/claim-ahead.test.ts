@@ -1,0 +1,154 @@
+import pino from 'pino';
+import type { Harness } from '../helpers/harness';
+import type { DeliveryWorker, WorkerOptions } from '../../server/webhooks/worker';
+import type { EventStore } from '../../server/webhooks/store';
+import { deliveryWorkerFor } from '../../server/services';
+import { attemptsOf, deliveryHarness, Receiver, startReceiver, waitFor, webhooks } from './helpers';
+
+/**
+ * Claims in batches and results in groups: a fast address gets rows claimed ahead of its free
+ * slots (never more POSTs at once than its cap), results are written many per commit, and a row
+ * claimed ahead that could not be sent in time (the address slowed down, the worker stopped) goes
+ * back unsent with its attempt uncounted. Runs on both engines.
+ */
+const TIMEOUT_MS = 2000;
+
+let receiver: Receiver;
+let h: Harness;
+const running: DeliveryWorker[] = [];
+
+beforeAll(async () => {
+  receiver = await startReceiver();
+  h = await deliveryHarness(receiver, { timeoutMs: TIMEOUT_MS, delaysMs: [100, 100] });
+});
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((w) => w.stop()));
+});
+afterAll(async () => {
+  await h.close();
+  await receiver.close();
+});
+
+/** The store with every claim's and every commit's size written down (and commits slowed when asked). */
+function observedStore(opts: { commitDelayMs?: number } = {}) {
+  const events = h.runtime.services.stores.events;
+  const claims: number[] = [];
+  const commits: number[] = [];
+  const store: EventStore = {
+    ...events,
+    claimDue: async (...args: Parameters<EventStore['claimDue']>) => {
+      const answer = await events.claimDue(...args);
+      claims.push(answer.claimed.length);
+      return answer;
+    },
+    finishAttempts: async (...args: Parameters<EventStore['finishAttempts']>) => {
+      if (opts.commitDelayMs) await new Promise((r) => setTimeout(r, opts.commitDelayMs));
+      commits.push(args[1].length);
+      return events.finishAttempts(...args);
+    },
+  };
+  return { store, claims, commits };
+}
+
+function startWorker(extra: Partial<WorkerOptions>): DeliveryWorker {
+  const worker = deliveryWorkerFor(h.runtime.services, pino({ level: 'silent' }), { pollMs: 60_000, ...extra });
+  running.push(worker);
+  return worker;
+}
+
+/** A site whose address is `p` on the receiver, with `visitors` conversations (two events each) waiting. */
+async function siteWithEvents(p: string, visitors: number) {
+  const site = await h.newSite(p.slice(1));
+  await webhooks(h).setEndpoint(site.id, receiver.url(p));
+  for (let i = 0; i < visitors; i++) await h.visitorSay(site.id, `visitor-${i}`, `hello ${i}`);
+  const ids: string[] = (await h.runtime.db('events').where({ site_id: site.id }).select('id')).map((r) => r.id);
+  expect(ids).toHaveLength(visitors * 2);
+  return { site, ids };
+}
+
+/** Answers after `delay()` ms and remembers the most requests it had open at once. */
+function pacedPath(p: string, delay: () => number) {
+  let open = 0;
+  const seen = { maxOpen: 0 };
+  receiver.on(p, (_req, res) => {
+    open++;
+    seen.maxOpen = Math.max(seen.maxOpen, open);
+    setTimeout(() => {
+      open--;
+      res.writeHead(200).end();
+    }, delay());
+  });
+  return seen;
+}
+
+const deliveredCount = async (siteId: string) =>
+  Number((await h.runtime.db('deliveries').where({ site_id: siteId, status: 'delivered' }).count({ n: '*' }).first())?.n);
+
+/** Every event arrived once, and its log is one attempt: number 1, answered 200. */
+async function eachDeliveredOnceAtAttemptOne(p: string, ids: string[]) {
+  const arrived = receiver.at(p).map((r) => r.json.id);
+  expect(arrived.sort()).toEqual([...ids].sort());
+  for (const id of ids) {
+    const log = (await attemptsOf(h, id)).map((a) => [Number(a.attempt), a.status_code === null ? null : Number(a.status_code)]);
+    expect(log).toEqual([[1, 200]]);
+  }
+}
+
+test('a fast address gets rows claimed ahead, but never more POSTs at once than its cap; results are written many per commit', async () => {
+  const { site, ids } = await siteWithEvents('/ahead', 40);
+  const seen = pacedPath('/ahead', () => 3);
+  const { store, claims, commits } = observedStore({ commitDelayMs: 50 });
+  const worker = startWorker({ store, perEndpoint: 2 });
+  worker.start();
+  await waitFor('every event delivered', async () => (await deliveredCount(site.id)) === ids.length, 30_000);
+
+  expect(seen.maxOpen).toBeLessThanOrEqual(2);
+  // The first claim knows nothing of the address (its cap only); once it answered fast, claims take more.
+  expect(claims[0]).toBe(2);
+  expect(Math.max(...claims)).toBeGreaterThan(2);
+  expect(claims.filter((n) => n > 0).length).toBeLessThan(ids.length / 2);
+  // Results that ended while a commit ran went into the next one together.
+  expect(commits.reduce((a, b) => a + b, 0)).toBe(ids.length);
+  expect(Math.max(...commits)).toBeGreaterThan(1);
+  await eachDeliveredOnceAtAttemptOne('/ahead', ids);
+  expect(worker.stats).toMatchObject({ delivered: ids.length, returned: 0, stale: 0 });
+});
+
+test('a row claimed ahead that waited longer than its lease allows goes back unsent, its attempt uncounted', async () => {
+  const { site, ids } = await siteWithEvents('/slowed', 10);
+  // Fast for the first two answers, then slow: the rows claimed ahead wait past their 300 ms of room.
+  let answered = 0;
+  let slow = true;
+  pacedPath('/slowed', () => (answered++ < 2 || !slow ? 1 : 800));
+  const worker = startWorker({ perEndpoint: 1, leaseMs: TIMEOUT_MS + 5000 + 300 });
+  worker.start();
+  await waitFor('a claimed row given back', () => worker.stats.returned > 0, 10_000);
+  slow = false;
+  await waitFor('every event delivered', async () => (await deliveredCount(site.id)) === ids.length, 30_000);
+  // Given-back rows were never sent and left no trace in the log: each event went out once, as attempt 1.
+  await eachDeliveredOnceAtAttemptOne('/slowed', ids);
+});
+
+test('stop gives the rows claimed ahead back; the next worker sends them as their first attempt', async () => {
+  const { site, ids } = await siteWithEvents('/stopped', 30);
+  pacedPath('/stopped', () => 20);
+  const { store, claims } = observedStore();
+  const first = startWorker({ store, perEndpoint: 1 });
+  first.start();
+  await waitFor('rows claimed ahead', () => claims.some((n) => n > 1), 10_000);
+  await first.stop();
+  expect(first.stats.returned).toBeGreaterThan(0);
+
+  const rows = await h.runtime.db('deliveries').where({ site_id: site.id });
+  expect(rows.filter((r) => r.lease_owner !== null)).toEqual([]);
+  const delivered = rows.filter((r) => r.status === 'delivered');
+  const waiting = rows.filter((r) => r.status === 'pending');
+  expect(delivered.length + waiting.length).toBe(ids.length);
+  expect(waiting.length).toBeGreaterThan(0);
+  expect(waiting.map((r) => Number(r.attempts))).toEqual(waiting.map(() => 0));
+  expect(Number((await h.runtime.db('delivery_attempts').where({ site_id: site.id }).count({ n: '*' }).first())?.n)).toBe(delivered.length);
+
+  startWorker({ perEndpoint: 4 }).start();
+  await waitFor('every event delivered', async () => (await deliveredCount(site.id)) === ids.length, 30_000);
+  await eachDeliveredOnceAtAttemptOne('/stopped', ids);
+});
