@@ -68,7 +68,10 @@ export async function runDeliveryBench(ctx: DeliveryBenchContext): Promise<Bench
     }
     const rows = throughputRows(bare, service, events, engine);
     const durationMs = ctx.quick ? 6_000 : 20_000;
-    for (const mode of ['embedded', 'separate'] as const) {
+    const modes: LatencyMode[] = ['embedded', 'separate'];
+    if (await answers(REDIS_URL)) modes.push('separate-redis');
+    else ctx.log(`no Redis at ${REDIS_URL}: the separate worker is measured with the adaptive poll only`);
+    for (const mode of modes) {
       for (const rate of LATENCY_RATES) {
         ctx.log(`event to first attempt: ${rate} events/s for ${seconds(durationMs)}, ${mode} worker`);
         const result = await latency(ctx, receiver, mode, rate, durationMs);
@@ -547,14 +550,38 @@ function firstAttemptLatencies(arrivals: Arrival[], offered: Offered, waitedUnti
   return { samples, missing };
 }
 
-async function latency(ctx: DeliveryBenchContext, receiver: Receiver, mode: 'embedded' | 'separate', rate: number, durationMs: number): Promise<LatencyResult> {
+/**
+ * Where the worker runs: inside the service (woken in-process), as `npm run worker` learning of
+ * new events by the adaptive poll, or as `npm run worker` woken through Redis pub/sub (REDIS_URL
+ * set for both processes, as a deployment with several processes runs).
+ */
+type LatencyMode = 'embedded' | 'separate' | 'separate-redis';
+const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Whether something accepts connections at the URL's host and port within a second. */
+function answers(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: hostname, port: Number(port || 6379) });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+async function latency(ctx: DeliveryBenchContext, receiver: Receiver, mode: LatencyMode, rate: number, durationMs: number): Promise<LatencyResult> {
   const fixture = await openFixture(ctx, receiver);
   const processes: { pid: number; stop(): Promise<void> }[] = [];
   try {
-    const env = { ...deliveryEnv(receiver), EMBEDDED_WORKER: mode === 'embedded' ? 'true' : 'false' };
+    const env: Record<string, string> = { ...deliveryEnv(receiver), EMBEDDED_WORKER: mode === 'embedded' ? 'true' : 'false' };
+    if (mode === 'separate-redis') env.REDIS_URL = REDIS_URL;
     const service = await startService({ databaseUrl: fixture.databaseUrl, dataDir: fixture.dataDir, port: await freePort(), env });
     processes.push(service);
-    if (mode === 'separate') processes.push(await startWorker({ databaseUrl: fixture.databaseUrl, dataDir: fixture.dataDir, port: 0, env, settleMs: 0 }));
+    if (mode !== 'embedded') processes.push(await startWorker({ databaseUrl: fixture.databaseUrl, dataDir: fixture.dataDir, port: 0, env, settleMs: 0 }));
     const client = replyClient(service.url, fixture.dataDir, fixture.key.key);
     try {
       // Warm-up: one reply per conversation, delivered, so the worker is up and the code paths are hot.
@@ -602,7 +629,7 @@ async function latency(ctx: DeliveryBenchContext, receiver: Receiver, mode: 'emb
   }
 }
 
-function latencyRow(r: LatencyResult, mode: 'embedded' | 'separate', rate: number, durationMs: number, engine: string): BenchRow {
+function latencyRow(r: LatencyResult, mode: LatencyMode, rate: number, durationMs: number, engine: string): BenchRow {
   const notes = [
     `offered ${rate}/s for ${seconds(durationMs)}: ${r.created} replies answered in ${seconds(r.windowMs)} (reply p50 ${Math.round(r.replyP50Ms)} ms, p99 ${Math.round(r.replyP99Ms)} ms)`,
     `backlog at 25/50/75/100 %: ${[0, 1, 2, 3].map((i) => r.backlog[i] ?? '?').join(' / ')} events${r.backlogGrows ? ' (grows without bound)' : ''}`,
@@ -613,7 +640,7 @@ function latencyRow(r: LatencyResult, mode: 'embedded' | 'separate', rate: numbe
   notes.push(mode === 'embedded' ? 'CPU: the service (with its worker) per event' : 'CPU: service + worker per event');
   if (!r.quiet) notes.push('measured on a busy machine');
   return {
-    what: `event to first attempt, ${rate} events/s, ${mode === 'embedded' ? 'worker inside the service' : 'separate `npm run worker`'} (${engine})`,
+    what: `event to first attempt, ${rate} events/s, ${{ embedded: 'worker inside the service', separate: 'separate `npm run worker` (adaptive poll)', 'separate-redis': 'separate `npm run worker` woken through Redis' }[mode]} (${engine})`,
     value: r.p50Ms,
     unit: 'ms p50',
     p50Ms: r.p50Ms,

@@ -56,6 +56,12 @@ const RESULT_MARGIN_MS = 5_000;
 const AHEAD_PER_ADDRESS_MAX = 64;
 /** Results recorded in one commit at most. */
 const RESULTS_PER_COMMIT = 200;
+/**
+ * How long the first result of a group waits for others before the commit: a busy worker then
+ * commits about fifty times a second instead of once per attempt. It only delays the log and the
+ * delivery's state (the lease keeps RESULT_MARGIN_MS for that), never an attempt.
+ */
+const RESULT_GATHER_MS = 20;
 
 /** What an attempt's result means for the delivery. */
 export function outcomeOf(result: PostResult): 'delivered' | 'failed' | 'retry' {
@@ -103,9 +109,9 @@ type PendingResult = { held: Held; outcome: Outcome; report?: (applied: boolean)
 
 /**
  * The delivery worker. It claims due rows of `deliveries` in batches with a lease, sends each as
- * one HTTPS attempt, and records the results in groups (one commit for all attempts that ended while
- * the previous commit ran): the log row and the delivery's move to delivered, failed or a later
- * retry. Any number of workers may run on MySQL (claims skip each other's locked rows); on SQLite
+ * one HTTPS attempt, and records the results in groups (one commit for the attempts that ended
+ * within RESULT_GATHER_MS or while the previous commit ran): the log row and the delivery's move to
+ * delivered, failed or a later retry. Any number of workers may run on MySQL (claims skip each other's locked rows); on SQLite
  * run one.
  *
  * Claiming ahead: an address whose recent answers came fast gets more rows claimed than it has
@@ -152,6 +158,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   const secrets = new Map<string, string>();
   const results: PendingResult[] = [];
   let recording: Promise<void> | null = null;
+  let gathering: NodeJS.Timeout | undefined;
   const stats = { delivered: 0, failed: 0, retry: 0, stale: 0, returned: 0 };
   let started = false;
   let stopped = false;
@@ -251,6 +258,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       .logInterrupted({ event_id: event.id, site_id: c.delivery.site_id, endpoint_id: endpoint.id, event_name: event.name, url: endpoint.url, attempt, started_at: startedAt, duration_ms: Math.max(0, leaseUntil - startedAt) })
       .then(
         () => {
+          if (stopped) return giveBack(h); // stop() has given back the queue already
           h.state = 'queued';
           h.queuedAt = Date.now();
           queued++;
@@ -358,7 +366,15 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   function record(h: Held, next: Omit<Outcome, 'eventId' | 'attempt'>, report?: (applied: boolean) => void) {
     h.state = 'writing';
     results.push({ held: h, outcome: { eventId: h.claimed.delivery.event_id, attempt: h.claimed.attempt, ...next }, report });
-    if (!recording) recording = recordResults();
+    if (recording) return; // the running commit loop takes it next
+    if (results.length >= RESULTS_PER_COMMIT || stopped) return startRecording();
+    gathering ??= setTimeout(startRecording, RESULT_GATHER_MS);
+  }
+
+  function startRecording() {
+    clearTimeout(gathering);
+    gathering = undefined;
+    recording ??= recordResults();
   }
 
   /** Writes the waiting results, one commit per group, until none wait. */
@@ -421,6 +437,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         queued--;
         giveBack(h);
       }
+      if (results.length > 0) startRecording();
       await Promise.allSettled([...held.values()].map((h) => h.done));
       await recording;
       if (!opts.transport) transport.close();
