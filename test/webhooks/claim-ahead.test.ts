@@ -152,3 +152,49 @@ test('stop gives the rows claimed ahead back; the next worker sends them as thei
   await waitFor('every event delivered', async () => (await deliveredCount(site.id)) === ids.length, 30_000);
   await eachDeliveredOnceAtAttemptOne('/stopped', ids);
 });
+
+test('a group of results with one claim that is no longer ours: the others are applied, that one is only logged', async () => {
+  const { ids } = await siteWithEvents('/group', 2);
+  const store = h.runtime.services.stores.events;
+  const t0 = Date.now();
+  const claim = (owner: string, now: number) =>
+    store.claimDue({ owner, now, leaseMs: 100, limit: 10, maxAttempts: 3, held: new Map(), allowance: () => 10, exclude: [] });
+  const mine = (await claim('group-a', t0)).claimed;
+  expect(mine.map((c) => c.delivery.event_id).sort()).toEqual([...ids].sort());
+  // The claim carries what the attempt needs: the event and its address.
+  expect(mine[0].event?.body).toContain(mine[0].delivery.event_id.split(':')[1]);
+  expect(mine[0].endpoint?.url).toBe(receiver.url('/group'));
+  // One lease runs out and another worker takes that row (its attempt 2 is in flight).
+  const [lost, kept] = mine;
+  await h.runtime.db('deliveries').where({ event_id: lost.delivery.event_id }).update({ lease_until: t0, next_attempt_at: t0 });
+  const theirs = (await claim('group-b', t0 + 50)).claimed;
+  expect(theirs.map((c) => [c.delivery.event_id, c.attempt])).toEqual([[lost.delivery.event_id, 2]]);
+
+  const row = (c: (typeof mine)[number]) => ({
+    event_id: c.delivery.event_id,
+    site_id: c.delivery.site_id,
+    endpoint_id: c.delivery.endpoint_id,
+    event_name: c.event!.name,
+    attempt: c.attempt,
+    url: c.endpoint!.url,
+    started_at: t0,
+    duration_ms: 5,
+    status_code: 200,
+    error: null,
+    response_excerpt: null,
+  });
+  const next = { status: 'delivered' as const, nextAttemptAt: t0 + 60, now: t0 + 60 };
+  const applied = await store.finishAttempts('group-a', [
+    { eventId: lost.delivery.event_id, attempt: lost.attempt, row: row(lost), next },
+    { eventId: kept.delivery.event_id, attempt: kept.attempt, row: row(kept), next },
+  ]);
+  expect(applied).toEqual([false, true]);
+  const state = async (id: string) => {
+    const d = await h.runtime.db('deliveries').where({ event_id: id }).first();
+    return [d.status, Number(d.attempts), d.lease_owner];
+  };
+  expect(await state(kept.delivery.event_id)).toEqual(['delivered', 1, null]);
+  expect(await state(lost.delivery.event_id)).toEqual(['pending', 2, 'group-b']); // the newer claim's, untouched
+  // Both attempts that happened are in the log, the late one too.
+  for (const id of [lost.delivery.event_id, kept.delivery.event_id]) expect((await attemptsOf(h, id)).map((a) => [Number(a.attempt), Number(a.status_code)])).toEqual([[1, 200]]);
+});
