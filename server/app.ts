@@ -1,5 +1,4 @@
 import express, { Express } from 'express';
-import pinoHttp from 'pino-http';
 import type { Services } from './services';
 import type { Logger } from './platform/logger';
 import type { RateLimiter } from './http/rate-limit/limiter';
@@ -7,7 +6,9 @@ import { openApiDocument, validateAgainst } from './http/openapi-document';
 import { docsRoutes } from './http/docs';
 import { errorHandler, notFoundHandler, sendError } from './http/error-handler';
 import { ApiError } from './platform/errors';
-import { noCors, requestId, requireHost, securityHeaders } from './http/headers';
+import { noCors, securityHeaders } from './http/headers';
+import { accessLog } from './http/access-log';
+import { fastJson } from './http/json';
 import { authenticate } from './http/authenticate';
 import { canonicalContentType, jsonBody, multipartBody } from './http/bodies';
 import { checkBeforeUpload, requireScopes } from './http/scopes';
@@ -41,22 +42,14 @@ export function createApp(opts: AppOptions): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   app.set('trust proxy', services.config.trustProxy);
+  fastJson(app);
 
   // 1. Request id and a structured access log (never the Authorization header or link signatures).
-  app.use(
-    pinoHttp({
-      logger,
-      genReqId: (req) => requestId(req as express.Request),
-      serializers: {
-        req: (req) => ({ id: req.id, method: req.method, url: String(req.url).replace(/signature=[^&]*/g, 'signature=[redacted]'), remoteAddress: req.remoteAddress }),
-        res: (res) => ({ statusCode: res.statusCode }),
-      },
-      customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : 'info'),
-    }),
-  );
+  app.use(accessLog(app, logger));
 
-  // 2. Headers every answer carries; no CORS anywhere.
-  app.use(noCors, securityHeaders, requireHost);
+  // 2. Headers every answer carries (and the Host check); no CORS anywhere.
+  noCors(app);
+  app.use(securityHeaders);
 
   // 3. Operational endpoints outside the versioned API.
   app.get('/healthz', (_req, res) => {

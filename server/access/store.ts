@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { withNumericColumns } from '../db/knex';
 import { toIso } from '../platform/time';
+import { precompiled } from '../db/precompiled';
 
 export interface SiteRow {
   id: string;
@@ -40,6 +41,7 @@ export const mapKeyRow = (row: ApiKeyRow): ApiKeyRow => withNumericColumns(row, 
 export const mapWindowSettingsRow = (row: WindowSettingsRow): WindowSettingsRow => withNumericColumns(row, ['updated_at']);
 
 export function createAccessStore(db: Knex) {
+  const keyByFingerprint = precompiled<ApiKeyRow>(db, 1, (v) => db('api_keys').where({ fingerprint: v[0] }).first(KEY_COLUMNS));
   const key = async (query: Knex.QueryBuilder) => {
     const row: ApiKeyRow | undefined = await query.first(KEY_COLUMNS);
     return row && mapKeyRow(row);
@@ -75,7 +77,10 @@ export function createAccessStore(db: Knex) {
 
     insertKey: (row: ApiKeyRow) => db('api_keys').insert(row),
     /** Authentication's one query: the key with its site and rights, by the unique fingerprint. */
-    findKeyByFingerprint: (fingerprint: string) => key(db('api_keys').where({ fingerprint })),
+    findKeyByFingerprint: async (fingerprint: string) => {
+      const [row] = await keyByFingerprint([fingerprint]);
+      return row && mapKeyRow(row);
+    },
     findKey: (id: string) => key(db('api_keys').where({ id })),
     listKeys: async (siteId: string) => ((await db('api_keys').where({ site_id: siteId }).orderBy('created_at').select(KEY_COLUMNS)) as ApiKeyRow[]).map(mapKeyRow),
     revokeKey: (id: string, at: number) => db('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: at }),

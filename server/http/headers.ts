@@ -1,5 +1,6 @@
 import { ApiError } from '../platform/errors';
-import type { Request, RequestHandler } from 'express';
+import http from 'node:http';
+import type { Express, Request, RequestHandler } from 'express';
 import { ulidBody } from '../platform/ids';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -10,6 +11,11 @@ export function requestId(req: Request): string {
   return typeof given === 'string' && CLIENT_REQUEST_ID.test(given) ? given : `req_${ulidBody()}`;
 }
 
+/**
+ * Headers every answer carries, and the HTTP/1.1 Host check (RFC 9112, 3.2: Node's own check
+ * answers an empty 400; the server turns it off, requireHostHeader: false, so the refusal comes
+ * here, in the envelope). One middleware for both: each layer costs a router step per request.
+ */
 export const securityHeaders: RequestHandler = (req, res, next) => {
   res.setHeader('X-Request-Id', String(req.id));
   res.setHeader('Cache-Control', 'no-store');
@@ -17,22 +23,6 @@ export const securityHeaders: RequestHandler = (req, res, next) => {
   res.setHeader('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
   res.setHeader('Referrer-Policy', 'no-referrer');
   res.setHeader('X-Frame-Options', 'DENY');
-  next();
-};
-
-/** The public API answers no cross-origin request: strip anything that would look like CORS. */
-export const noCors: RequestHandler = (_req, res, next) => {
-  const setHeader = res.setHeader.bind(res);
-  res.setHeader = ((name: string, value: string | number | readonly string[]) =>
-    /^access-control-/i.test(name) ? res : setHeader(name, value)) as typeof res.setHeader;
-  next();
-};
-
-/**
- * HTTP/1.1 requires Host (RFC 9112, 3.2). Node's own check answers an empty 400; the server turns
- * it off (requireHostHeader: false) so the refusal comes here, in the envelope.
- */
-export const requireHost: RequestHandler = (req, res, next) => {
   if (req.httpVersion === '1.1' && !req.headers.host) {
     res.setHeader('Connection', 'close'); // a client that omits Host is not one to keep talking to
     return next(new ApiError('invalid_request', 'An HTTP/1.1 request needs a Host header.'));
@@ -40,3 +30,21 @@ export const requireHost: RequestHandler = (req, res, next) => {
   next();
 };
 
+const CORS_HEADER = /^access-control-/i;
+
+/**
+ * The public API answers no cross-origin request: every Access-Control-* header set through the
+ * app's responses is dropped. Installed once on the app's response prototype (not per request);
+ * the chat window entry, the one place that answers browsers, writes its CORS headers past it with
+ * http.ServerResponse.prototype.setHeader.
+ */
+export function noCors(app: Express): void {
+  const base = http.ServerResponse.prototype.setHeader;
+  Object.defineProperty(app.response, 'setHeader', {
+    configurable: true,
+    writable: true,
+    value: function setHeaderWithoutCors(this: http.ServerResponse, name: string, value: string | number | readonly string[]) {
+      return CORS_HEADER.test(name) ? this : base.call(this, name, value);
+    },
+  });
+}

@@ -14,6 +14,7 @@ import type { Message, MessageFormat, MessageRow, MessageStore } from './store';
 
 export const MAX_CONTENT_LENGTH = 10_000;
 export const MAX_FILES = 10;
+const NO_ATTACHMENTS: AttachmentRow[] = [];
 
 export interface NewMessage {
   direction: MessageRow['direction'];
@@ -64,11 +65,13 @@ export function createMessageService(deps: Deps) {
     };
   }
 
-  /** A page's messages with their files: one look-up, and none when no message of the page has files. */
+  /** A page's messages with their files: one look-up, and none (not even a tick) when no message of the page has files. */
   async function toDtos(rows: MessageRow[]): Promise<Message[]> {
-    const withFiles = rows.filter((r) => r.attachment_count > 0).map((r) => r.id);
+    let withFiles: string[] | undefined;
+    for (const r of rows) if (r.attachment_count > 0) (withFiles ??= []).push(r.id);
+    if (!withFiles) return rows.map((r) => toDto(r, NO_ATTACHMENTS));
     const attachments = await mediaStore.forMessages(withFiles);
-    return rows.map((r) => toDto(r, r.attachment_count > 0 ? attachments.filter((a) => a.message_id === r.id) : []));
+    return rows.map((r) => toDto(r, r.attachment_count > 0 ? attachments.filter((a) => a.message_id === r.id) : NO_ATTACHMENTS));
   }
 
   const service = {

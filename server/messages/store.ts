@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { withNumericColumns } from '../db/knex';
 import { withIndex } from '../db/index-hint';
 import type { Position } from '../platform/cursor';
+import { precompiled } from '../db/precompiled';
 import type { components } from '../../sdk/src/generated/api';
 
 export type Message = components['schemas']['Message'];
@@ -32,6 +33,24 @@ export function mapMessageRow(row: MessageRow): MessageRow {
 }
 
 export function createMessageStore(db: Knex) {
+  /** The page query of one order, from the start or after a position (compiled once each). */
+  const pageStatement = (order: 'asc' | 'desc', withAfter: boolean) =>
+    precompiled<MessageRow>(db, withAfter ? 6 : 3, (v) => {
+      const q = db
+        .from<MessageRow>(withIndex(db, 'messages', 'messages_conversation_created'))
+        .where('conversation_id', v[0])
+        .andWhere('site_id', v[1]);
+      if (withAfter) {
+        const op = order === 'asc' ? '>' : '<';
+        const edge = order === 'asc' ? '>=' : '<=';
+        q.andWhere('created_at', edge, v[2]).andWhere((w) => w.where('created_at', op, v[3]).orWhere('id', op, v[4]));
+      }
+      return q.orderBy([{ column: 'created_at', order }, { column: 'id', order }]).limit(v[withAfter ? 5 : 2]).select(MESSAGE_COLUMNS);
+    });
+  const pageStatements = {
+    asc: { first: pageStatement('asc', false), after: pageStatement('asc', true) },
+    desc: { first: pageStatement('desc', false), after: pageStatement('desc', true) },
+  };
   return {
     insert: (trx: Knex.Transaction, row: MessageRow) => trx('messages').insert(row),
 
@@ -43,18 +62,9 @@ export function createMessageStore(db: Knex) {
      * only when the page is empty.
      */
     async page(siteId: string, conversationId: string, order: 'asc' | 'desc', after: Position | undefined, limit: number): Promise<MessageRow[]> {
-      const q = db
-        .from<MessageRow>(withIndex(db, 'messages', 'messages_conversation_created'))
-        .where('conversation_id', conversationId)
-        .andWhere('site_id', siteId);
-      if (after) {
-        const op = order === 'asc' ? '>' : '<';
-        const edge = order === 'asc' ? '>=' : '<=';
-        q.andWhere('created_at', edge, after.createdAt).andWhere((w) =>
-          w.where('created_at', op, after.createdAt).orWhere('id', op, after.id),
-        );
-      }
-      const rows: MessageRow[] = await q.orderBy([{ column: 'created_at', order }, { column: 'id', order }]).limit(limit).select(MESSAGE_COLUMNS);
+      const statement = pageStatements[order][after ? 'after' : 'first'];
+      const values = after ? [conversationId, siteId, after.createdAt, after.createdAt, after.id, limit] : [conversationId, siteId, limit];
+      const rows = await statement(values);
       return rows.map(mapMessageRow);
     },
   };

@@ -101,6 +101,8 @@ type Held = {
   endpointId: string;
   state: 'preparing' | 'queued' | 'sending' | 'writing';
   queuedAt: number;
+  /** It found no free slot at some turn: it is waiting, and its wait counts against its lease. */
+  blocked: boolean;
   done: Promise<void>;
   settle: () => void;
 };
@@ -243,7 +245,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   function take(c: Claimed) {
     let settle!: () => void;
     const done = new Promise<void>((resolve) => (settle = resolve));
-    const h: Held = { claimed: c, endpointId: c.delivery.endpoint_id, state: 'queued', queuedAt: Date.now(), done, settle };
+    const h: Held = { claimed: c, endpointId: c.delivery.endpoint_id, state: 'queued', queuedAt: Date.now(), blocked: false, done, settle };
     held.set(c.delivery.event_id, h);
     const { event, endpoint } = c;
     if (c.exhausted || !event || !endpoint) {
@@ -272,14 +274,21 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       );
   }
 
-  /** Starts the POSTs that have a free slot, in claim order; gives back rows that waited too long. */
+  /**
+   * Starts the POSTs that have a free slot, in claim order. A row that found no slot when it was
+   * queued (claimed ahead) and has waited longer than its lease allows is given back instead; one
+   * that is started at its first turn is sent however long its claim took.
+   */
   function pump() {
     if (stopped) return;
     for (const h of held.values()) {
-      if (sending >= concurrency) break;
-      if (h.state !== 'queued' || (sendingTo.get(h.endpointId) ?? 0) >= perEndpoint) continue;
+      if (h.state !== 'queued') continue;
+      if (sending >= concurrency || (sendingTo.get(h.endpointId) ?? 0) >= perEndpoint) {
+        h.blocked = true;
+        continue;
+      }
       queued--;
-      if (Date.now() - h.queuedAt > maxWaitMs) giveBack(h);
+      if (h.blocked && Date.now() - h.queuedAt > maxWaitMs) giveBack(h);
       else void send(h);
     }
   }

@@ -163,3 +163,11 @@ test('a malformed part header between file parts answers 400 at once, and nothin
   const spool = path.join(h.config.dataDir, 'tmp');
   await waitFor('the spool to empty', () => fs.readdirSync(spool).length === 0, 5000);
 });
+
+test.each(['1e309', '-1e309', 'Infinity', '-Infinity'])('limit=%s (a number no database can bind) is a 400 on every list, never a 500', async (value) => {
+  for (const path of [`/api/v1/conversations/${convId}/messages`, '/api/v1/conversations']) {
+    const res = await request(h.app).get(`${path}?limit=${encodeURIComponent(value)}`).set(bearer(h.site.key));
+    expectEnvelope(res, 400, 'invalid_request');
+    expect(res.body.error.details).toEqual([{ path: '/query/limit', message: expect.any(String) }]);
+  }
+});

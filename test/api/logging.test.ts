@@ -39,6 +39,11 @@ test('access logs are JSON lines with the request id, and never carry keys, sign
   expect(lines.length).toBeGreaterThanOrEqual(5);
   for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();
   expect(all).toContain(ok.headers['x-request-id']);
+  // One access line per answer: the request (link signatures redacted) and its status.
+  const access = lines.map((l) => JSON.parse(l)).filter((l) => l.req && l.res);
+  expect(access.find((l) => l.req.id === ok.headers['x-request-id'])).toMatchObject({ msg: 'request completed', req: { method: 'GET', url: '/api/v1/conversations' }, res: { statusCode: 200 } });
+  expect(access.find((l) => String(l.req.url).startsWith(link.pathname))?.req.url).toContain('signature=[redacted]');
+  expect(access.find((l) => l.req.id === crashed.headers['x-request-id'])).toMatchObject({ level: 50, res: { statusCode: 500 } });
   for (const secret of [h.site.key, signature, 'idem-secret-value', 'wck_guessedKeyValue123']) expect(all).not.toContain(secret);
   // the unexpected error is logged with its request id (and the client saw neither)
   const errorLine = lines.map((l) => JSON.parse(l)).find((l) => l.msg === 'unexpected error');

@@ -24,6 +24,19 @@ function ipv6Groups(address: string): number[] {
  */
 export function addressBucket(address: string | undefined): string {
   if (!address) return 'ip:unknown';
+  // A client sends many requests from one address (keep-alive): its bucket is worked out once.
+  const known = buckets.get(address);
+  if (known !== undefined) return known;
+  const bucket = bucketOf(address);
+  if (buckets.size >= MAX_REMEMBERED) buckets.clear();
+  buckets.set(address, bucket);
+  return bucket;
+}
+
+const MAX_REMEMBERED = 4096;
+const buckets = new Map<string, string>();
+
+function bucketOf(address: string): string {
   let a = address.trim();
   if (a.startsWith('[') && a.endsWith(']')) a = a.slice(1, -1);
   const zone = a.indexOf('%');
