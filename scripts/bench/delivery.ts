@@ -24,7 +24,7 @@ import path from 'node:path';
 import knexFactory from 'knex';
 import { loadConfig } from '../../server/config';
 import { openRuntime, Runtime } from '../../server/runtime';
-import { BenchRow, formatTable, median, processCpuMs, processMemoryMiB, sampleProcess, summarize, waitForQuiet } from './measure';
+import { BenchRow, formatTable, localDatabasePid, median, processCpuMs, processMemoryMiB, sampleProcess, summarize, waitForQuiet } from './measure';
 import { entryPoint, REPO_ROOT, serviceEnv, startService, startWorker } from './processes';
 import { startReceiver, Arrival, Receiver } from './receiver';
 
@@ -39,6 +39,8 @@ export interface DeliveryBenchContext {
 
 /** Requests the bare loop keeps in flight (the issue's baseline). */
 const BARE_IN_FLIGHT = 32;
+/** The worker's per-address cap as the measured worker gets it (WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS or its default), a second bare row. */
+const DEFAULT_CAP = loadConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS: process.env.WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS, WEBHOOK_CONCURRENCY: process.env.WEBHOOK_CONCURRENCY }).webhookMaxInFlightPerAddress;
 /** Open conversations the events are spread over, so writers do not queue on one row lock. */
 const CONVERSATIONS = 16;
 /** A delivery run that makes no progress for this long is reported as stalled, not waited for. */
@@ -56,17 +58,22 @@ export async function runDeliveryBench(ctx: DeliveryBenchContext): Promise<Bench
   const receiver = await startReceiver();
   try {
     const bare: BareResult[] = [];
+    const bareAtCap: BareResult[] = [];
     const service: ThroughputResult[] = [];
     // Alternated, so a change in the machine's load touches both sides alike.
     for (let round = 1; round <= ctx.rounds; round++) {
       ctx.log(`delivery round ${round}/${ctx.rounds}: bare sign + POST loop, ${events} requests`);
       bare.push(await bareLoop(receiver, events, round, ctx.quietWaitMs));
       ctx.log(`  ${Math.round(bare[bare.length - 1].perSecond)} deliveries/s`);
+      // The same loop held to the worker's default per-address cap: what the cap alone allows.
+      bareAtCap.push(await bareLoop(receiver, events, round + ctx.rounds, ctx.quietWaitMs, DEFAULT_CAP));
+      ctx.log(`  ${Math.round(bareAtCap[bareAtCap.length - 1].perSecond)} deliveries/s at ${DEFAULT_CAP} in flight`);
       ctx.log(`delivery round ${round}/${ctx.rounds}: ${events} events through the worker (${engine})`);
       service.push(await throughput(ctx, receiver, events));
       ctx.log(`  ${Math.round(service[service.length - 1].perSecond)} deliveries/s`);
     }
-    const rows = throughputRows(bare, service, events, engine);
+    const rows = throughputRows(bare, bareAtCap, service, events, engine);
+    if (process.env.BENCH_DELIVERY_LATENCY === 'false') return rows;
     const durationMs = ctx.quick ? 6_000 : 20_000;
     const modes: LatencyMode[] = ['embedded', 'separate'];
     if (await answers(REDIS_URL)) modes.push('separate-redis');
@@ -139,11 +146,11 @@ function postTo(agent: https.Agent, port: number, headers: Record<string, string
   });
 }
 
-async function bareLoop(receiver: Receiver, count: number, round: number, quietWaitMs?: number): Promise<BareResult> {
+async function bareLoop(receiver: Receiver, count: number, round: number, quietWaitMs?: number, inFlight = BARE_IN_FLIGHT): Promise<BareResult> {
   const quiet = await waitForQuiet({ maxWaitMs: quietWaitMs });
   await receiver.reset();
   const secret = `whsec_${randomBytes(32).toString('base64url')}`;
-  const agent = new https.Agent({ keepAlive: true, maxSockets: BARE_IN_FLIGHT, ca: receiver.ca });
+  const agent = new https.Agent({ keepAlive: true, maxSockets: inFlight, ca: receiver.ca });
   let sent = 0;
   const send = (total: number) => async () => {
     while (sent < total) {
@@ -152,9 +159,9 @@ async function bareLoop(receiver: Receiver, count: number, round: number, quietW
       await postTo(agent, receiver.port, signed(secret, id, body), body);
     }
   };
-  const lanes = (total: number) => Promise.all(Array.from({ length: BARE_IN_FLIGHT }, send(total)));
+  const lanes = (total: number) => Promise.all(Array.from({ length: inFlight }, send(total)));
   // Untimed warm-up: the connections are open and the code is compiled, as in a worker that runs.
-  const warmUp = BARE_IN_FLIGHT * 4;
+  const warmUp = inFlight * 4;
   await lanes(warmUp);
   const cpuBefore = process.cpuUsage();
   const started = performance.now();
@@ -282,6 +289,8 @@ async function waitForArrivals(receiver: Receiver, count: number, opts: { stallM
 interface ThroughputResult {
   perSecond: number;
   cpuMsPerOp: number;
+  /** The local database server's CPU over the same window, per delivery (NaN when it is not local). */
+  databaseCpuMsPerOp: number;
   peakRssMiB: number;
   /** RSS at 25, 50, 75 and 100 % of the events delivered. */
   rssMiB: number[];
@@ -337,9 +346,14 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
       const memory = sampleProcess(worker.pid);
       // CPU from the first delivery on: the worker's start (tsx, migrations check) is not delivery work.
       let cpuAtFirst: number | undefined;
+      const databasePid = ctx.databaseUrl ? localDatabasePid() : undefined;
+      let databaseCpuAtFirst: number | undefined;
       receiver
         .whenCount(1)
-        .then(() => (cpuAtFirst = processCpuMs(worker.pid)))
+        .then(() => {
+          cpuAtFirst = processCpuMs(worker.pid);
+          databaseCpuAtFirst = databasePid === undefined ? undefined : processCpuMs(databasePid);
+        })
         .catch(() => undefined);
       const rssMiB: number[] = [];
       [0.25, 0.5, 0.75, 1].forEach((share, i) =>
@@ -357,11 +371,13 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
         log = await deliveryLog(fixture);
       }
       const cpuMs = (processCpuMs(worker.pid) ?? NaN) - (cpuAtFirst ?? NaN);
+      const databaseCpuMs = (databasePid === undefined ? NaN : (processCpuMs(databasePid) ?? NaN)) - (databaseCpuAtFirst ?? NaN);
       const sampled = memory.stop();
       const stats = await receiver.stats();
       return {
         perSecond: log.delivered / ((log.lastMs - log.firstMs) / 1000),
         cpuMsPerOp: cpuMs / Math.max(1, log.delivered),
+        databaseCpuMsPerOp: databaseCpuMs / Math.max(1, log.delivered),
         peakRssMiB: sampled.peakRssMiB,
         rssMiB: [0, 1, 2, 3].map((i) => rssMiB[i] ?? (i === 3 ? sampled.rssMiB : NaN)),
         connections: stats.connections,
@@ -380,7 +396,7 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
   }
 }
 
-function throughputRows(bare: BareResult[], service: ThroughputResult[], count: number, engine: string): BenchRow[] {
+function throughputRows(bare: BareResult[], bareAtCap: BareResult[], service: ThroughputResult[], count: number, engine: string): BenchRow[] {
   const barePerSecond = median(bare.map((b) => b.perSecond));
   const perSecond = median(service.map((s) => s.perSecond));
   const busy = [...bare, ...service].some((r) => !r.quiet) ? '; measured on a busy machine (it never went quiet before the run)' : '';
@@ -398,6 +414,13 @@ function throughputRows(bare: BareResult[], service: ThroughputResult[], count: 
       note: `${count} requests over ${bare[bare.length - 1].connections} connections; CPU of the loop's process${busy}`,
     },
     {
+      what: `delivery: the same loop at ${DEFAULT_CAP} in flight (the worker's per-address cap)`,
+      value: median(bareAtCap.map((b) => b.perSecond)),
+      unit: 'deliveries/s',
+      cpuMsPerOp: median(bareAtCap.map((b) => b.cpuMsPerOp)),
+      note: `${count} requests over ${bareAtCap[bareAtCap.length - 1].connections} connections: the cap alone does not limit the rate`,
+    },
+    {
       what: `delivery: ${count.toLocaleString('en-US')} events to one address, \`npm run worker\` (${engine} outbox and delivery log)`,
       value: perSecond,
       unit: 'deliveries/s',
@@ -407,6 +430,7 @@ function throughputRows(bare: BareResult[], service: ThroughputResult[], count: 
       peakRssMiB: Math.max(...service.map((s) => s.peakRssMiB)),
       note:
         `${last.requests} requests over ${last.connections} connections; worker CPU from its first delivery` +
+        (Number.isFinite(last.databaseCpuMsPerOp) ? `; database server CPU ${median(service.map((s) => s.databaseCpuMsPerOp)).toFixed(2)} ms per delivery` : '') +
         (last.failed ? `; ${last.failed} failed` : '') +
         (incomplete ? `; ${incomplete} run(s) stopped before every event was delivered (stalled, or over the time cap; last: ${last.delivered} delivered)` : '') +
         rounds +

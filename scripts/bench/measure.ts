@@ -39,6 +39,28 @@ export function processCpuMs(pid: number): number | undefined {
   return (ticks * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
+/**
+ * The local database server's process (MariaDB or MySQL on this machine), so its CPU can be put
+ * beside the service's; undefined when the database runs elsewhere or the name is not found.
+ */
+export function localDatabasePid(): number | undefined {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc').filter((e) => /^\d+$/.test(e));
+  } catch {
+    return undefined;
+  }
+  for (const entry of entries) {
+    try {
+      const name = fs.readFileSync(`/proc/${entry}/comm`, 'utf8').trim();
+      if (name === 'mariadbd' || name === 'mysqld') return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return undefined;
+}
+
 /** VmRSS and VmHWM (peak resident size) of a process in MiB, or undefined once it is gone. */
 export function processMemoryMiB(pid: number): { rssMiB: number; hwmMiB: number } | undefined {
   let status: string;

@@ -37,7 +37,7 @@ export interface DeliveryTransport {
    * only to the checked addresses, TLS verified against the name, no redirect followed (a 3xx is
    * just an answer). Never throws: every outcome becomes a PostResult.
    */
-  post(url: string, body: Buffer, headers: Record<string, string>): Promise<PostResult>;
+  post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<PostResult>;
   /** Pinned agents held now (diagnostics and tests). */
   agentCount(): number;
   /** Closes every connection; posts still running end as errors. */
@@ -81,7 +81,9 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
     maxAgents: opts.maxAgents ?? 64,
   });
 
-  function post(url: string, body: Buffer, headers: Record<string, string>): Promise<PostResult> {
+  // A string body leaves in one write with the headers (Node joins them); a Buffer takes two.
+  function post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<PostResult> {
+    const contentLength = String(Buffer.byteLength(body));
     return new Promise((resolve) => {
       const target = new URL(url);
       const hostname = hostOf(target);
@@ -117,7 +119,7 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
             host: hostname, // kept for SNI and the certificate's name check
             port,
             path: target.pathname + target.search,
-            headers: { ...headers, 'Content-Length': String(body.length) },
+            headers: { ...headers, 'Content-Length': contentLength },
             // The retry below needs a connection of its own, outside the pool, pinned all the same.
             ...(via === 'pool' ? { agent: lease!.agent } : { agent: false, lookup: pinnedLookup(addresses), secureContext, rejectUnauthorized: true }),
           },
@@ -185,7 +187,7 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
 }
 
 /** One attempt on a transport of its own, closed afterwards (one-off callers and tests). */
-export async function postOnce(url: string, body: Buffer, headers: Record<string, string>, opts: PostOptions): Promise<PostResult> {
+export async function postOnce(url: string, body: string | Buffer, headers: Record<string, string>, opts: PostOptions): Promise<PostResult> {
   const transport = createDeliveryTransport(opts);
   try {
     return await transport.post(url, body, headers);

@@ -53,7 +53,7 @@ const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 /** What a lease keeps beyond the attempt's time-out for writing its result. */
 const RESULT_MARGIN_MS = 5_000;
 /** The most rows of one address claimed ahead of their POST. */
-const AHEAD_PER_ADDRESS_MAX = 64;
+const AHEAD_PER_ADDRESS_MAX = 256;
 /** Results recorded in one commit at most. */
 const RESULTS_PER_COMMIT = 200;
 /**
@@ -103,6 +103,8 @@ type Held = {
   queuedAt: number;
   /** It found no free slot at some turn: it is waiting, and its wait counts against its lease. */
   blocked: boolean;
+  /** The state its result moves the delivery to, once `writing`. */
+  next?: Outcome['next'];
   done: Promise<void>;
   settle: () => void;
 };
@@ -193,6 +195,23 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     return counts;
   }
 
+  /**
+   * Rows this worker holds that the database may show as due at `now`, so a claim must leave them
+   * out: an attempt that outlived its lease (a database stall, a slow answer) is still being sent,
+   * and a result that makes its row due again (given back, a retry due at once) may commit while the
+   * claim runs, before the row is forgotten here. Every other held row is leased into the future
+   * there; listing all of them made each claim statement kilobytes long.
+   */
+  function heldButDue(now: number): string[] {
+    const ids: string[] = [];
+    for (const [id, h] of held) {
+      const leaseRanOut = (h.claimed.delivery.lease_until ?? 0) <= now;
+      const dueAgain = h.next !== undefined && h.next.status === 'pending' && h.next.nextAttemptAt <= now;
+      if (leaseRanOut || dueAgain) ids.push(id);
+    }
+    return ids;
+  }
+
   /** Claims when there is room; runs one at a time, re-runs if woken meanwhile. */
   function tick(): void {
     if (stopped) return;
@@ -207,24 +226,15 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         // Rows whose results wait for a stalled database are not claimed past.
         const limit = Math.min(concurrency + aheadTotal - sending - queued, concurrency + aheadTotal + RESULTS_PER_COMMIT - held.size);
         if (limit <= 0) break;
-        const { claimed, skipped } = await store.claimDue({
-          owner,
-          now: Date.now(),
-          leaseMs,
-          limit,
-          maxAttempts,
-          held: heldByEndpoint(),
-          allowance,
-          // An attempt of ours can outlast its lease (a database stall, a slow answer): the row then
-          // looks due, but it is still being sent.
-          exclude: held.keys(),
-        });
+        const now = Date.now();
+        const { claimed, skipped } = await store.claimDue({ owner, now, leaseMs, limit, maxAttempts, held: heldByEndpoint(), allowance, exclude: heldButDue(now) });
         if (claimed.length > 0) foundWork = true;
         for (const c of claimed) take(c);
         pump();
-        // More may be due: the batch was full, or rows of an address that just filled up hid others
-        // (the next round leaves that address out).
-        if (claimed.length === limit || skipped > 0) again = true;
+        // More may be due: the batch was full (claimed again at once only while the queue is low;
+        // otherwise when it has run down, so claims stay large and few), or rows of an address that
+        // just filled up hid others (the next round leaves that address out).
+        if ((claimed.length === limit && queued <= aheadTotal / 2) || skipped > 0) again = true;
       } while (again && !stopped);
     })()
       .catch((err) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'event delivery: claiming failed; retrying at the next poll'))
@@ -237,9 +247,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       });
   }
 
-  /** Claims again once the rows claimed ahead run low. */
+  /** Claims again once the rows claimed ahead run low (a claim running now is not repeated for it). */
   function refill() {
-    if (queued <= aheadTotal / 2) tick();
+    if (queued <= aheadTotal / 2 && !ticking) tick();
   }
 
   function take(c: Claimed) {
@@ -322,7 +332,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     let result: PostResult;
     try {
       const headers = signedHeaders(secretOf(endpoint.secret_encrypted), event.name, event.id, c.attempt, event.body, startedAt);
-      result = await transport.post(endpoint.url, Buffer.from(event.body, 'utf8'), headers);
+      result = await transport.post(endpoint.url, event.body, headers);
     } catch (err) {
       result = { status: null, error: (err as Error).message, response: null } as PostResult;
     }
@@ -374,6 +384,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   /** Queues a claim's result for the next commit. */
   function record(h: Held, next: Omit<Outcome, 'eventId' | 'attempt'>, report?: (applied: boolean) => void) {
     h.state = 'writing';
+    h.next = next.next;
     results.push({ held: h, outcome: { eventId: h.claimed.delivery.event_id, attempt: h.claimed.attempt, ...next }, report });
     if (recording) return; // the running commit loop takes it next
     if (results.length >= RESULTS_PER_COMMIT || stopped) return startRecording();

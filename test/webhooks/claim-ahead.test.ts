@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 /** The store with every claim's and every commit's size written down (and commits slowed when asked). */
-function observedStore(opts: { commitDelayMs?: number } = {}) {
+function observedStore(opts: { commitDelayMs?: number; afterCommitDelayMs?: number } = {}) {
   const events = h.runtime.services.stores.events;
   const claims: number[] = [];
   const commits: number[] = [];
@@ -44,7 +44,10 @@ function observedStore(opts: { commitDelayMs?: number } = {}) {
     finishAttempts: async (...args: Parameters<EventStore['finishAttempts']>) => {
       if (opts.commitDelayMs) await new Promise((r) => setTimeout(r, opts.commitDelayMs));
       commits.push(args[1].length);
-      return events.finishAttempts(...args);
+      const applied = await events.finishAttempts(...args);
+      // Committed, but the worker does not know yet: its rows are still held meanwhile.
+      if (opts.afterCommitDelayMs) await new Promise((r) => setTimeout(r, opts.afterCommitDelayMs));
+      return applied;
     },
   };
   return { store, claims, commits };
@@ -127,6 +130,39 @@ test('a row claimed ahead that waited longer than its lease allows goes back uns
   await waitFor('every event delivered', async () => (await deliveredCount(site.id)) === ids.length, 30_000);
   // Given-back rows were never sent and left no trace in the log: each event went out once, as attempt 1.
   await eachDeliveredOnceAtAttemptOne('/slowed', ids);
+});
+
+test('a row due again while its worker still holds it (retry committed, the commit not yet answered) is not claimed by that worker', async () => {
+  const { site, ids } = await siteWithEvents('/held', 3);
+  // Every event fails once (a retry 100 ms later), then is taken.
+  const failed = new Set<string>();
+  receiver.on('/held', (_req, res, body) => {
+    const id = JSON.parse(body.toString()).id as string;
+    const first = !failed.has(id);
+    failed.add(id);
+    if (first) res.writeHead(500).end();
+    else setTimeout(() => res.writeHead(200).end(), 150); // the rows claimed again queue behind each other
+  });
+  // Each commit is answered 300 ms late: the retry falls due in the database while the row is held here.
+  const { store } = observedStore({ afterCommitDelayMs: 300 });
+  const worker = startWorker({ store, perEndpoint: 1 });
+  worker.start();
+  for (let i = 0; i < 40; i++) {
+    worker.wake(); // claims during that window
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  await waitFor('every event delivered', async () => (await deliveredCount(site.id)) === ids.length, 30_000);
+  // Claimed again while held, a row drops out of the worker's queue and goes out only when its lease
+  // has run out, after an interrupted attempt.
+  for (const id of ids) {
+    const log = (await attemptsOf(h, id)).map((a) => [Number(a.attempt), a.status_code === null ? null : Number(a.status_code)]);
+    expect(log).toEqual([
+      [1, 500],
+      [2, 200],
+    ]);
+  }
+  await waitFor('every result reported', () => worker.stats.delivered === ids.length, 5000); // the commits answer late
+  expect(worker.stats).toMatchObject({ retry: ids.length, delivered: ids.length, stale: 0 });
 });
 
 test('stop gives the rows claimed ahead back; the next worker sends them as their first attempt', async () => {
