@@ -15,7 +15,19 @@ export interface Position {
  */
 export function createCursorCodec(key: Buffer) {
   const sign = (payload: string) => createHmac('sha256', key).update(payload).digest('base64url').slice(0, 32);
-  const scopeHash = (scope: unknown) => createHmac('sha256', key).update(JSON.stringify(scope)).digest('base64url').slice(0, 16);
+  // The filters of a list repeat from page to page (and across clients of one conversation): their
+  // hash is kept rather than computed again for every page answered and every cursor read.
+  const scopeHashes = new Map<string, string>();
+  const scopeHash = (scope: unknown) => {
+    const text = JSON.stringify(scope);
+    let hash = scopeHashes.get(text);
+    if (hash === undefined) {
+      if (scopeHashes.size >= 1000) scopeHashes.clear();
+      hash = createHmac('sha256', key).update(text).digest('base64url').slice(0, 16);
+      scopeHashes.set(text, hash);
+    }
+    return hash;
+  };
 
   return {
     encode(position: Position, scope: unknown): string {

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 
 // Identifiers are opaque, unguessable and time-sortable, with a type prefix: the prefix, then 10
 // characters of millisecond time and 16 characters (80 bits) of randomness in lowercase Crockford
@@ -23,9 +23,19 @@ function encodeTime(ms: number): string {
   return out;
 }
 
+/** Random bytes drawn from the system 4 KiB at a time, each used once (crypto.randomUUID pools the same way). */
+const pool = Buffer.alloc(4096);
+let poolOffset = pool.length;
+
 function freshRandom(): number[] {
-  const bytes = randomBytes(16);
-  return Array.from(bytes, (b) => b % 32);
+  if (poolOffset + 16 > pool.length) {
+    randomFillSync(pool);
+    poolOffset = 0;
+  }
+  const digits = new Array<number>(16);
+  for (let i = 0; i < 16; i++) digits[i] = pool[poolOffset + i] & 31;
+  poolOffset += 16;
+  return digits;
 }
 
 function increment(digits: number[]): number[] {
