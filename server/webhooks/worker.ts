@@ -154,6 +154,12 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
 
   const held = new Map<string, Held>(); // by event id, in claim order
   const sendingTo = new Map<string, number>(); // open POSTs by endpoint id
+  /**
+   * Queued rows per address, each in claim order. The map's order is the order addresses get the
+   * next free slots: an address moves to the back once served, so none waits behind another's
+   * backlog, and a slot that frees up looks at the addresses, not at every row held.
+   */
+  const waiting = new Map<string, Held[]>();
   let sending = 0;
   let queued = 0;
   /** Each address's slowest recent attempt (ms), decaying: how many rows it gets ahead. */
@@ -229,8 +235,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         const now = Date.now();
         const { claimed, skipped } = await store.claimDue({ owner, now, leaseMs, limit, maxAttempts, held: heldByEndpoint(), allowance, exclude: heldButDue(now) });
         if (claimed.length > 0) foundWork = true;
-        for (const c of claimed) take(c);
+        const taken = claimed.map(take);
         pump();
+        markBlocked(taken);
         // More may be due: the batch was full (claimed again at once only while the queue is low;
         // otherwise when it has run down, so claims stay large and few), or rows of an address that
         // just filled up hid others (the next round leaves that address out).
@@ -252,18 +259,23 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     if (queued <= aheadTotal / 2 && !ticking) tick();
   }
 
-  function take(c: Claimed) {
+  /** Takes a claimed row into the worker (queued, being prepared, or recorded at once) and returns it. */
+  function take(c: Claimed): Held {
     let settle!: () => void;
     const done = new Promise<void>((resolve) => (settle = resolve));
-    const h: Held = { claimed: c, endpointId: c.delivery.endpoint_id, state: 'queued', queuedAt: Date.now(), blocked: false, done, settle };
+    const h: Held = { claimed: c, endpointId: c.delivery.endpoint_id, state: 'preparing', queuedAt: Date.now(), blocked: false, done, settle };
     held.set(c.delivery.event_id, h);
     const { event, endpoint } = c;
     if (c.exhausted || !event || !endpoint) {
       // Given up (its round's budget went to interrupted attempts) or its event or address was removed.
       if (c.exhausted) stats.failed++;
-      return record(h, { row: null, next: { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() } });
+      record(h, { row: null, next: { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() } });
+      return h;
     }
-    if (!c.interrupted) return void queued++;
+    if (!c.interrupted) {
+      enqueue(h);
+      return h;
+    }
     const { attempt, startedAt, leaseUntil } = c.interrupted;
     h.state = 'preparing';
     store
@@ -271,10 +283,10 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       .then(
         () => {
           if (stopped) return giveBack(h); // stop() has given back the queue already
-          h.state = 'queued';
           h.queuedAt = Date.now();
-          queued++;
+          enqueue(h);
           pump();
+          markBlocked([h]);
         },
         (err) => {
           // The lease runs out and the row is claimed again, interrupted placeholder and all.
@@ -282,24 +294,40 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
           forget(h);
         },
       );
+    return h;
+  }
+
+  function enqueue(h: Held) {
+    h.state = 'queued';
+    queued++;
+    const queue = waiting.get(h.endpointId);
+    if (queue) queue.push(h);
+    else waiting.set(h.endpointId, [h]);
+  }
+
+  /** Rows still queued after their first turn found no free slot: from now on their wait counts against their lease. */
+  function markBlocked(rows: Held[]) {
+    for (const h of rows) if (h.state === 'queued') h.blocked = true;
   }
 
   /**
-   * Starts the POSTs that have a free slot, in claim order. A row that found no slot when it was
-   * queued (claimed ahead) and has waited longer than its lease allows is given back instead; one
-   * that is started at its first turn is sent however long its claim took.
+   * Starts the POSTs that have a free slot, each address's rows in claim order. A row that found no
+   * slot at its first turn (claimed ahead) and has waited longer than its lease allows is given back
+   * instead; one that is started at its first turn is sent however long its claim took.
    */
   function pump() {
     if (stopped) return;
-    for (const h of held.values()) {
-      if (h.state !== 'queued') continue;
-      if (sending >= concurrency || (sendingTo.get(h.endpointId) ?? 0) >= perEndpoint) {
-        h.blocked = true;
-        continue;
+    for (const endpointId of [...waiting.keys()]) {
+      if (sending >= concurrency) return;
+      const queue = waiting.get(endpointId)!;
+      while (queue.length > 0 && sending < concurrency && (sendingTo.get(endpointId) ?? 0) < perEndpoint) {
+        const h = queue.shift()!;
+        queued--;
+        if (h.blocked && Date.now() - h.queuedAt > maxWaitMs) giveBack(h);
+        else void send(h); // takes its slot before it returns
       }
-      queued--;
-      if (h.blocked && Date.now() - h.queuedAt > maxWaitMs) giveBack(h);
-      else void send(h);
+      waiting.delete(endpointId);
+      if (queue.length > 0) waiting.set(endpointId, queue); // to the back of the line
     }
   }
 
@@ -452,11 +480,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       clearInterval(cleanupTimer);
       await ticking;
       // Rows claimed ahead go back unsent; the POSTs in flight end (at most the time-out) and are recorded.
-      for (const h of held.values()) {
-        if (h.state !== 'queued') continue;
-        queued--;
-        giveBack(h);
-      }
+      for (const queue of waiting.values()) for (const h of queue) giveBack(h);
+      waiting.clear();
+      queued = 0;
       if (results.length > 0) startRecording();
       await Promise.allSettled([...held.values()].map((h) => h.done));
       await recording;
