@@ -70,7 +70,7 @@ export async function runDeliveryBench(ctx: DeliveryBenchContext): Promise<Bench
       ctx.log(`  ${Math.round(bareAtCap[bareAtCap.length - 1].perSecond)} deliveries/s at ${DEFAULT_CAP} in flight`);
       ctx.log(`delivery round ${round}/${ctx.rounds}: ${events} events through the worker (${engine})`);
       service.push(await throughput(ctx, receiver, events));
-      ctx.log(`  ${Math.round(service[service.length - 1].perSecond)} deliveries/s`);
+      ctx.log(`  ${Math.round(service[service.length - 1].perSecond)} deliveries/s (${Math.round(service[service.length - 1].arrivalsPerSecond)} arrivals/s at the receiver)`);
     }
     const rows = throughputRows(bare, bareAtCap, service, events, engine);
     if (process.env.BENCH_DELIVERY_LATENCY === 'false') return rows;
@@ -289,6 +289,8 @@ async function waitForArrivals(receiver: Receiver, count: number, opts: { stallM
 interface ThroughputResult {
   perSecond: number;
   cpuMsPerOp: number;
+  /** Requests per second at the receiver, first to last arrival (within a few ms of the log's rate). */
+  arrivalsPerSecond: number;
   /** The local database server's CPU over the same window, per delivery (NaN when it is not local). */
   databaseCpuMsPerOp: number;
   peakRssMiB: number;
@@ -348,9 +350,11 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
       let cpuAtFirst: number | undefined;
       const databasePid = ctx.databaseUrl ? localDatabasePid() : undefined;
       let databaseCpuAtFirst: number | undefined;
+      let firstArrivalAt = NaN;
       receiver
         .whenCount(1)
         .then(() => {
+          firstArrivalAt = performance.now();
           cpuAtFirst = processCpuMs(worker.pid);
           databaseCpuAtFirst = databasePid === undefined ? undefined : processCpuMs(databasePid);
         })
@@ -363,6 +367,8 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
           .catch(() => undefined),
       );
       const arrived = await waitForArrivals(receiver, count, { stallMs: STALL_MS, deadline: Date.now() + THROUGHPUT_CAP_MS[ctx.quick ? 'quick' : 'full'] });
+      // The receiver's own count, as a check on the log's: first arrival to the last one.
+      const arrivalsPerSecond = arrived.complete ? (count - 1) / ((performance.now() - firstArrivalAt) / 1000) : NaN;
       if (!arrived.complete && processCpuMs(worker.pid) === undefined) throw new Error('`npm run worker` exited during the throughput run');
       // The last answers are in; their rows are marked delivered a moment later.
       let log = await deliveryLog(fixture);
@@ -378,6 +384,7 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
         perSecond: log.delivered / ((log.lastMs - log.firstMs) / 1000),
         cpuMsPerOp: cpuMs / Math.max(1, log.delivered),
         databaseCpuMsPerOp: databaseCpuMs / Math.max(1, log.delivered),
+        arrivalsPerSecond,
         peakRssMiB: sampled.peakRssMiB,
         rssMiB: [0, 1, 2, 3].map((i) => rssMiB[i] ?? (i === 3 ? sampled.rssMiB : NaN)),
         connections: stats.connections,

@@ -215,7 +215,11 @@ export function createEventStore(db: Knex) {
      * events and addresses: it would lock (and make other workers skip) the address row too.
      *
      * `held` counts the rows this worker holds per address and `allowance` says how many it may
-     * hold of an address: rows beyond it are left for a later round (`skipped`). The rows in
+     * hold of an address: rows beyond it are left for a later round. When the locking read came back
+     * full, rows of other addresses may be hidden behind those: the addresses that filled up are
+     * answered in `filled`, and a round that leaves them out (`leaveOut`) finds the rest. Such a
+     * round walks the left-out addresses' whole backlog in the due index, so the worker runs it
+     * sparingly. The rows in
      * `exclude` are left alone even when their lease ran out: they are this worker's own, still
      * waiting or in flight (a stalled database or a slow receiver outlasted the lease), and claiming
      * them again would send the event a second time alongside the first.
@@ -228,13 +232,15 @@ export function createEventStore(db: Knex) {
       maxAttempts: number;
       held: Map<string, number>;
       allowance: (endpointId: string) => number;
+      /** Addresses none of whose rows are claimed this time. */
+      leaveOut?: Iterable<string>;
       /** Event ids this worker holds. */
       exclude?: Iterable<string>;
-    }): Promise<{ claimed: Claimed[]; skipped: number }> {
+    }): Promise<{ claimed: Claimed[]; filled: string[] }> {
       const { owner, now, leaseMs, limit, maxAttempts, allowance } = opts;
-      if (limit <= 0) return { claimed: [], skipped: 0 };
+      if (limit <= 0) return { claimed: [], filled: [] };
       const held = new Map(opts.held);
-      const full = [...held].filter(([id, n]) => n >= allowance(id)).map(([id]) => id);
+      const full = [...new Set([...[...held].filter(([id, n]) => n >= allowance(id)).map(([id]) => id), ...(opts.leaveOut ?? [])])];
       const own = [...(opts.exclude ?? [])];
       const leaseUntil = now + leaseMs;
       const work = async (q: Knex.Transaction) => {
@@ -243,17 +249,19 @@ export function createEventStore(db: Knex) {
         if (own.length) select = select.whereNotIn('event_id', own);
         const candidates = (await forUpdateSkipLocked(q, select)).map(mapDeliveryRow);
         const chosen: DeliveryRow[] = [];
-        let skipped = 0;
+        const filled = new Set<string>();
         for (const row of candidates) {
           const n = held.get(row.endpoint_id) ?? 0;
           if (n >= allowance(row.endpoint_id)) {
-            skipped++; // left for a later round, when this worker has room for that address again
+            filled.add(row.endpoint_id); // left for a later round, when this worker has room for that address again
             continue;
           }
           held.set(row.endpoint_id, n + 1);
           chosen.push(row);
         }
-        if (chosen.length === 0) return { claimed: [], skipped };
+        // A read that was not full returned every row due: nothing is hidden behind the skipped ones.
+        if (candidates.length < limit) filled.clear();
+        if (chosen.length === 0) return { claimed: [], filled: [...filled] };
         const ids = chosen.map((r) => r.event_id);
         // A row whose round budget is used up keeps its count: it is given up, not sent.
         await q('deliveries')
@@ -293,7 +301,7 @@ export function createEventStore(db: Knex) {
                 : mapEndpointRow({ id: before.endpoint_id, site_id: r.w_site_id, url: r.w_url, events: r.w_events, secret_encrypted: r.w_secret_encrypted, created_at: r.w_created_at, updated_at: r.w_updated_at }),
           });
         }
-        return { claimed, skipped };
+        return { claimed, filled: [...filled] };
       };
       // READ COMMITTED: the locking read takes no gap locks, so it never holds up the outbox inserts
       // of new deliveries while it runs. Contention that outlasts the retries reaches the worker as

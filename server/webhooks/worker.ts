@@ -54,6 +54,11 @@ const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 const RESULT_MARGIN_MS = 5_000;
 /** The most rows of one address claimed ahead of their POST. */
 const AHEAD_PER_ADDRESS_MAX = 256;
+/**
+ * A claim round that leaves full addresses out (to find other addresses' rows hidden behind their
+ * backlog) walks that backlog in the due index: it runs at most this often.
+ */
+const LEAVE_OUT_EVERY_MS = 250;
 /** Results recorded in one commit at most. */
 const RESULTS_PER_COMMIT = 200;
 /**
@@ -176,7 +181,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   let again = false;
   let timer: NodeJS.Timeout | undefined;
   let cleanupTimer: NodeJS.Timeout | undefined;
-  let retryTimes: number[] = []; // our own scheduled retries, so pauses are kept to the millisecond, not the poll
+  let retryTimes: number[] = [];
+  let lastLeaveOutAt = -Infinity;
+  let leaveOutTimer: NodeJS.Timeout | undefined; // our own scheduled retries, so pauses are kept to the millisecond, not the poll
 
   function scheduleNext() {
     clearTimeout(timer);
@@ -226,6 +233,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       return;
     }
     let foundWork = false;
+    // Addresses that filled up in this run, left out of a round that looks for other addresses' rows.
+    const filledUp = new Set<string>();
+    let leaveOut: string[] = [];
     ticking = (async () => {
       do {
         again = false;
@@ -233,15 +243,31 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         const limit = Math.min(concurrency + aheadTotal - sending - queued, concurrency + aheadTotal + RESULTS_PER_COMMIT - held.size);
         if (limit <= 0) break;
         const now = Date.now();
-        const { claimed, skipped } = await store.claimDue({ owner, now, leaseMs, limit, maxAttempts, held: heldByEndpoint(), allowance, exclude: heldButDue(now) });
+        const { claimed, filled } = await store.claimDue({ owner, now, leaseMs, limit, maxAttempts, held: heldByEndpoint(), allowance, leaveOut, exclude: heldButDue(now) });
         if (claimed.length > 0) foundWork = true;
         const taken = claimed.map(take);
         pump();
         markBlocked(taken);
         // More may be due: the batch was full (claimed again at once only while the queue is low;
-        // otherwise when it has run down, so claims stay large and few), or rows of an address that
-        // just filled up hid others (the next round leaves that address out).
-        if ((claimed.length === limit && queued <= aheadTotal / 2) || skipped > 0) again = true;
+        // otherwise when it has run down, so claims stay large and few), or rows of addresses that
+        // filled up hid others: a round that leaves those addresses out finds them, at most once per
+        // LEAVE_OUT_EVERY_MS (it walks their backlog), so other sites' events wait that long at most.
+        for (const id of filled) filledUp.add(id);
+        leaveOut = [];
+        if (claimed.length === limit && queued <= aheadTotal / 2) again = true;
+        if (filled.length > 0) {
+          const waitMs = lastLeaveOutAt + LEAVE_OUT_EVERY_MS - Date.now();
+          if (waitMs <= 0) {
+            lastLeaveOutAt = Date.now();
+            leaveOut = [...filledUp];
+            again = true;
+          } else {
+            leaveOutTimer ??= setTimeout(() => {
+              leaveOutTimer = undefined;
+              tick();
+            }, waitMs);
+          }
+        }
       } while (again && !stopped);
     })()
       .catch((err) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'event delivery: claiming failed; retrying at the next poll'))
@@ -477,6 +503,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     async stop() {
       stopped = true;
       clearTimeout(timer);
+      clearTimeout(leaveOutTimer);
       clearInterval(cleanupTimer);
       await ticking;
       // Rows claimed ahead go back unsent; the POSTs in flight end (at most the time-out) and are recorded.

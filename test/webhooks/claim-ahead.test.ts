@@ -165,6 +165,24 @@ test('a row due again while its worker still holds it (retry committed, the comm
   expect(worker.stats).toMatchObject({ retry: ids.length, delivered: ids.length, stale: 0 });
 });
 
+test('an address whose backlog is longer than a claim does not hide other addresses\' rows behind it', async () => {
+  const backlog = await siteWithEvents('/backlog', 150); // 300 due rows, older than the others
+  const other = await siteWithEvents('/other', 2);
+  pacedPath('/backlog', () => 100);
+  pacedPath('/other', () => 1);
+  // A claim reads at most concurrency + rows ahead (2 + 256) rows: all of them the backlog's. The
+  // backlog's address is left out of later claims (while it is full, or in a round of its own).
+  const worker = startWorker({ perEndpoint: 1, concurrency: 2 });
+  const started = Date.now();
+  worker.start();
+  await waitFor('the other site\'s events delivered', async () => (await deliveredCount(other.site.id)) === other.ids.length, 5000);
+  expect(Date.now() - started).toBeLessThan(3000);
+  expect(await deliveredCount(backlog.site.id)).toBeLessThan(backlog.ids.length / 2); // still working through the backlog
+  // The rest of the backlog is not the other tests' business.
+  await Promise.all(running.splice(0).map((w) => w.stop()));
+  await h.runtime.db('deliveries').where({ site_id: backlog.site.id, status: 'pending' }).update({ status: 'failed' });
+});
+
 test('stop gives the rows claimed ahead back; the next worker sends them as their first attempt', async () => {
   const { site, ids } = await siteWithEvents('/stopped', 30);
   pacedPath('/stopped', () => 20);
