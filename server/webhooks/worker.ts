@@ -181,9 +181,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   let again = false;
   let timer: NodeJS.Timeout | undefined;
   let cleanupTimer: NodeJS.Timeout | undefined;
-  let retryTimes: number[] = [];
+  let retryTimes: number[] = []; // our own scheduled retries, so pauses are kept to the millisecond, not the poll
   let lastLeaveOutAt = -Infinity;
-  let leaveOutTimer: NodeJS.Timeout | undefined; // our own scheduled retries, so pauses are kept to the millisecond, not the poll
+  let leaveOutTimer: NodeJS.Timeout | undefined;
 
   function scheduleNext() {
     clearTimeout(timer);
