@@ -289,7 +289,7 @@ async function waitForArrivals(receiver: Receiver, count: number, opts: { stallM
 interface ThroughputResult {
   perSecond: number;
   cpuMsPerOp: number;
-  /** Requests per second at the receiver, first to last arrival (within a few ms of the log's rate). */
+  /** Requests per second at the receiver, first to last arrival (a check on the log's rate). */
   arrivalsPerSecond: number;
   /** The local database server's CPU over the same window, per delivery (NaN when it is not local). */
   databaseCpuMsPerOp: number;
@@ -351,6 +351,11 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
       const databasePid = ctx.databaseUrl ? localDatabasePid() : undefined;
       let databaseCpuAtFirst: number | undefined;
       let firstArrivalAt = NaN;
+      let lastArrivalAt = NaN;
+      receiver
+        .whenCount(count)
+        .then(() => (lastArrivalAt = performance.now()))
+        .catch(() => undefined);
       receiver
         .whenCount(1)
         .then(() => {
@@ -368,7 +373,7 @@ async function throughput(ctx: DeliveryBenchContext, receiver: Receiver, count: 
       );
       const arrived = await waitForArrivals(receiver, count, { stallMs: STALL_MS, deadline: Date.now() + THROUGHPUT_CAP_MS[ctx.quick ? 'quick' : 'full'] });
       // The receiver's own count, as a check on the log's: first arrival to the last one.
-      const arrivalsPerSecond = arrived.complete ? (count - 1) / ((performance.now() - firstArrivalAt) / 1000) : NaN;
+      const arrivalsPerSecond = arrived.complete ? (count - 1) / ((lastArrivalAt - firstArrivalAt) / 1000) : NaN;
       if (!arrived.complete && processCpuMs(worker.pid) === undefined) throw new Error('`npm run worker` exited during the throughput run');
       // The last answers are in; their rows are marked delivered a moment later.
       let log = await deliveryLog(fixture);
