@@ -40,7 +40,7 @@ export interface DeliveryBenchContext {
 /** Requests the bare loop keeps in flight (the issue's baseline). */
 const BARE_IN_FLIGHT = 32;
 /** The worker's per-address cap as the measured worker gets it (WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS or its default), a second bare row. */
-const DEFAULT_CAP = loadConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS: process.env.WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS, WEBHOOK_CONCURRENCY: process.env.WEBHOOK_CONCURRENCY }).webhookMaxInFlightPerAddress;
+const PER_ADDRESS_CAP = loadConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS: process.env.WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS, WEBHOOK_CONCURRENCY: process.env.WEBHOOK_CONCURRENCY }).webhookMaxInFlightPerAddress;
 /** Open conversations the events are spread over, so writers do not queue on one row lock. */
 const CONVERSATIONS = 16;
 /** A delivery run that makes no progress for this long is reported as stalled, not waited for. */
@@ -65,9 +65,9 @@ export async function runDeliveryBench(ctx: DeliveryBenchContext): Promise<Bench
       ctx.log(`delivery round ${round}/${ctx.rounds}: bare sign + POST loop, ${events} requests`);
       bare.push(await bareLoop(receiver, events, round, ctx.quietWaitMs));
       ctx.log(`  ${Math.round(bare[bare.length - 1].perSecond)} deliveries/s`);
-      // The same loop held to the worker's default per-address cap: what the cap alone allows.
-      bareAtCap.push(await bareLoop(receiver, events, round + ctx.rounds, ctx.quietWaitMs, DEFAULT_CAP));
-      ctx.log(`  ${Math.round(bareAtCap[bareAtCap.length - 1].perSecond)} deliveries/s at ${DEFAULT_CAP} in flight`);
+      // The same loop held to the worker's per-address cap: what the cap alone allows.
+      bareAtCap.push(await bareLoop(receiver, events, round + ctx.rounds, ctx.quietWaitMs, PER_ADDRESS_CAP));
+      ctx.log(`  ${Math.round(bareAtCap[bareAtCap.length - 1].perSecond)} deliveries/s at ${PER_ADDRESS_CAP} in flight`);
       ctx.log(`delivery round ${round}/${ctx.rounds}: ${events} events through the worker (${engine})`);
       service.push(await throughput(ctx, receiver, events));
       ctx.log(`  ${Math.round(service[service.length - 1].perSecond)} deliveries/s (${Math.round(service[service.length - 1].arrivalsPerSecond)} arrivals/s at the receiver)`);
@@ -426,7 +426,7 @@ function throughputRows(bare: BareResult[], bareAtCap: BareResult[], service: Th
       note: `${count} requests over ${bare[bare.length - 1].connections} connections; CPU of the loop's process${busy}`,
     },
     {
-      what: `delivery: the same loop at ${DEFAULT_CAP} in flight (the worker's per-address cap)`,
+      what: `delivery: the same loop at ${PER_ADDRESS_CAP} in flight (the worker's per-address cap)`,
       value: median(bareAtCap.map((b) => b.perSecond)),
       unit: 'deliveries/s',
       cpuMsPerOp: median(bareAtCap.map((b) => b.cpuMsPerOp)),

@@ -1,6 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { safeEqual } from './crypto';
 import { invalid } from './errors';
+import { memoised } from './memo';
 
 /** The position a page ends at: the sort key of its last row. */
 export interface Position {
@@ -17,17 +18,8 @@ export function createCursorCodec(key: Buffer) {
   const sign = (payload: string) => createHmac('sha256', key).update(payload).digest('base64url').slice(0, 32);
   // The filters of a list repeat from page to page (and across clients of one conversation): their
   // hash is kept rather than computed again for every page answered and every cursor read.
-  const scopeHashes = new Map<string, string>();
-  const scopeHash = (scope: unknown) => {
-    const text = JSON.stringify(scope);
-    let hash = scopeHashes.get(text);
-    if (hash === undefined) {
-      if (scopeHashes.size >= 1000) scopeHashes.clear();
-      hash = createHmac('sha256', key).update(text).digest('base64url').slice(0, 16);
-      scopeHashes.set(text, hash);
-    }
-    return hash;
-  };
+  const hashOfText = memoised(1000, (text: string) => createHmac('sha256', key).update(text).digest('base64url').slice(0, 16));
+  const scopeHash = (scope: unknown) => hashOfText(JSON.stringify(scope));
 
   return {
     encode(position: Position, scope: unknown): string {

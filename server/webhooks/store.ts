@@ -240,12 +240,13 @@ export function createEventStore(db: Knex) {
       const { owner, now, leaseMs, limit, maxAttempts, allowance } = opts;
       if (limit <= 0) return { claimed: [], filled: [] };
       const held = new Map(opts.held);
-      const full = [...new Set([...[...held].filter(([id, n]) => n >= allowance(id)).map(([id]) => id), ...(opts.leaveOut ?? [])])];
+      const full = new Set(opts.leaveOut);
+      for (const [id, n] of held) if (n >= allowance(id)) full.add(id);
       const own = [...(opts.exclude ?? [])];
       const leaseUntil = now + leaseMs;
       const work = async (q: Knex.Transaction) => {
         let select = q('deliveries').where('status', 'pending').andWhere('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
-        if (full.length) select = select.whereNotIn('endpoint_id', full);
+        if (full.size) select = select.whereNotIn('endpoint_id', [...full]);
         if (own.length) select = select.whereNotIn('event_id', own);
         const candidates = (await forUpdateSkipLocked(q, select)).map(mapDeliveryRow);
         const chosen: DeliveryRow[] = [];

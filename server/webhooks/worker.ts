@@ -6,6 +6,7 @@ import { decrypt, hmacHex, randomBase62 } from '../platform/crypto';
 import type { Claimed, DeliveryStatus, EventStore, Outcome } from './store';
 import { createDeliveryTransport, DeliveryTransport, PostResult } from './transport';
 import { adaptivePoll, WakeChannel } from './wake';
+import { memoised } from '../platform/memo';
 import type { Resolver } from './ssrf';
 
 export interface WorkerOptions {
@@ -106,7 +107,7 @@ type Held = {
   endpointId: string;
   state: 'preparing' | 'queued' | 'sending' | 'writing';
   queuedAt: number;
-  /** It found no free slot at some turn: it is waiting, and its wait counts against its lease. */
+  /** Its first turn found no free slot: it is waiting, and its wait counts against its lease. */
   blocked: boolean;
   /** The state its result moves the delivery to, once `writing`. */
   next?: Outcome['next'];
@@ -169,8 +170,8 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   let queued = 0;
   /** Each address's slowest recent attempt (ms), decaying: how many rows it gets ahead. */
   const pace = new Map<string, number>();
-  /** Opened signing secrets by their sealed text (a rotated secret has a new one). */
-  const secrets = new Map<string, string>();
+  /** Opens a sealed signing secret, kept by its sealed text (a rotated secret has a new one). */
+  const secretOf = memoised(1000, (sealed: string) => decrypt(secretKey, sealed));
   const results: PendingResult[] = [];
   let recording: Promise<void> | null = null;
   let gathering: NodeJS.Timeout | undefined;
@@ -235,7 +236,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     let foundWork = false;
     // Addresses that filled up in this run, left out of a round that looks for other addresses' rows.
     const filledUp = new Set<string>();
-    let leaveOut: string[] = [];
+    let leaveOut = false;
     ticking = (async () => {
       do {
         again = false;
@@ -243,7 +244,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         const limit = Math.min(concurrency + aheadTotal - sending - queued, concurrency + aheadTotal + RESULTS_PER_COMMIT - held.size);
         if (limit <= 0) break;
         const now = Date.now();
-        const { claimed, filled } = await store.claimDue({ owner, now, leaseMs, limit, maxAttempts, held: heldByEndpoint(), allowance, leaveOut, exclude: heldButDue(now) });
+        const { claimed, filled } = await store.claimDue({ owner, now, leaseMs, limit, maxAttempts, held: heldByEndpoint(), allowance, leaveOut: leaveOut ? filledUp : undefined, exclude: heldButDue(now) });
         if (claimed.length > 0) foundWork = true;
         const taken = claimed.map(take);
         pump();
@@ -253,13 +254,13 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         // filled up hid others: a round that leaves those addresses out finds them, at most once per
         // LEAVE_OUT_EVERY_MS (it walks their backlog), so other sites' events wait that long at most.
         for (const id of filled) filledUp.add(id);
-        leaveOut = [];
+        leaveOut = false;
         if (claimed.length === limit && queued <= aheadTotal / 2) again = true;
         if (filled.length > 0) {
           const waitMs = lastLeaveOutAt + LEAVE_OUT_EVERY_MS - Date.now();
           if (waitMs <= 0) {
             lastLeaveOutAt = Date.now();
-            leaveOut = [...filledUp];
+            leaveOut = true;
             again = true;
           } else {
             leaveOutTimer ??= setTimeout(() => {
@@ -303,7 +304,6 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       return h;
     }
     const { attempt, startedAt, leaseUntil } = c.interrupted;
-    h.state = 'preparing';
     store
       .logInterrupted({ event_id: event.id, site_id: c.delivery.site_id, endpoint_id: endpoint.id, event_name: event.name, url: endpoint.url, attempt, started_at: startedAt, duration_ms: Math.max(0, leaseUntil - startedAt) })
       .then(
@@ -364,15 +364,6 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     record(h, { row: null, next: { status: 'pending', nextAttemptAt: now, now, attempts: h.claimed.attempt - 1 } });
   }
 
-  function secretOf(sealed: string): string {
-    let secret = secrets.get(sealed);
-    if (secret === undefined) {
-      if (secrets.size >= 1000) secrets.clear();
-      secret = decrypt(secretKey, sealed);
-      secrets.set(sealed, secret);
-    }
-    return secret;
-  }
 
   /** One attempt of a claimed delivery. */
   async function send(h: Held): Promise<void> {

@@ -1,5 +1,6 @@
 import { toIso, toIsoRequired } from '../../server/platform/time';
 import { newId } from '../../server/platform/ids';
+import { memoised } from '../../server/platform/memo';
 
 /**
  * Answers format stored times (integer ms since the epoch) with a cached date part and arithmetic
@@ -46,4 +47,14 @@ test('ids: the document\'s pattern, never repeated across refills of the random 
   // The random part is random: over many ids every one of the 32 digits turns up at each position.
   const later = Array.from({ length: 2000 }, (_, i) => newId('msg', 1_700_000_000_000 + i)); // a new time each: fresh randomness
   for (let pos = 15; pos < 30; pos++) expect(new Set(later.map((id) => id[pos])).size).toBe(32);
+});
+
+test('memoised: a result is computed once, and everything is forgotten once the bound is reached', () => {
+  let computed = 0;
+  const square = memoised(3, (n: number) => (computed++, n * n));
+  expect([square(2), square(2), square(3), square(4)]).toEqual([4, 4, 9, 16]);
+  expect(computed).toBe(3);
+  expect(square(5)).toBe(25); // the fourth key: the three kept are forgotten
+  expect(square(2)).toBe(4);
+  expect(computed).toBe(5);
 });

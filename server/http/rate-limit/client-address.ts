@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from 'node:net';
+import { memoised } from '../../platform/memo';
 
 /** Eight 16-bit groups of an IPv6 address that `isIPv6` accepted (embedded IPv4 tail included). */
 function ipv6Groups(address: string): number[] {
@@ -24,17 +25,11 @@ function ipv6Groups(address: string): number[] {
  */
 export function addressBucket(address: string | undefined): string {
   if (!address) return 'ip:unknown';
-  // A client sends many requests from one address (keep-alive): its bucket is worked out once.
-  const known = buckets.get(address);
-  if (known !== undefined) return known;
-  const bucket = bucketOf(address);
-  if (buckets.size >= MAX_REMEMBERED) buckets.clear();
-  buckets.set(address, bucket);
-  return bucket;
+  return rememberedBucketOf(address);
 }
 
-const MAX_REMEMBERED = 4096;
-const buckets = new Map<string, string>();
+// A client sends many requests from one address (keep-alive): its bucket is worked out once.
+const rememberedBucketOf = memoised(4096, (address: string) => bucketOf(address));
 
 function bucketOf(address: string): string {
   let a = address.trim();
