@@ -220,6 +220,26 @@ run('The chat window in a browser (SQLite pass only)', () => {
     expect(await violations(page)).toEqual([]);
   });
 
+  test('a reply quoting five levels deep with a line separator in a heading renders, and the window stays live', async () => {
+    const panel = await panelOf(page);
+    // A parser that takes no line for one of these loops for ever: the window freezes, and again on every reload.
+    const content = 'Quoting you:\n\n>>>>> x\n\n> > > > > x\n\n# a\u2028b';
+    await api().post(`/api/v1/conversations/${conversationId}/messages`).set(bearer(h.site.key)).send({ content, format: 'markdown' }).expect(201);
+    const msg = panel.locator('.msg.theirs', { hasText: 'Quoting you' });
+    await msg.waitFor({ timeout: 5000 });
+    // Quotes nest four deep; the fifth marker stays text.
+    const innermost = msg.locator('blockquote blockquote blockquote blockquote');
+    expect(await innermost.allInnerTexts()).toEqual(['> x', '> x']);
+    expect(await msg.locator('blockquote blockquote blockquote blockquote blockquote').count()).toBe(0);
+    // U+2028 ends the heading's line: the heading holds `a`, the next line is a paragraph.
+    expect(await msg.locator('.md-heading').innerText()).toBe('a');
+    expect(await msg.locator('.md-heading + p').innerText()).toBe('b');
+
+    await api().post(`/api/v1/conversations/${conversationId}/messages`).set(bearer(h.site.key)).send({ content: 'Still *here*', format: 'markdown' }).expect(201);
+    await panel.locator('.msg.theirs', { hasText: 'Still here' }).waitFor({ timeout: 5000 });
+    expect(pageErrors).toEqual([]);
+  });
+
   test('a reload brings the history back; a close through the API shows in the window', async () => {
     await page.reload();
     await launcher(page).click();
@@ -230,6 +250,8 @@ run('The chat window in a browser (SQLite pass only)', () => {
       expect.stringContaining('receipt.txt'),
       expect.stringContaining('three'),
       expect.stringContaining('click me'),
+      expect.stringContaining('Quoting you'),
+      expect.stringContaining('Still here'),
     ]);
 
     await api().post(`/api/v1/conversations/${conversationId}/close`).set(bearer(h.site.key)).expect(200);
