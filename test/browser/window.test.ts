@@ -15,7 +15,7 @@ import { createHarness, Harness, bearer } from '../helpers/harness';
 import { TEST_DB } from '../helpers/db';
 import { freePort } from '../helpers/spawn';
 import { makeSelfSignedCert } from '../../server/platform/tls';
-import { allowOrigins } from '../window/helpers';
+import { allowOrigins, auth, getToken, w } from '../window/helpers';
 import { identityHash } from '../../server/widget/tokens';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -26,6 +26,7 @@ if (!available) console.warn(`test/browser/window.test.ts skipped: no Chromium a
 const run = available && TEST_DB === 'sqlite' ? describe : describe.skip;
 
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts');
+const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 function listen(server: http.Server | https.Server, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -96,7 +97,7 @@ run('The chat window in a browser (SQLite pass only)', () => {
 
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: LAUNCH_ARGS,
     });
     context = await newContext();
     page = await context.newPage();
@@ -112,8 +113,8 @@ run('The chat window in a browser (SQLite pass only)', () => {
   });
 
   /** A browser profile: trusts the test certificate, records CSP violations and page errors in every frame. */
-  async function newContext(options: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> {
-    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, ...options });
+  async function newContext(options: Parameters<Browser['newContext']>[0] = {}, on: Browser = browser): Promise<BrowserContext> {
+    const ctx = await on.newContext({ ignoreHTTPSErrors: true, ...options });
     await ctx.addInitScript(() => {
       const w = window as unknown as { __violations: string[] };
       w.__violations = [];
@@ -145,6 +146,21 @@ run('The chat window in a browser (SQLite pass only)', () => {
     return all;
   }
   const api = () => request(h.app);
+  /** The live-stream requests a page and its frames make from now on. */
+  function streamsOf(p: Page): string[] {
+    const seen: string[] = [];
+    p.on('request', (r) => {
+      if (new URL(r.url()).pathname.endsWith('/events')) seen.push(r.url());
+    });
+    return seen;
+  }
+  /** The host page's own code listens through the JS API; `window.__heard` keeps what it heard. */
+  const listenToJsApi = (p: Page) =>
+    p.evaluate(() => {
+      const w = window as unknown as { ChatWindow: { on(e: string, fn: (d: unknown) => void): void }; __heard: unknown[] };
+      w.__heard = [];
+      for (const name of ['message', 'unread', 'closed']) w.ChatWindow.on(name, (d) => w.__heard.push({ name, d }));
+    });
 
   test('the snippet works under a strict CSP; the panel loads on first interaction only', async () => {
     await page.goto(`${shopOrigin}/`);
@@ -352,13 +368,6 @@ run('The chat window in a browser (SQLite pass only)', () => {
   });
 
   test('several tabs share one live connection; another takes over when it closes; the JS API reports replies and unread', async () => {
-    const streamsOf = (p: Page) => {
-      const seen: string[] = [];
-      p.on('request', (r) => {
-        if (new URL(r.url()).pathname.endsWith('/events')) seen.push(r.url());
-      });
-      return seen;
-    };
     // The main tab's visitor's open conversation (the keyboard test's visitor has one too).
     const list = await api().get('/api/v1/conversations').set(bearer(h.site.key)).expect(200);
     let current = '';
@@ -374,12 +383,7 @@ run('The chat window in a browser (SQLite pass only)', () => {
     const second = await context.newPage();
     const secondStreams = streamsOf(second);
     await second.goto(`${shopOrigin}/`);
-    // The host page's own code listens through the JS API.
-    await second.evaluate(() => {
-      const w = window as unknown as { ChatWindow: { on(e: string, fn: (d: unknown) => void): void }; __heard: unknown[] };
-      w.__heard = [];
-      for (const name of ['message', 'unread', 'closed']) w.ChatWindow.on(name, (d) => w.__heard.push({ name, d }));
-    });
+    await listenToJsApi(second);
     await launcher(second).click();
     const secondPanel = await panelOf(second);
     await secondPanel.locator('.msg', { hasText: 'One more question' }).waitFor(); // the same visitor: its history
@@ -477,5 +481,176 @@ run('The chat window in a browser (SQLite pass only)', () => {
     }
     expect(cut).toBe(1);
     expect(copies).toBe(1);
+  });
+
+  describe("live updates whether the panel's storage is refused, partitioned or half broken", () => {
+    /** What the framed panel may use: localStorage and a Web Lock, or the browser's refusal of each. */
+    const storageOf = (panel: Frame) =>
+      panel.evaluate(async () => {
+        const name = (e: unknown) => (e as Error).name;
+        let storage = 'usable';
+        let lock = 'granted';
+        try {
+          localStorage.getItem('cw:probe');
+        } catch (e) {
+          storage = name(e);
+        }
+        try {
+          await navigator.locks.request('cw:probe', { ifAvailable: true }, () => undefined);
+        } catch (e) {
+          lock = name(e);
+        }
+        return { storage, lock };
+      });
+
+    /**
+     * A visitor on a shop page (by default the cross-site one) writes; then an API reply, a reply
+     * while the window is closed and the close must each reach the window and the host page's JS
+     * API as they happen.
+     */
+    async function hearsEverythingLive(ctx: BrowserContext, label: string, storage: { storage: string; lock: string }, origin = crossSiteOrigin) {
+      const p = await ctx.newPage();
+      const streams = streamsOf(p);
+      await p.goto(`${origin}/`);
+      await launcher(p).waitFor();
+      await listenToJsApi(p);
+      await launcher(p).click();
+      const panel = await panelOf(p);
+      expect(await storageOf(panel)).toEqual(storage);
+      await panel.locator('#cw-status:empty').waitFor({ state: 'attached' });
+      const question = `Asked from another site (${label})`;
+      await panel.locator('#cw-input').fill(question);
+      await panel.locator('#cw-input').press('Enter');
+      await panel.locator('.msg.mine:not(.pending)', { hasText: question }).waitFor();
+
+      let id = '';
+      const list = await api().get('/api/v1/conversations').set(bearer(h.site.key)).expect(200);
+      for (const c of list.body.data as { id: string }[]) {
+        const m = await api().get(`/api/v1/conversations/${c.id}/messages`).set(bearer(h.site.key)).expect(200);
+        if (m.body.data.some((x: { content: string }) => x.content === question)) id = c.id;
+      }
+      expect(id).not.toBe('');
+      const reply = (content: string) => api().post(`/api/v1/conversations/${id}/messages`).set(bearer(h.site.key)).send({ content }).expect(201);
+
+      await reply(`Answered live (${label})`);
+      await panel.locator('.msg.theirs', { hasText: `Answered live (${label})` }).waitFor({ timeout: 5000 });
+      await p.evaluate(() => (window as unknown as { ChatWindow: { close(): void } }).ChatWindow.close());
+      await reply(`Answered while closed (${label})`);
+      await panel.locator('.msg.theirs', { hasText: `Answered while closed (${label})` }).waitFor({ state: 'attached', timeout: 5000 });
+      expect(await launcher(p).locator('.badge').innerText()).toBe('1');
+      await api().post(`/api/v1/conversations/${id}/close`).set(bearer(h.site.key)).expect(200);
+      await panel.locator('.notice', { hasText: 'next message starts a new one' }).waitFor({ state: 'attached', timeout: 5000 });
+
+      // The visitor's own message may come back as an event too (the stream can beat the POST's answer).
+      const heard = (await p.evaluate(() => (window as unknown as { __heard: { name: string; d: { direction?: string } }[] }).__heard)).filter(
+        (e) => !(e.name === 'message' && e.d.direction === 'incoming'),
+      );
+      expect(heard).toEqual([
+        { name: 'message', d: expect.objectContaining({ conversationId: id, direction: 'outgoing', content: `Answered live (${label})` }) },
+        { name: 'message', d: expect.objectContaining({ conversationId: id, direction: 'outgoing', content: `Answered while closed (${label})` }) },
+        { name: 'unread', d: { count: 1 } },
+        { name: 'closed', d: { id, state: 'closed' } },
+      ]);
+      expect(streams.length).toBeGreaterThanOrEqual(1);
+      expect(await violations(p)).toEqual([]);
+      await p.close();
+    }
+
+    test('storage refused (playwright-core turns partitioning off; third-party storage is blocked): the window keeps a stream of its own', async () => {
+      const ctx = await newContext();
+      try {
+        await hearsEverythingLive(ctx, 'storage refused', { storage: 'SecurityError', lock: 'SecurityError' });
+      } finally {
+        await ctx.close();
+      }
+      expect(pageErrors).toEqual([]);
+    });
+
+    test("Chromium's own defaults (third-party storage partitioned): the window holds the lock and hears everything", async () => {
+      // playwright-core's default --disable-features switch lists ThirdPartyStoragePartitioning:
+      // dropped here and given again without it, so partitioning is the one difference.
+      const dir = path.dirname(require.resolve('playwright-core/package.json'));
+      const { chromiumSwitches } = require(path.join(dir, 'lib/server/chromium/chromiumSwitches.js')) as { chromiumSwitches: () => string[] };
+      const disabled = chromiumSwitches().find((s) => s.startsWith('--disable-features=') && s.includes('ThirdPartyStoragePartitioning'));
+      if (!disabled) throw new Error("playwright-core no longer disables ThirdPartyStoragePartitioning: check this test's premise");
+      const partitioning = disabled.replace(/ThirdPartyStoragePartitioning,?/, '').replace(/,$/, '');
+      const own = await chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, partitioning], ignoreDefaultArgs: [disabled] });
+      try {
+        const ctx = await newContext({}, own);
+        await hearsEverythingLive(ctx, 'storage partitioned', { storage: 'usable', lock: 'granted' });
+      } finally {
+        await own.close();
+      }
+      expect(pageErrors).toEqual([]);
+    });
+
+    test('a lock manager that throws, or a BroadcastChannel that throws: a stream of its own', async () => {
+      for (const [what, lock] of [['locks', 'SecurityError'], ['channel', 'granted']] as const) {
+        const ctx = await newContext();
+        try {
+          // An init script, so it runs in the panel's frame before the panel's code.
+          await ctx.addInitScript((broken) => {
+            const refuse = () => {
+              throw new DOMException('refused', 'SecurityError');
+            };
+            if (broken === 'locks') Object.defineProperty(Navigator.prototype, 'locks', { get: refuse });
+            else Object.defineProperty(window, 'BroadcastChannel', { value: refuse });
+          }, what);
+          await hearsEverythingLive(ctx, `broken ${what}`, { storage: 'usable', lock }, shopOrigin);
+        } finally {
+          await ctx.close();
+        }
+      }
+      expect(pageErrors).toEqual([]);
+    });
+  });
+
+  test("a refused send shows the service's reason on the bubble: too large, no room, a type not allowed", async () => {
+    const ctx = await newContext();
+    const p = await ctx.newPage();
+    const envelope = (status: number, code: string, message: string) => ({ status, contentType: 'application/json', body: JSON.stringify({ error: { code, message } }) });
+    try {
+      await p.goto(`${shopOrigin}/`);
+      await launcher(p).click();
+      const panel = await panelOf(p);
+      await panel.locator('#cw-status:empty').waitFor({ state: 'attached' });
+      const sendFile = async (file: string | { name: string; mimeType: string; buffer: Buffer }) => {
+        const name = typeof file === 'string' ? path.basename(file) : file.name;
+        await panel.locator('#cw-file').setInputFiles(file);
+        await panel.locator('#cw-input').fill(`Here is ${name}`);
+        await panel.locator('button.send').click();
+        const failed = panel.locator('.msg.failed', { hasText: name });
+        await failed.locator('.state', { hasNotText: 'Sending' }).waitFor();
+        return { text: await failed.locator('.state').innerText(), retry: await failed.locator('button.retry').count() };
+      };
+
+      // The real service: a file one byte over the limit (sparse on disk, handed to the browser by path).
+      const big = path.join(fs.mkdtempSync(path.join(h.database.dataDir, 'big-')), 'too-big.bin');
+      fs.writeFileSync(big, '');
+      fs.truncateSync(big, h.config.maxAttachmentBytes + 1);
+      const said = await request(h.app)
+        .post(w(h.site.id, '/messages'))
+        .set(auth((await getToken(h.app, h.site.id, {}, shopOrigin)).token))
+        .field('clientMessageId', crypto.randomUUID())
+        .attach('file', big);
+      expect(said.status).toBe(413);
+      expect(await sendFile(big)).toEqual({ text: `Not sent: ${said.body.error.message}`, retry: 0 });
+
+      // The quota checks' answers, and a proxy's page in front of the service.
+      const refusals = [
+        [envelope(507, 'storage_quota_exceeded', 'This site has no room left for visitor files today.'), 'This site has no room left for visitor files today.'],
+        [envelope(415, 'file_type_not_allowed', 'Files of type application/octet-stream cannot be sent here.'), 'Files of type application/octet-stream cannot be sent here.'],
+        [{ status: 413, contentType: 'text/html', body: '<html><body>413 Request Entity Too Large</body></html>' }, 'The message or its files are too large.'],
+        [{ status: 507, contentType: 'text/html', body: '<html><body>507</body></html>' }, 'The chat service has no room for files right now.'],
+      ] as const;
+      let next = 0;
+      await ctx.route('**/window/v1/sites/*/messages', (route) => route.fulfill(refusals[next++][0]));
+      for (const [, shown] of refusals) {
+        expect(await sendFile({ name: `refused-${next}.bin`, mimeType: 'application/octet-stream', buffer: Buffer.from('x') })).toEqual({ text: `Not sent: ${shown}`, retry: 0 });
+      }
+    } finally {
+      await ctx.close();
+    }
+    expect(pageErrors).toEqual([]);
   });
 });

@@ -2,11 +2,10 @@
  * The chat window's panel: the document inside the loader's iframe, served by the chat service
  * (its own origin, CSP without inline anything, `frame-ancestors` limited to the site's allowed
  * origins). It gets window tokens from the gateway, shows the visitor's conversation, sends text
- * and files, and follows live updates (Server-Sent Events read with fetch, since EventSource cannot
- * send Authorization). One tab of the site holds the live connection (Web Locks) and shares what
- * it hears with the others (BroadcastChannel).
+ * and files, and follows live updates (live-connection.ts).
  */
 import { renderContent, safeHref } from './markdown';
+import { FeedEvent, Live, openLive, sleep } from './live-connection';
 
 interface Attachment {
   id: string;
@@ -33,11 +32,6 @@ interface TokenAnswer {
   refreshAfter: number;
   visitorId: string;
   visitorCredential: string | null;
-}
-interface FeedEvent {
-  id?: string;
-  event: string;
-  data: { message?: Message; conversation?: Conversation; lastEventId?: string };
 }
 interface Identity {
   userId: string;
@@ -94,19 +88,11 @@ let visitorId: string | null = null;
 let credential: string | null = null;
 /** Nothing is stored before the visitor sends something. */
 let interacted = false;
-let lastEventId: string | null = null;
 let conversation: Conversation | null = null;
 let refreshTimer: ReturnType<typeof setTimeout> | undefined;
 let session: AbortController | null = null;
-let channel: BroadcastChannel | null = null;
 const shown = new Map<string, HTMLElement>();
 let closedNotice: HTMLElement | null = null;
-
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
-  });
 
 function uuid(): string {
   if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
@@ -136,8 +122,15 @@ class HttpError extends Error {
   }
 }
 
+/** What a refusal without the service's envelope (a proxy's page) means to a visitor. */
+const PLAIN_REFUSALS: Record<number, string> = {
+  413: 'The message or its files are too large.',
+  507: 'The chat service has no room for files right now.',
+};
+
+/** The refusal in words: the envelope's `error.message` (quotas, types, sizes say why there). */
 async function errorOf(res: Response): Promise<HttpError> {
-  let message = `The chat service answered ${res.status}.`;
+  let message = PLAIN_REFUSALS[res.status] ?? `The chat service answered ${res.status}.`;
   try {
     const body = await res.json();
     if (typeof body?.error?.message === 'string') message = body.error.message;
@@ -284,30 +277,20 @@ function showClosed(c: Conversation, live: boolean) {
   if (live) toParent({ type: 'conversation-closed', conversation: { id: c.id, state: c.state } });
 }
 
-function onEvent(e: FeedEvent) {
-  if (e.id) lastEventId = e.id;
-  switch (e.event) {
-    case 'ready':
-      if (e.data.lastEventId) lastEventId = e.data.lastEventId;
-      break;
-    case 'message':
-      if (e.data.message) showMessage(e.data.message, true);
-      break;
-    case 'conversation.started':
-      if (e.data.conversation) conversation = e.data.conversation;
-      break;
-    case 'conversation.closed':
-      if (e.data.conversation) {
-        if (conversation?.id === e.data.conversation.id) conversation = e.data.conversation;
-        showClosed(e.data.conversation, true);
-      }
-      break;
+function onEvent({ event, data }: FeedEvent) {
+  const c = data.conversation as Conversation | undefined;
+  if (event === 'message' && data.message) showMessage(data.message as Message, true);
+  else if (event === 'conversation.started' && c) conversation = c;
+  else if (event === 'conversation.closed' && c) {
+    if (conversation?.id === c.id) conversation = c;
+    showClosed(c, true);
   }
 }
 
 // ---- history and live updates ------------------------------------------------------------
 
-async function loadHistory(signal: AbortSignal) {
+/** Shows the current conversation; answers the position the live connection resumes from. */
+async function loadHistory(signal: AbortSignal): Promise<string> {
   log.setAttribute('aria-busy', 'true');
   try {
     const res = await api('/conversation', {}, signal);
@@ -321,120 +304,10 @@ async function loadHistory(signal: AbortSignal) {
       for (const m of messages) showMessage(m, false);
       if (conversation.state === 'closed') showClosed(conversation, false);
     }
-    lastEventId ??= data.lastEventId;
+    return data.lastEventId;
   } finally {
     log.removeAttribute('aria-busy');
   }
-}
-
-/** Reads one Server-Sent Events answer until it ends. */
-async function readStream(body: ReadableStream<Uint8Array>, deliver: (e: FeedEvent) => void) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
-    let cut: number;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      let id: string | undefined;
-      let event = 'message';
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (!line || line[0] === ':') continue;
-        const i = line.indexOf(':');
-        const field = i < 0 ? line : line.slice(0, i);
-        const v = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
-        if (field === 'id') id = v;
-        else if (field === 'event') event = v;
-        else if (field === 'data') data.push(v);
-      }
-      if (!data.length) continue;
-      try {
-        deliver({ id, event, data: JSON.parse(data.join('\n')) });
-      } catch {
-        // a malformed event is skipped, the stream goes on
-      }
-    }
-  }
-}
-
-/** The live connection: the stream, and polling when the service has no room for one more stream. */
-async function follow(signal: AbortSignal, deliver: (e: FeedEvent) => void) {
-  let backoff = 1000;
-  while (!signal.aborted) {
-    try {
-      const headers: Record<string, string> = { Accept: 'text/event-stream' };
-      if (lastEventId) headers['Last-Event-ID'] = lastEventId;
-      const res = await api('/events', { headers }, signal);
-      if (res.ok && res.body) {
-        setStatus('');
-        backoff = 1000;
-        await readStream(res.body, deliver);
-      } else if (res.status === 400) {
-        lastEventId = null; // a position the service no longer knows: start from now
-      } else if (res.status === 503 || res.status === 429) {
-        await poll(signal, deliver, 30_000);
-        continue;
-      }
-    } catch {
-      if (signal.aborted) return;
-      setStatus('Connection lost. Reconnecting…');
-    }
-    await sleep(backoff, signal);
-    backoff = Math.min(backoff * 2, 30_000);
-  }
-}
-
-async function poll(signal: AbortSignal, deliver: (e: FeedEvent) => void, forMs: number) {
-  const until = Date.now() + forMs;
-  while (!signal.aborted && Date.now() < until) {
-    const q = lastEventId ? `?lastEventId=${encodeURIComponent(lastEventId)}` : '';
-    try {
-      const res = await api(`/events/poll${q}`, {}, signal);
-      if (res.ok) {
-        const body = (await res.json()) as { data: FeedEvent[]; lastEventId: string; hasMore: boolean };
-        for (const e of body.data) deliver(e);
-        lastEventId = body.lastEventId;
-        if (body.hasMore) continue;
-      }
-    } catch {
-      // offline: try again after the pause
-    }
-    await sleep(3000, signal);
-  }
-}
-
-/**
- * One live connection per visitor across the site's tabs: the tab holding the lock streams and
- * broadcasts every event; the others listen, and one of them takes over when it goes.
- */
-function goLive(signal: AbortSignal): () => void {
-  const name = `cw:${siteId}:${visitorId}`;
-  const locks = (navigator as Navigator & { locks?: LockManager }).locks;
-  if (!locks || typeof BroadcastChannel !== 'function') return () => void follow(signal, onEvent);
-  // Listening starts before the history is read, so nothing falls between the two.
-  channel?.close();
-  channel = new BroadcastChannel(name);
-  const own = channel;
-  own.onmessage = (e: MessageEvent<FeedEvent>) => onEvent(e.data);
-  signal.addEventListener('abort', () => own.close(), { once: true });
-  return () =>
-    void locks
-      .request(name, { signal }, async () => {
-        document.documentElement.dataset.leader = 'true';
-        await follow(signal, (e) => {
-          onEvent(e);
-          if (e.event !== 'ready') own.postMessage(e);
-        });
-        delete document.documentElement.dataset.leader;
-      })
-      .catch(() => {
-        // aborted while waiting for the lock: this session is over
-      });
 }
 
 async function startSession() {
@@ -444,20 +317,22 @@ async function startSession() {
   shown.clear();
   log.replaceChildren();
   closedNotice = null;
-  lastEventId = null;
   conversation = null;
   setStatus('Connecting…');
   for (let backoff = 1000; !current.signal.aborted; backoff = Math.min(backoff * 2, 30_000)) {
+    let live: Live | undefined;
     try {
       await issueToken();
       if (current.signal.aborted) return;
-      const startFollowing = goLive(current.signal);
-      await loadHistory(current.signal);
-      // The stream resumes right after what the history showed (Last-Event-ID).
-      startFollowing();
+      live = openLive({ name: `cw:${siteId}:${visitorId}`, signal: current.signal, api, onEvent, onStatus: setStatus });
+      const position = await loadHistory(current.signal);
+      // The stream resumes right after what the history showed, or after what the leader already shared.
+      live.lastEventId ??= position;
+      live.start();
       setStatus('');
       return;
     } catch (err) {
+      live?.close();
       if (current.signal.aborted) return;
       setStatus(err instanceof HttpError && err.status < 500 && err.status !== 429 ? err.message : 'Cannot reach the chat service. Retrying…');
       await sleep(backoff, current.signal);
@@ -534,7 +409,8 @@ function send(text: string, attached: File[]) {
     }
     if (!res.ok) {
       const err = await errorOf(res);
-      return failed(`Not sent: ${err.message}`, res.status >= 500 || res.status === 429);
+      // A full quota (507) stays full for a while: no Retry button that would only fail again.
+      return failed(`Not sent: ${err.message}`, (res.status >= 500 && res.status !== 507) || res.status === 429);
     }
     const data = (await res.json()).data as { conversation: Conversation; message: Message };
     if (conversation?.id !== data.conversation.id) conversation = data.conversation;

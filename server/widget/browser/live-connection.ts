@@ -1,0 +1,204 @@
+/**
+ * The panel's live connection: the visitor's event stream (Server-Sent Events read with fetch,
+ * since EventSource cannot send Authorization), polling when the service has no room for one more
+ * stream. One tab of a visitor holds it (Web Locks) and shares what it hears with the others
+ * (BroadcastChannel). A tab that cannot take part keeps a stream of its own: where the browser
+ * refuses the framed panel its storage, `navigator.locks.request` rejects with SecurityError, and
+ * nothing may wait on a lock that never comes.
+ */
+
+export interface FeedEvent {
+  id?: string;
+  event: string;
+  data: { message?: unknown; conversation?: unknown; lastEventId?: string };
+}
+
+export interface LiveOptions {
+  /** The lock's and the channel's name: one per site and visitor. */
+  name: string;
+  /** Ends the connection (a new session, another visitor). */
+  signal: AbortSignal;
+  /** A call with the window token, renewed when refused. */
+  api(path: string, init: RequestInit, signal: AbortSignal): Promise<Response>;
+  /** Every event, heard on the stream or from the tab that holds it. */
+  onEvent(e: FeedEvent): void;
+  onStatus(text: string): void;
+}
+
+export interface Live {
+  /** Where a stream resumes (Last-Event-ID): the history's position, then each event heard. */
+  lastEventId: string | null;
+  /**
+   * `leader`: holds the lock, streams and shares; `follower`: waits for the lock and hears the
+   * leader; `alone`: a stream of its own, since no lock or channel could be had.
+   */
+  role: 'idle' | 'leader' | 'follower' | 'alone';
+  /** Starts reading (call it once the history is shown: the stream resumes right after it). */
+  start(): void;
+  /** Stops listening before start (a session attempt that failed). */
+  close(): void;
+}
+
+export const sleep = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve) => {
+    const t = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+  });
+
+/** The lock manager, when the browser has one for this document (reading it may throw where storage is refused). */
+function lockManager(): LockManager | null {
+  try {
+    return (navigator as Navigator & { locks?: LockManager }).locks ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function openChannel(name: string): BroadcastChannel | null {
+  try {
+    return typeof BroadcastChannel === 'function' ? new BroadcastChannel(name) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Opens the connection's listening side at once (a follower hears the leader while the history
+ * loads, so nothing falls between the two); `start()` then takes the lock or streams alone.
+ */
+export function openLive(o: LiveOptions): Live {
+  const locks = lockManager();
+  let channel = locks && openChannel(o.name);
+  const root = document.documentElement;
+
+  const hear = (e: FeedEvent) => {
+    if (e.id) live.lastEventId = e.id;
+    if (e.event === 'ready' && e.data.lastEventId) live.lastEventId = e.data.lastEventId;
+    o.onEvent(e);
+  };
+  const close = () => {
+    channel?.close();
+    channel = null;
+  };
+  const alone = () => {
+    close();
+    live.role = 'alone';
+    void follow(o, live, hear);
+  };
+  const lead = async () => {
+    live.role = 'leader';
+    root.dataset.leader = 'true';
+    await follow(o, live, (e) => {
+      hear(e);
+      try {
+        if (e.event !== 'ready') channel?.postMessage(e);
+      } catch {
+        // the channel broke: this tab still hears its own stream
+      }
+    });
+    delete root.dataset.leader;
+  };
+
+  const live: Live = {
+    lastEventId: null,
+    role: 'idle',
+    close,
+    start() {
+      if (!locks || !channel) return alone();
+      live.role = 'follower';
+      try {
+        locks.request(o.name, { signal: o.signal }, lead).catch(() => {
+          // Aborted: the session is over. Refused (storage blocked) or broken: stream alone.
+          if (!o.signal.aborted && live.role === 'follower') alone();
+        });
+      } catch {
+        alone();
+      }
+    },
+  };
+  if (channel) channel.onmessage = (m: MessageEvent<FeedEvent>) => hear(m.data);
+  o.signal.addEventListener('abort', close, { once: true });
+  return live;
+}
+
+/** Reads one Server-Sent Events answer until it ends. */
+async function readStream(body: ReadableStream<Uint8Array>, deliver: (e: FeedEvent) => void) {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buffer = '';
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) return;
+    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
+    let cut: number;
+    while ((cut = buffer.indexOf('\n\n')) >= 0) {
+      const block = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      let id: string | undefined;
+      let event = 'message';
+      const data: string[] = [];
+      for (const line of block.split('\n')) {
+        if (!line || line[0] === ':') continue;
+        const i = line.indexOf(':');
+        const field = i < 0 ? line : line.slice(0, i);
+        const v = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+        if (field === 'id') id = v;
+        else if (field === 'event') event = v;
+        else if (field === 'data') data.push(v);
+      }
+      if (!data.length) continue;
+      try {
+        deliver({ id, event, data: JSON.parse(data.join('\n')) });
+      } catch {
+        // a malformed event is skipped, the stream goes on
+      }
+    }
+  }
+}
+
+/** The stream, reconnecting with backoff, and polling when the service has no room for one more stream. */
+async function follow(o: LiveOptions, live: Live, deliver: (e: FeedEvent) => void) {
+  const { signal } = o;
+  let backoff = 1000;
+  while (!signal.aborted) {
+    try {
+      const headers: Record<string, string> = { Accept: 'text/event-stream' };
+      if (live.lastEventId) headers['Last-Event-ID'] = live.lastEventId;
+      const res = await o.api('/events', { headers }, signal);
+      if (res.ok && res.body) {
+        o.onStatus('');
+        backoff = 1000;
+        await readStream(res.body, deliver);
+      } else if (res.status === 400) {
+        live.lastEventId = null; // a position the service no longer knows: start from now
+      } else if (res.status === 503 || res.status === 429) {
+        await poll(o, live, deliver, 30_000);
+        continue;
+      }
+    } catch {
+      if (signal.aborted) return;
+      o.onStatus('Connection lost. Reconnecting…');
+    }
+    await sleep(backoff, signal);
+    backoff = Math.min(backoff * 2, 30_000);
+  }
+}
+
+async function poll(o: LiveOptions, live: Live, deliver: (e: FeedEvent) => void, forMs: number) {
+  const until = Date.now() + forMs;
+  while (!o.signal.aborted && Date.now() < until) {
+    const q = live.lastEventId ? `?lastEventId=${encodeURIComponent(live.lastEventId)}` : '';
+    try {
+      const res = await o.api(`/events/poll${q}`, {}, o.signal);
+      if (res.ok) {
+        const body = (await res.json()) as { data: FeedEvent[]; lastEventId: string; hasMore: boolean };
+        for (const e of body.data) deliver(e);
+        live.lastEventId = body.lastEventId;
+        if (body.hasMore) continue;
+      }
+    } catch {
+      // offline: try again after the pause
+    }
+    await sleep(3000, o.signal);
+  }
+}
