@@ -23,7 +23,8 @@ const LISTED_SITES = 200;
  * - a poll for writes by other processes (the CLI, `npm run worker`, another instance): one grouped
  *   count of the recent events of the watched sites, compared with the events this hub already
  *   knows of; only when they differ are the new events' ids read, and the visitor of each event
- *   not seen before, once per poll whatever the number of streams.
+ *   not seen before, once per poll whatever the number of streams. A site's first look learns
+ *   the ids of its recent events and wakes its streams (just opened) once instead.
  *
  * A woken stream reads its own feed, which is exact; a spurious wake costs one cheap read. The
  * streams' heartbeat re-read stays the safety net for anything outside the look-back window.
@@ -36,6 +37,8 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
   const listeners = new Map<string, Map<string, Set<Listener>>>();
   /** site -> event id -> created_at: the watched sites' events of the look-back window this hub knows of */
   const known = new Map<string, Map<string, number>>();
+  /** Watched sites the poll has not looked at yet: it learns their recent events and wakes their few streams once. */
+  const firstLook = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
   let checking = false;
   let again = false;
@@ -87,19 +90,26 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
         if (!sites.length) break;
         const since = now() - lookBackMs;
         try {
+          const first = sites.filter((site) => firstLook.has(site));
           const counts = await store.recentEventCounts(sites.length <= LISTED_SITES ? sites : null, since);
           const changed = sites.filter((site) => {
+            if (firstLook.has(site)) return false;
             const mine = knownSince(site, since);
             const theirs = counts.get(site) ?? { count: 0, newest: 0 };
             return mine.count !== theirs.count || (theirs.count > 0 && mine.newest !== theirs.newest);
           });
-          if (!changed.length) continue;
-          const fresh = (await store.recentEvents(changed, since)).filter((e) => !known.get(e.siteId)?.has(e.id));
-          const visitors = fresh.length ? await store.visitorsOfEvents(fresh.map((e) => e.id)) : new Map<string, string | null>();
+          if (!changed.length && !first.length) continue;
+          const fresh = (await store.recentEvents([...first, ...changed], since)).filter((e) => !known.get(e.siteId)?.has(e.id));
+          const routed = fresh.filter((e) => !firstLook.has(e.siteId));
+          const visitors = routed.length ? await store.visitorsOfEvents(routed.map((e) => e.id)) : new Map<string, string | null>();
           const woken = new Set<Listener>();
-          for (const e of fresh) {
-            remember(e);
-            collect(e.siteId, visitors.get(e.id) ?? null, woken);
+          for (const e of fresh) remember(e);
+          for (const e of routed) collect(e.siteId, visitors.get(e.id) ?? null, woken);
+          // A site's first look learns its window without reading bodies; its streams (just opened,
+          // usually one) each read once in case something came between their first read and now.
+          for (const site of first) {
+            firstLook.delete(site);
+            collect(site, null, woken);
           }
           wakeAll(woken);
         } catch {
@@ -124,6 +134,7 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
       if (!site) {
         listeners.set(siteId, (site = new Map()));
         known.set(siteId, new Map());
+        firstLook.add(siteId);
       }
       let set = site.get(visitorId);
       if (!set) site.set(visitorId, (set = new Set()));
@@ -136,6 +147,7 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
         if (site!.size) return;
         listeners.delete(siteId);
         known.delete(siteId);
+        firstLook.delete(siteId);
         if (!listeners.size && timer) {
           clearInterval(timer);
           timer = null;
@@ -153,8 +165,6 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
       wakeAll(woken);
     },
 
-    /** Looks for other processes' writes now rather than at the next tick. */
-    check: () => check(),
     watchedSites: () => listeners.size,
   };
 }

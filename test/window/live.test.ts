@@ -282,38 +282,52 @@ describe('each event wakes only the streams of its own visitor', () => {
 
   test("another process's events are read once a poll and routed by visitor; one whose visitor cannot be read wakes the whole site", async () => {
     const site = await h.newSite('Hub');
-    const hub = createLiveHub(h.runtime.services.window.store, { pollMs: 40 });
-    const woken = new Map<string, number>();
-    const wake = (who: string) => () => woken.set(who, (woken.get(who) ?? 0) + 1);
-    const off = [hub.subscribe(site.id, 'ann', wake('ann')), hub.subscribe(site.id, 'bob', wake('bob')), hub.subscribe(site.id, 'bob', wake('bob2'))];
-    const counts = h.runtime.services.window.store.recentEventCounts;
-    let polls = 0;
-    h.runtime.services.window.store.recentEventCounts = (...args) => {
-      polls++;
-      return counts(...args);
+    const real = h.runtime.services.window.store;
+    const calls = { polls: 0, bodies: 0 };
+    const store = {
+      ...real,
+      recentEventCounts(...args: Parameters<typeof real.recentEventCounts>) {
+        calls.polls++;
+        return real.recentEventCounts(...args);
+      },
+      visitorsOfEvents(ids: string[]) {
+        calls.bodies += ids.length;
+        return real.visitorsOfEvents(ids);
+      },
     };
     let n = 0;
     const insert = (body: string) =>
       h.runtime.db('events').insert({ id: `message.created:hubtest${site.id.slice(-8)}${n++}`, site_id: site.id, name: 'message.created', body, created_at: Date.now() });
+    const visitorIs = (visitorId: string) => JSON.stringify({ data: { conversation: { visitorId } } });
     const until = async (what: () => boolean) => {
       const deadline = Date.now() + 3000;
       while (!what() && Date.now() < deadline) await sleep(10);
       expect(what()).toBe(true);
     };
+    await insert(visitorIs('bob')); // before anyone watched the site
+    const hub = createLiveHub(store, { pollMs: 40 });
+    const woken = new Map<string, number>();
+    const wake = (who: string) => () => woken.set(who, (woken.get(who) ?? 0) + 1);
+    const off = [hub.subscribe(site.id, 'ann', wake('ann')), hub.subscribe(site.id, 'bob', wake('bob')), hub.subscribe(site.id, 'bob', wake('bob2'))];
     try {
-      await insert(JSON.stringify({ data: { conversation: { visitorId: 'bob' } } }));
+      // The first look at the site wakes its new streams once, reading no event body.
+      await until(() => woken.get('ann') === 1 && woken.get('bob') === 1 && woken.get('bob2') === 1);
+      expect(calls.bodies).toBe(0);
+      woken.clear();
+      await insert(visitorIs('bob'));
       await until(() => woken.get('bob') === 1 && woken.get('bob2') === 1);
-      const pollsThen = polls;
-      await until(() => polls >= pollsThen + 3);
+      const pollsThen = calls.polls;
+      await until(() => calls.polls >= pollsThen + 3);
       expect(Object.fromEntries(woken)).toEqual({ bob: 1, bob2: 1 }); // once, and never ann
+      expect(calls.bodies).toBe(1);
       await insert('{not json');
       await until(() => woken.get('ann') === 1);
       expect(Object.fromEntries(woken)).toEqual({ ann: 1, bob: 2, bob2: 2 });
       // A commit of this process is told with its visitor: no read, the visitor's streams alone.
       hub.committed([{ id: 'message.created:x', siteId: site.id, visitorId: 'ann', createdAt: Date.now() }]);
       expect(Object.fromEntries(woken)).toEqual({ ann: 2, bob: 2, bob2: 2 });
+      expect(calls.bodies).toBe(2);
     } finally {
-      h.runtime.services.window.store.recentEventCounts = counts;
       for (const f of off) f();
     }
     expect(hub.watchedSites()).toBe(0);
