@@ -327,6 +327,10 @@ describe('each event wakes only the streams of its own visitor', () => {
       hub.committed([{ id: 'message.created:x', siteId: site.id, visitorId: 'ann', createdAt: Date.now() }]);
       expect(Object.fromEntries(woken)).toEqual({ ann: 2, bob: 2, bob2: 2 });
       expect(calls.bodies).toBe(2);
+      // With many sites watched the count is asked across all sites: the same figures.
+      const since = Date.now() - 10_000;
+      expect((await real.recentEventCounts(null, since)).get(site.id)).toEqual((await real.recentEventCounts([site.id], since)).get(site.id));
+      expect((await real.recentEventCounts(null, since)).get(site.id)?.count).toBe(3);
     } finally {
       for (const f of off) f();
     }
