@@ -23,6 +23,7 @@ import { createEventStore } from './webhooks/store';
 import { createWebhookService } from './webhooks/service';
 import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './webhooks/worker';
 import type { WakeChannel } from './webhooks/wake';
+import type { EmittedEvent } from './webhooks/outbox';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -55,13 +56,14 @@ export function createServices(
     now,
   });
   const windowStore = createWindowStore(db);
-  // The chat window's live streams hear of every commit that wrote events in this process at once.
+  // The chat window's live streams hear of every commit that wrote events in this process at once,
+  // each event only by the streams of its own visitor.
   const live = createLiveHub(windowStore, { now });
   const hooks = {
-    onEvents: () => {
+    onEvents: (events: EmittedEvent[]) => {
       opts.onEvents?.();
       opts.wake?.publish();
-      live.poke();
+      live.committed(events);
     },
   };
   const messages = createMessageService({

@@ -188,7 +188,7 @@ interface Fixture {
 }
 
 /** A new database on the server of `serverUrl` (named after its database), dropped by `drop`. */
-async function createDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
+export async function createDatabase(serverUrl: string): Promise<{ url: string; drop(): Promise<void> }> {
   const server = new URL(serverUrl);
   const name = `${server.pathname.slice(1) || 'chat_bench'}_delivery_${randomBytes(4).toString('hex')}`.slice(0, 64);
   const admin = knexFactory({

@@ -19,6 +19,7 @@ import { runReadPart } from './read';
 import { runDepthPart } from './depth';
 import { runWritesPart } from './writes';
 import { runScaleOutPart } from './scaleout';
+import { runLivePart } from './live';
 
 /** The SQLite data set keeps the shape but at most this many messages (one writer, one file). */
 const SQLITE_MAX_MESSAGES = 200_000;
@@ -91,7 +92,8 @@ async function main() {
   let port = FIRST_PORT;
   const ctx: BenchContext = { options, tls: await tlsFiles(), nextPort: () => port++, quiet: quietFor(options), log };
 
-  const needsData = options.parts.some((p) => p !== 'delivery');
+  // The delivery and live parts make databases of their own.
+  const needsData = options.parts.some((p) => p !== 'delivery' && p !== 'live');
   const wantsMysql = options.engines.includes('mysql');
   const wantsSqlite = options.engines.includes('sqlite') || options.parts.includes('depth') || options.parts.includes('dataset');
   const shape = shapeFor(options.messages);
@@ -116,6 +118,7 @@ async function main() {
   if (has('writes')) for (const dataset of engineSets) rows.push(...(await runWritesPart(ctx, dataset)));
   if (has('scaleout') && ctx.mysql && wantsMysql) rows.push(...(await runScaleOutPart(ctx, ctx.mysql)));
   if (has('delivery')) rows.push(...(await runDelivery(ctx)));
+  if (has('live')) for (const engine of options.engines) rows.push(...(await runLivePart(ctx, engine)));
 
   const datasets = [ctx.mysql, ctx.sqlite]
     .filter((d): d is Dataset => d !== undefined)

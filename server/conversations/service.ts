@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { invalid, notFound } from '../platform/errors';
 import { CursorCodec, toPage } from '../platform/cursor';
 import { runInTransaction } from '../db/transaction';
-import { emitEvent } from '../webhooks/outbox';
+import { emitEvent, OnEvents } from '../webhooks/outbox';
 import type { operations } from '../../sdk/src/generated/api';
 import { ConversationFilters, ConversationStore, conversationToDto } from './store';
 
@@ -20,7 +20,7 @@ export function createConversationService(deps: {
   store: ConversationStore;
   cursors: CursorCodec;
   now: () => number;
-  onEvents?: () => void;
+  onEvents?: OnEvents;
 }) {
   const { db, store, cursors, now } = deps;
   return {
@@ -51,17 +51,17 @@ export function createConversationService(deps: {
       const result = await runInTransaction(db, async (trx) => {
         const row = await store.findForUpdate(trx, siteId, id);
         if (!row) throw notFound('Conversation');
-        if (row.state === 'closed') return { conversation: conversationToDto(row), emitted: false };
+        if (row.state === 'closed') return { conversation: conversationToDto(row), emitted: null };
         const at = Math.max(now(), row.updated_at);
         if (!(await store.close(trx, id, at))) {
           // Closed by a concurrent request between our read and our write (SQLite path): answer its card.
-          return { conversation: conversationToDto((await store.find(siteId, id, trx))!), emitted: false };
+          return { conversation: conversationToDto((await store.find(siteId, id, trx))!), emitted: null };
         }
         const closed = conversationToDto({ ...row, state: 'closed', open_marker: null, closed_at: at, updated_at: at });
-        await emitEvent(trx, { siteId, name: 'conversation.closed', conversation: closed, message: null }, at);
-        return { conversation: closed, emitted: true };
+        const emitted = await emitEvent(trx, { siteId, name: 'conversation.closed', conversation: closed, message: null }, at);
+        return { conversation: closed, emitted };
       });
-      if (result.emitted) deps.onEvents?.();
+      if (result.emitted) deps.onEvents?.([result.emitted]);
       return result.conversation;
     },
   };

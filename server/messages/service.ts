@@ -9,7 +9,7 @@ import type { ConversationStore, ConversationRow } from '../conversations/store'
 import { conversationToDto } from '../conversations/store';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MediaStore, AttachmentRow } from '../media/store';
-import { emitEvent } from '../webhooks/outbox';
+import { emitEvent, OnEvents } from '../webhooks/outbox';
 import type { Message, MessageFormat, MessageRow, MessageStore } from './store';
 
 export const MAX_CONTENT_LENGTH = 10_000;
@@ -33,8 +33,8 @@ interface Deps {
   mediaStore: MediaStore;
   cursors: CursorCodec;
   now: () => number;
-  /** Called after a commit that wrote events, so an in-process worker can deliver at once. */
-  onEvents?: () => void;
+  /** Called after a commit that wrote events, so an in-process worker and live streams hear of them at once. */
+  onEvents?: OnEvents;
 }
 
 /** Content rules shared by every way a message enters (API reply, chat window, messenger). */
@@ -123,8 +123,8 @@ export function createMessageService(deps: Deps) {
       const updated: ConversationRow = { ...conversation, updated_at: at, last_message_at: at };
       const message = toDto(row, linked);
       const conversationDto = conversationToDto(updated);
-      await emitEvent(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message }, at);
-      return { conversation: updated, conversationDto, message };
+      const event = await emitEvent(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message }, at);
+      return { conversation: updated, conversationDto, message, event };
     },
 
     /**
@@ -148,7 +148,7 @@ export function createMessageService(deps: Deps) {
           if (withinTransaction) await withinTransaction(trx, appended.message);
           return appended;
         });
-        deps.onEvents?.();
+        deps.onEvents?.([result.event]);
         return result;
       } catch (err) {
         await media.discard(files);

@@ -10,6 +10,17 @@ export const EVENT_NAMES: EventName[] = ['conversation.started', 'message.create
 type Conversation = components['schemas']['Conversation'];
 type Message = components['schemas']['Message'];
 
+/** What a committed event touched: the chat window's live streams are woken by its site and visitor. */
+export interface EmittedEvent {
+  id: string;
+  siteId: string;
+  visitorId: string;
+  createdAt: number;
+}
+
+/** Told after a commit, with the events it wrote. */
+export type OnEvents = (events: EmittedEvent[]) => void;
+
 export interface EmitInput {
   siteId: string;
   name: EventName;
@@ -23,7 +34,7 @@ export interface EmitInput {
  * delivery row is written too; the worker picks it up. The body is serialised once here and its
  * bytes never change afterwards, on any attempt or redelivery.
  */
-export async function emitEvent(trx: Knex.Transaction, input: EmitInput, now: number): Promise<string> {
+export async function emitEvent(trx: Knex.Transaction, input: EmitInput, now: number): Promise<EmittedEvent> {
   const id = `${input.name}:${ulidBody(now)}`;
   const body = JSON.stringify({
     id,
@@ -37,5 +48,5 @@ export async function emitEvent(trx: Knex.Transaction, input: EmitInput, now: nu
   if (endpoint && subscribedEvents(endpoint).includes(input.name)) {
     await insertPendingDelivery(trx, { event_id: id, site_id: input.siteId, endpoint_id: endpoint.id }, now);
   }
-  return id;
+  return { id, siteId: input.siteId, visitorId: input.conversation.visitorId, createdAt: now };
 }

@@ -1,7 +1,8 @@
+import type { EmittedEvent } from '../webhooks/outbox';
 import type { WindowStore } from './store';
 
 export interface LiveOptions {
-  /** How often the database is asked whether another process wrote to a watched site. */
+  /** How often the database is asked whether another process wrote events on a watched site. */
   pollMs?: number;
   /** How far back that question looks (a transaction slower than this is caught by the streams' own heartbeat read). */
   lookBackMs?: number;
@@ -10,23 +11,71 @@ export interface LiveOptions {
 
 type Listener = () => void;
 
+/** Beyond this many watched sites the poll asks across all sites rather than list them in its statement. */
+const LISTED_SITES = 200;
+
 /**
- * Wakes the chat window's live streams when something happened on their site. Two sources:
- * `poke()` after every commit in this process that wrote events (the services' onEvents hook), and
- * a short poll for writes by other processes (the CLI, `npm run worker`, another instance). Both
- * run one grouped query over the `events` outbox for the watched sites only and wake the streams of
- * the sites whose recent events changed, so the cost does not grow with the number of streams. The
- * streams then read their own feed, which is exact; a spurious wake costs one cheap read.
+ * Wakes the chat window's live streams of one visitor when an event of that visitor was committed,
+ * so the cost of an event does not grow with the streams open on its site. Two sources:
+ *
+ * - `committed(events)` after every commit in this process (the services' onEvents hook): the
+ *   writer says which site and visitor each event belongs to, no read at all;
+ * - a poll for writes by other processes (the CLI, `npm run worker`, another instance): one grouped
+ *   count of the recent events of the watched sites, compared with the events this hub already
+ *   knows of; only when they differ are the new events' ids read, and the visitor of each event
+ *   not seen before, once per poll whatever the number of streams. A site's first look learns
+ *   the ids of its recent events and wakes its streams (just opened) once instead.
+ *
+ * A woken stream reads its own feed, which is exact; a spurious wake costs one cheap read. The
+ * streams' heartbeat re-read stays the safety net for anything outside the look-back window.
  */
 export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
   const pollMs = opts.pollMs ?? 500;
   const lookBackMs = opts.lookBackMs ?? 10_000;
   const now = opts.now ?? Date.now;
-  const listeners = new Map<string, Set<Listener>>();
-  let seen = new Map<string, string>();
+  /** site -> visitor -> the wake-ups of that visitor's streams */
+  const listeners = new Map<string, Map<string, Set<Listener>>>();
+  /** site -> event id -> created_at: the watched sites' events of the look-back window this hub knows of */
+  const known = new Map<string, Map<string, number>>();
+  /** Watched sites the poll has not looked at yet: it learns their recent events and wakes their few streams once. */
+  const firstLook = new Set<string>();
   let timer: NodeJS.Timeout | null = null;
   let checking = false;
   let again = false;
+
+  /** Adds the listeners an event of `visitorId` wakes (all of the site's when the visitor is unknown). */
+  function collect(siteId: string, visitorId: string | null, into: Set<Listener>) {
+    const site = listeners.get(siteId);
+    if (!site) return;
+    const sets = visitorId === null ? [...site.values()] : [site.get(visitorId)];
+    for (const set of sets) for (const listener of set ?? []) into.add(listener);
+  }
+
+  function wakeAll(woken: Set<Listener>) {
+    for (const listener of woken) {
+      try {
+        listener();
+      } catch {
+        // one stream's failure is its own; the others are still woken
+      }
+    }
+  }
+
+  function remember(e: { id: string; siteId: string; createdAt: number }) {
+    known.get(e.siteId)?.set(e.id, e.createdAt);
+  }
+
+  /** Drops what fell out of the window; the count and newest time of what is left. */
+  function knownSince(siteId: string, since: number): { count: number; newest: number } {
+    const events = known.get(siteId);
+    let newest = 0;
+    if (!events) return { count: 0, newest };
+    for (const [id, at] of events) {
+      if (at < since) events.delete(id);
+      else newest = Math.max(newest, at);
+    }
+    return { count: events.size, newest };
+  }
 
   async function check() {
     if (checking) {
@@ -39,16 +88,33 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
         again = false;
         const sites = [...listeners.keys()];
         if (!sites.length) break;
-        let current: Map<string, string>;
+        const since = now() - lookBackMs;
         try {
-          current = await store.recentEventSignatures(sites, now() - lookBackMs);
+          const first = sites.filter((site) => firstLook.has(site));
+          const counts = await store.recentEventCounts(sites.length <= LISTED_SITES ? sites : null, since);
+          const changed = sites.filter((site) => {
+            if (firstLook.has(site)) return false;
+            const mine = knownSince(site, since);
+            const theirs = counts.get(site) ?? { count: 0, newest: 0 };
+            return mine.count !== theirs.count || (theirs.count > 0 && mine.newest !== theirs.newest);
+          });
+          if (!changed.length && !first.length) continue;
+          const fresh = (await store.recentEvents([...first, ...changed], since)).filter((e) => !known.get(e.siteId)?.has(e.id));
+          const routed = fresh.filter((e) => !firstLook.has(e.siteId));
+          const visitors = routed.length ? await store.visitorsOfEvents(routed.map((e) => e.id)) : new Map<string, string | null>();
+          const woken = new Set<Listener>();
+          for (const e of fresh) remember(e);
+          for (const e of routed) collect(e.siteId, visitors.get(e.id) ?? null, woken);
+          // A site's first look learns its window without reading bodies; its streams (just opened,
+          // usually one) each read once in case something came between their first read and now.
+          for (const site of first) {
+            firstLook.delete(site);
+            collect(site, null, woken);
+          }
+          wakeAll(woken);
         } catch {
           break; // the database is away; the next tick asks again
         }
-        for (const site of sites) {
-          if ((current.get(site) ?? '') !== (seen.get(site) ?? '')) for (const l of listeners.get(site) ?? []) l();
-        }
-        seen = current;
       } while (again);
     } finally {
       checking = false;
@@ -62,25 +128,43 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
   }
 
   return {
-    /** Calls `listener` when the site may have news; returns the unsubscribe. */
-    subscribe(siteId: string, listener: Listener): () => void {
-      let set = listeners.get(siteId);
-      if (!set) listeners.set(siteId, (set = new Set()));
+    /** Calls `listener` when the visitor may have news on the site; returns the unsubscribe. */
+    subscribe(siteId: string, visitorId: string, listener: Listener): () => void {
+      let site = listeners.get(siteId);
+      if (!site) {
+        listeners.set(siteId, (site = new Map()));
+        known.set(siteId, new Map());
+        firstLook.add(siteId);
+      }
+      let set = site.get(visitorId);
+      if (!set) site.set(visitorId, (set = new Set()));
       set.add(listener);
       schedule();
       return () => {
         set!.delete(listener);
-        if (!set!.size) listeners.delete(siteId);
+        if (set!.size) return;
+        site!.delete(visitorId);
+        if (site!.size) return;
+        listeners.delete(siteId);
+        known.delete(siteId);
+        firstLook.delete(siteId);
         if (!listeners.size && timer) {
           clearInterval(timer);
           timer = null;
         }
       };
     },
-    /** A commit in this process wrote events: look now rather than at the next tick. */
-    poke() {
-      if (listeners.size) setImmediate(() => void check());
+
+    /** A commit in this process wrote these events: wake their visitors' streams now, reading nothing. */
+    committed(events: EmittedEvent[]) {
+      const woken = new Set<Listener>();
+      for (const e of events) {
+        remember(e);
+        collect(e.siteId, e.visitorId, woken);
+      }
+      wakeAll(woken);
     },
+
     watchedSites: () => listeners.size,
   };
 }

@@ -9,7 +9,7 @@ import type { MessageService, NewMessage } from '../messages/service';
 import { checkContent } from '../messages/service';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MessageFormat } from '../messages/store';
-import { emitEvent } from '../webhooks/outbox';
+import { emitEvent, OnEvents } from '../webhooks/outbox';
 import type { MediaStore } from '../media/store';
 import { sha256Hex } from '../platform/crypto';
 import type { WindowStore } from './store';
@@ -33,7 +33,7 @@ export function createWidgetService(deps: {
   mediaStore: MediaStore;
   window: WindowStore;
   now: () => number;
-  onEvents?: () => void;
+  onEvents?: OnEvents;
 }) {
   const { db, conversations, messages, media, now } = deps;
 
@@ -119,11 +119,14 @@ export function createWidgetService(deps: {
                 started = true;
               }
               const appended = await messages.appendInTransaction(trx, conversation, input, files);
+              const events = [appended.event];
               if (started) {
-                await emitEvent(
-                  trx,
-                  { siteId, name: 'conversation.started', conversation: appended.conversationDto, message: appended.message },
-                  appended.conversation.updated_at,
+                events.push(
+                  await emitEvent(
+                    trx,
+                    { siteId, name: 'conversation.started', conversation: appended.conversationDto, message: appended.message },
+                    appended.conversation.updated_at,
+                  ),
                 );
               }
               if (clientMessageId !== undefined) {
@@ -136,14 +139,14 @@ export function createWidgetService(deps: {
                   created_at: appended.conversation.updated_at,
                 });
               }
-              return { conversation: appended.conversationDto, message: appended.message, started, replayed: false };
+              return { answer: { conversation: appended.conversationDto, message: appended.message, started, replayed: false }, events };
             });
             if ('replayOf' in result && result.replayOf !== undefined) {
               await media.discard(files);
               return replayAnswer(result.replayOf);
             }
-            deps.onEvents?.();
-            return result;
+            deps.onEvents?.(result.events);
+            return result.answer;
           } catch (err) {
             // Another message of the same visitor started the conversation first: join it. Or a
             // resend with the same client message id committed first: the next attempt finds it.

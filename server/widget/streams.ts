@@ -7,7 +7,7 @@ import type { LiveHub } from './live';
 import { addressBucket } from '../http/rate-limit/client-address';
 
 export interface StreamLimits {
-  /** Streams one visitor may hold; a new one beyond this ends the visitor's oldest (a reload leaves one behind). */
+  /** Streams one visitor may hold; a new one beyond this, once accepted, ends the visitor's oldest (a reload leaves one behind). */
   perVisitor: number;
   /** Streams this process holds at most; beyond it the answer is 503 and the window polls. Keep it
    * well below HTTP_MAX_CONNECTIONS, or live streams alone could take every connection of the API. */
@@ -28,7 +28,7 @@ interface OpenStream {
 
 /**
  * The live streams of the window entry (Server-Sent Events). A stream starts at a feed position,
- * writes every event after it, and is woken by the live hub when its site has news; it also re-reads
+ * writes every event after it, and is woken by the live hub when its visitor has news; it also re-reads
  * at each heartbeat, which catches anything the hub could not see. It ends when the window token
  * expires (the window reconnects with a fresh token and Last-Event-ID) or when the client goes.
  */
@@ -62,10 +62,17 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       const visitorKey = `${claims.siteId}:${claims.visitorId}`;
       const addressKey = addressBucket(req.ip ?? '');
       const mine = byVisitor.get(visitorKey) ?? [];
-      if (mine.length >= perVisitor) mine[0].end();
-      if (open.size >= total || (byAddress.get(addressKey) ?? 0) >= perAddress) {
+      // The visitor's oldest stream makes room only for a new one that will be accepted: its slot
+      // counts as free in the checks, and it ends after them.
+      const replaced = mine.length >= perVisitor ? mine[0] : undefined;
+      const totalAfter = open.size - (replaced ? 1 : 0);
+      const addressAfter = (byAddress.get(addressKey) ?? 0) - (replaced?.addressKey === addressKey ? 1 : 0);
+      if (totalAfter >= total || addressAfter >= perAddress) {
         throw new ApiError('service_unavailable', 'Too many live connections right now; poll /events/poll instead.', undefined, { 'Retry-After': '10' });
       }
+      // The client may have gone during the checks before this (their 'close' is past): not a stream.
+      if (res.destroyed || req.destroyed) return;
+      replaced?.end();
 
       let position = ctx.from;
       let ended = false;
@@ -129,7 +136,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       mine.push(stream);
       byVisitor.set(visitorKey, mine);
 
-      const unsubscribe = ctx.live.subscribe(claims.siteId, () => void pump());
+      const unsubscribe = ctx.live.subscribe(claims.siteId, claims.visitorId, () => void pump());
       const heartbeat = setInterval(() => {
         write(': ping\n\n');
         void pump();
@@ -140,11 +147,6 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         stream.end();
       }, Math.max(0, claims.expiresAt - ctx.now()));
       res.on('close', () => stream.end());
-      // The client may have gone during the checks before this (their 'close' is past): not a stream.
-      if (res.destroyed || req.destroyed) {
-        stream.end();
-        return;
-      }
 
       write('retry: 2000\n\n');
       send({ id: encodePosition(position), event: 'ready', data: { lastEventId: encodePosition(position) } });

@@ -52,14 +52,16 @@ export interface SseStream {
  * Reads a Server-Sent Events stream with a raw HTTPS request (a window would use fetch and a
  * stream reader: EventSource cannot send Authorization), parsing events as they arrive.
  */
-export function openSse(base: { url: string; ca: string }, path: string, headers: Record<string, string>): Promise<SseStream> {
+export function openSse(base: { url: string; ca: string }, path: string, headers: Record<string, string>, from: { localAddress?: string } = {}): Promise<SseStream> {
   return new Promise((resolve, reject) => {
     const events: SseEvent[] = [];
     const waiters: { match: (e: SseEvent) => boolean; from: number; resolve: (e: SseEvent) => void }[] = [];
     let buffer = '';
     let endResolve: () => void;
     const ended = new Promise<void>((r) => (endResolve = r));
-    const req = https.request(new URL(path, base.url), { method: 'GET', ca: base.ca, headers: { Accept: 'text/event-stream', ...headers } }, (res) => {
+    // A local address of 127.0.0.0/8 other than 127.0.0.1 stands for another client address.
+    const client = from.localAddress ? { localAddress: from.localAddress, family: 4 } : {};
+    const req = https.request(new URL(path, base.url), { method: 'GET', ca: base.ca, headers: { Accept: 'text/event-stream', ...headers }, ...client }, (res) => {
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
         buffer += chunk;

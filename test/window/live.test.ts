@@ -5,6 +5,8 @@ import { openRuntime, Runtime } from '../../server/runtime';
 import { windowRoutes } from '../../server/widget/routes';
 import { errorHandler, notFoundHandler } from '../../server/http/error-handler';
 import { createLogger } from '../../server/platform/logger';
+import type { StreamLimits } from '../../server/widget/streams';
+import { createLiveHub } from '../../server/widget/live';
 import { allowOrigins, auth, getToken, messageContent, openSse, ORIGIN, SseEvent, SseStream, w } from './helpers';
 
 let h: Harness;
@@ -35,6 +37,14 @@ async function stream(token: string, lastEventId?: string, origin?: string) {
 const send = (token: string, content: string) =>
   request(h.app).post(w(h.site.id, '/messages')).set(auth(token)).send({ content, clientMessageId: `c-${Math.random().toString(36).slice(2)}` });
 const apiReply = (convId: string, content: string) => request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).send({ content });
+/** The window entry alone on a server of its own, with its own stream limits. */
+async function listenWithLimits(limits: Partial<StreamLimits>) {
+  const app = express();
+  app.use('/window/v1', windowRoutes({ services: h.runtime.services, limiter: h.limiter, logger: createLogger('silent'), validateResponses: true, streams: limits }));
+  app.use(notFoundHandler);
+  app.use(errorHandler(createLogger('silent')));
+  return listenHttps(app);
+}
 const summary = (events: SseEvent[]) =>
   events.filter((e) => e.event !== 'ready').map((e) => (e.event === 'message' ? `message:${messageContent(e)}` : e.event));
 
@@ -185,11 +195,7 @@ describe('live updates by Server-Sent Events', () => {
     ['the process', { total: 2 }],
     ['one client address (minting anonymous visitors does not reach the process limit)', { total: 100, perAddress: 2 }],
   ])('%s holds a bounded number of streams: beyond it, 503 with Retry-After (the window polls)', async (_who, limits) => {
-    const app = express();
-    app.use('/window/v1', windowRoutes({ services: h.runtime.services, limiter: h.limiter, logger: createLogger('silent'), validateResponses: true, streams: limits }));
-    app.use(notFoundHandler);
-    app.use(errorHandler(createLogger('silent')));
-    const small = await listenHttps(app);
+    const small = await listenWithLimits(limits);
     try {
       const tokens = await Promise.all([1, 2, 3].map(() => getToken(h.app, h.site.id)));
       const open = async (token: string) => {
@@ -213,6 +219,149 @@ describe('live updates by Server-Sent Events', () => {
         again = await open(tokens[2].token);
       }
       expect(again.status).toBe(200);
+    } finally {
+      for (const s of streams.splice(0)) s.close();
+      await small.close();
+    }
+  });
+});
+
+describe('each event wakes only the streams of its own visitor', () => {
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+  test('with other visitors streaming on the site, a message costs them no feed read, in this process or from another', async () => {
+    const feed = h.runtime.services.window.feed;
+    const original = feed.read;
+    const reads = new Map<string, number>();
+    feed.read = (siteId, visitorId, from, max) => {
+      reads.set(visitorId, (reads.get(visitorId) ?? 0) + 1);
+      return original(siteId, visitorId, from, max);
+    };
+    const other: Runtime = await openRuntime(h.config);
+    try {
+      // Twelve other visitors with a conversation each and a stream open, and the one written to.
+      const others = await Promise.all(Array.from({ length: 12 }, () => getToken(h.app, h.site.id)));
+      for (const o of others) expect((await send(o.token, 'hello')).status).toBe(201);
+      const target = await getToken(h.app, h.site.id);
+      const convId = (await send(target.token, 'mine')).body.data.conversation.id;
+      const open = await Promise.all([...others, target].map((t) => stream(t.token)));
+      await Promise.all(open.map((s) => s.waitFor((e) => e.event === 'ready')));
+      const mine = open[open.length - 1];
+      // The first reads of each stream, and the hub's first look at the site's recent events, are done.
+      await sleep(1200);
+      reads.clear();
+      const othersRead = () => others.reduce((sum, o) => sum + (reads.get(o.visitorId) ?? 0), 0);
+
+      const reply = await apiReply(convId, 'to you alone');
+      const written = Date.now();
+      expect(reply.status).toBe(201);
+      await mine.waitFor((e) => messageContent(e) === 'to you alone', 1000);
+      const inProcessMs = Date.now() - written;
+      expect((await send(target.token, 'and me again')).status).toBe(201);
+      await mine.waitFor((e) => messageContent(e) === 'and me again', 1000);
+
+      // Another process on the same database: no in-process notice, the poll finds it.
+      const started = Date.now();
+      await other.services.messages.reply(h.site.id, convId, { direction: 'outgoing', origin: 'messenger', apiKeyId: null, content: 'from elsewhere', format: 'plain', files: [] });
+      await mine.waitFor((e) => messageContent(e) === 'from elsewhere', 2000);
+      const otherProcessMs = Date.now() - started;
+      await other.services.conversations.close(h.site.id, convId);
+      await mine.waitFor((e) => e.event === 'conversation.closed', 2000);
+      await sleep(1200); // more polls: none of them wakes the others either
+      process.stdout.write(`per-visitor dispatch: in-process ${inProcessMs} ms, another process ${otherProcessMs} ms; target reads ${reads.get(target.visitorId)}, others' reads ${othersRead()}\n`);
+      expect(inProcessMs).toBeLessThan(400);
+      expect(otherProcessMs).toBeLessThan(1500);
+      expect(reads.get(target.visitorId)).toBeGreaterThanOrEqual(4);
+      expect(othersRead()).toBe(0);
+      for (const s of open.slice(0, -1)) expect(summary(s.events)).toEqual([]);
+    } finally {
+      feed.read = original;
+      await other.close();
+    }
+  });
+
+  test("another process's events are read once a poll and routed by visitor; one whose visitor cannot be read wakes the whole site", async () => {
+    const site = await h.newSite('Hub');
+    const real = h.runtime.services.window.store;
+    const calls = { polls: 0, bodies: 0 };
+    const store = {
+      ...real,
+      recentEventCounts(...args: Parameters<typeof real.recentEventCounts>) {
+        calls.polls++;
+        return real.recentEventCounts(...args);
+      },
+      visitorsOfEvents(ids: string[]) {
+        calls.bodies += ids.length;
+        return real.visitorsOfEvents(ids);
+      },
+    };
+    let n = 0;
+    const insert = (body: string) =>
+      h.runtime.db('events').insert({ id: `message.created:hubtest${site.id.slice(-8)}${n++}`, site_id: site.id, name: 'message.created', body, created_at: Date.now() });
+    const visitorIs = (visitorId: string) => JSON.stringify({ data: { conversation: { visitorId } } });
+    const until = async (what: () => boolean) => {
+      const deadline = Date.now() + 3000;
+      while (!what() && Date.now() < deadline) await sleep(10);
+      expect(what()).toBe(true);
+    };
+    await insert(visitorIs('bob')); // before anyone watched the site
+    const hub = createLiveHub(store, { pollMs: 40 });
+    const woken = new Map<string, number>();
+    const wake = (who: string) => () => woken.set(who, (woken.get(who) ?? 0) + 1);
+    const off = [hub.subscribe(site.id, 'ann', wake('ann')), hub.subscribe(site.id, 'bob', wake('bob')), hub.subscribe(site.id, 'bob', wake('bob2'))];
+    try {
+      // The first look at the site wakes its new streams once, reading no event body.
+      await until(() => woken.get('ann') === 1 && woken.get('bob') === 1 && woken.get('bob2') === 1);
+      expect(calls.bodies).toBe(0);
+      woken.clear();
+      await insert(visitorIs('bob'));
+      await until(() => woken.get('bob') === 1 && woken.get('bob2') === 1);
+      const pollsThen = calls.polls;
+      await until(() => calls.polls >= pollsThen + 3);
+      expect(Object.fromEntries(woken)).toEqual({ bob: 1, bob2: 1 }); // once, and never ann
+      expect(calls.bodies).toBe(1);
+      await insert('{not json');
+      await until(() => woken.get('ann') === 1);
+      expect(Object.fromEntries(woken)).toEqual({ ann: 1, bob: 2, bob2: 2 });
+      // A commit of this process is told with its visitor: no read, the visitor's streams alone.
+      hub.committed([{ id: 'message.created:x', siteId: site.id, visitorId: 'ann', createdAt: Date.now() }]);
+      expect(Object.fromEntries(woken)).toEqual({ ann: 2, bob: 2, bob2: 2 });
+      expect(calls.bodies).toBe(2);
+      // With many sites watched the count is asked across all sites: the same figures.
+      const since = Date.now() - 10_000;
+      expect((await real.recentEventCounts(null, since)).get(site.id)).toEqual((await real.recentEventCounts([site.id], since)).get(site.id));
+      expect((await real.recentEventCounts(null, since)).get(site.id)?.count).toBe(3);
+    } finally {
+      for (const f of off) f();
+    }
+    expect(hub.watchedSites()).toBe(0);
+  });
+
+  test("a visitor's oldest stream ends only when the new one is accepted", async () => {
+    const small = await listenWithLimits({ perVisitor: 1, perAddress: 1, total: 100 });
+    const open = async (token: string, localAddress: string) => {
+      const s = await openSse(small, w(h.site.id, '/events'), { Authorization: `Bearer ${token}` }, { localAddress });
+      streams.push(s);
+      return s;
+    };
+    try {
+      const [v, other] = [await getToken(h.app, h.site.id), await getToken(h.app, h.site.id)];
+      const convId = (await send(v.token, 'first')).body.data.conversation.id;
+      const full = await open(other.token, '127.0.0.2'); // the second address holds its one stream
+      await full.waitFor((e) => e.event === 'ready');
+      const kept = await open(v.token, '127.0.0.1');
+      await kept.waitFor((e) => e.event === 'ready');
+
+      const refused = await open(v.token, '127.0.0.2');
+      expect(refused.status).toBe(503);
+      await apiReply(convId, 'still here');
+      await kept.waitFor((e) => messageContent(e) === 'still here', 2000);
+
+      // From its own address the new stream takes the place of the old one.
+      const replacing = await open(v.token, '127.0.0.1');
+      expect(replacing.status).toBe(200);
+      await replacing.waitFor((e) => e.event === 'ready');
+      await kept.ended;
     } finally {
       for (const s of streams.splice(0)) s.close();
       await small.close();
