@@ -1,5 +1,6 @@
 import { newId } from '../platform/ids';
 import { decrypt, encrypt, randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
+import { VISITOR_ID } from '../widget/service';
 import { ApiError, invalid } from '../platform/errors';
 import { toIsoRequired } from '../platform/time';
 import type { Scope } from './scopes';
@@ -123,6 +124,43 @@ export function createAccessService(store: AccessStore, now: () => number = Date
         identityMode: settings.mode,
         identitySecret: settings.sealed === null ? null : decrypt(sealKey(), settings.sealed),
       };
+    },
+
+    /**
+     * What a window request may do, from the one read it makes: whether `origin` is allowed, the
+     * identity mode, the generation of the identity secret (a fingerprint of the sealed secret: it
+     * changes with every rotation and tells nothing about the secret), and the time at or before
+     * which the visitor's credentials and sessions are void (null: none). The secret is opened only
+     * when asked for (the gateway checking a hash). Null when there is no such site.
+     */
+    async windowAccess(siteId: string, origin: string, visitorId: string) {
+      const row = await store.findWindowAccess(siteId, origin, visitorId);
+      if (!row) return null;
+      const sealed = row.identity_secret_encrypted;
+      const revoked = [row.site_revoked_before, row.visitor_revoked_before].filter((t): t is number => t !== null);
+      return {
+        originAllowed: row.allowed_origin !== null,
+        identityMode: row.identity_mode ?? ('off' as IdentityMode),
+        identityGeneration: sealed === null ? null : sha256Hex(sealed).slice(0, 16),
+        revokedBefore: revoked.length ? Math.max(...revoked) : null,
+        identitySecret: () => (sealed === null ? null : decrypt(sealKey(), sealed)),
+      };
+    },
+
+    /**
+     * Voids a visitor's window credentials and current sessions (`visitorId`), or every visitor's
+     * of the site (null): each is refused at its next request. A visitor may start again as a new
+     * one; a verified visitor whose page vouches for it again starts a new session.
+     */
+    async revokeVisitors(siteId: string, visitorId: string | null) {
+      await mustFindSite(siteId);
+      if (visitorId !== null && !VISITOR_ID.test(visitorId)) throw invalid('A visitor id is 1 to 128 printable ASCII characters without spaces.');
+      const at = now();
+      if (visitorId === null) await store.revokeAllVisitors(siteId, at);
+      else await store.revokeVisitor(siteId, visitorId, at);
+      const after = await store.findWindowAccess(siteId, '', visitorId ?? '');
+      const revokedBefore = (visitorId === null ? after?.site_revoked_before : after?.visitor_revoked_before) ?? at;
+      return { siteId, visitorId, revokedBefore: toIsoRequired(revokedBefore) };
     },
 
     isOriginAllowed: (siteId: string, origin: string) => store.isOriginAllowed(siteId, origin),

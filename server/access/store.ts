@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { withNumericColumns } from '../db/knex';
+import { isUniqueViolation, withNumericColumns } from '../db/knex';
 import { toIso } from '../platform/time';
 import { precompiled } from '../db/precompiled';
 
@@ -31,6 +31,18 @@ export interface WindowSettingsRow {
 
 export type IdentityMode = 'off' | 'optional' | 'enforce';
 
+/**
+ * What a window request needs of its site, in one read: the site exists (a row at all), its token's
+ * origin is still allowed, its window settings, and the revocation times of the site and the visitor.
+ */
+export interface WindowAccessRow {
+  identity_mode: IdentityMode | null;
+  identity_secret_encrypted: string | null;
+  allowed_origin: string | null;
+  site_revoked_before: number | null;
+  visitor_revoked_before: number | null;
+}
+
 const SITE_COLUMNS = ['id', 'name', 'created_at'] as const;
 const KEY_COLUMNS = ['id', 'site_id', 'fingerprint', 'display_prefix', 'scopes', 'label', 'created_at', 'revoked_at', 'last_used_at'] as const;
 const WINDOW_SETTINGS_COLUMNS = ['site_id', 'identity_mode', 'identity_secret_encrypted', 'updated_at'] as const;
@@ -42,6 +54,40 @@ export const mapWindowSettingsRow = (row: WindowSettingsRow): WindowSettingsRow 
 
 export function createAccessStore(db: Knex) {
   const keyByFingerprint = precompiled<ApiKeyRow>(db, 1, (v) => db('api_keys').where({ fingerprint: v[0] }).first(KEY_COLUMNS));
+  // Every lookup is by primary key; one round trip for every window request.
+  const windowAccess = precompiled<WindowAccessRow>(db, 3, (v) =>
+    db('sites as s')
+      .leftJoin('site_window_settings as ws', 'ws.site_id', 's.id')
+      .leftJoin('site_allowed_origins as o', (j) => j.on('o.site_id', 's.id').andOnVal('o.origin', '=', v[1]))
+      .leftJoin('window_visitor_revocations as r', (j) => j.on('r.site_id', 's.id').andOnVal('r.visitor_id', '=', v[2]))
+      .where('s.id', v[0])
+      .first(
+        'ws.identity_mode',
+        'ws.identity_secret_encrypted',
+        'o.origin as allowed_origin',
+        'ws.visitors_revoked_before as site_revoked_before',
+        'r.revoked_before as visitor_revoked_before',
+      ),
+  );
+  /**
+   * Moves a revocation time forward to `at` (never back: a later revocation already written wins),
+   * inserting its row when there is none; two writers racing on the insert both end up updating.
+   */
+  async function revokeFrom(at: number, table: string, key: Record<string, string>, column: string, insertRow: Record<string, unknown>) {
+    for (let attempt = 1; ; attempt++) {
+      const moved = await db(table)
+        .where(key)
+        .andWhere((q) => q.whereNull(column).orWhere(column, '<', at))
+        .update({ [column]: at });
+      if (Number(moved) > 0 || (await db(table).where(key).first(column))) return;
+      try {
+        await db(table).insert({ ...key, ...insertRow, [column]: at });
+        return;
+      } catch (err) {
+        if (!isUniqueViolation(err) || attempt >= 3) throw err;
+      }
+    }
+  }
   const key = async (query: Knex.QueryBuilder) => {
     const row: ApiKeyRow | undefined = await query.first(KEY_COLUMNS);
     return row && mapKeyRow(row);
@@ -74,6 +120,18 @@ export function createAccessStore(db: Knex) {
       const updated = await db('site_window_settings').where({ site_id: row.site_id }).update(row);
       if (Number(updated) === 0) await db('site_window_settings').insert(row);
     },
+
+    /** The window's one read per request (WindowAccessRow); undefined when there is no such site. */
+    findWindowAccess: async (siteId: string, origin: string, visitorId: string) => {
+      const [row] = await windowAccess([siteId, origin, visitorId]);
+      return row && withNumericColumns(row, ['site_revoked_before', 'visitor_revoked_before']);
+    },
+    /** Voids the visitor's window credentials and sessions begun at or before `at`. */
+    revokeVisitor: (siteId: string, visitorId: string, at: number) =>
+      revokeFrom(at, 'window_visitor_revocations', { site_id: siteId, visitor_id: visitorId }, 'revoked_before', {}),
+    /** Voids every visitor's window credentials and sessions of the site begun at or before `at`. */
+    revokeAllVisitors: (siteId: string, at: number) =>
+      revokeFrom(at, 'site_window_settings', { site_id: siteId }, 'visitors_revoked_before', { identity_mode: 'off', identity_secret_encrypted: null, updated_at: at }),
 
     insertKey: (row: ApiKeyRow) => db('api_keys').insert(row),
     /** Authentication's one query: the key with its site and rights, by the unique fingerprint. */

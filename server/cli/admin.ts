@@ -11,12 +11,14 @@ import { siteCommands } from './commands/sites';
 import { keyCommands } from './commands/keys';
 import { chatCommands } from './commands/chat';
 import { webhookCommands } from './commands/webhooks';
+import { visitorCommands } from './commands/visitors';
 
 const commands: Record<string, Command> = {
   ...siteCommands,
   ...keyCommands,
   ...chatCommands,
   ...webhookCommands,
+  ...visitorCommands,
 };
 
 const USAGE = `usage: npm run --silent admin -- <command> [options] [--json]
@@ -29,6 +31,7 @@ commands:
   key list --site S
   key revoke K
   visitor say --site S --visitor V --content C [--file F]...
+  visitor revoke --site S (--visitor V | --all)
   agent say --conversation C --content C
 ${Object.keys(commands).filter((c) => c.startsWith('webhook')).map((c) => `  ${c} ...`).join('\n')}`;
 

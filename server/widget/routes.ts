@@ -8,10 +8,11 @@ import { validateAgainst, windowDocument } from '../http/openapi-document';
 import { limitByAddress as limitAddress, rateHeaders, rateLimited } from '../http/rate-limit/answers';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
+import type { AccessService } from '../access/service';
 import type { Logger } from '../platform/logger';
 import type { IncomingFile } from '../media/service';
 import type { MessageFormat } from '../messages/store';
-import { identityHashMatches, TokenRefused, verifiedVisitorId, WindowClaims, WINDOW_TOKEN_TTL_SECONDS } from './tokens';
+import { identityHashMatches, TokenRefused, verifiedVisitorId, VisitorClaims, WindowClaims, WINDOW_TOKEN_TTL_SECONDS } from './tokens';
 import { encodePosition, FeedPosition, toWindowMessage } from './feed';
 import { createStreamRegistry, StreamLimits } from './streams';
 
@@ -41,6 +42,8 @@ interface SendBody {
   clientMessageId: string;
 }
 
+type WindowAccess = NonNullable<Awaited<ReturnType<AccessService['windowAccess']>>>;
+
 const SITE_PATH = /^\/sites\/(ws_[0-9a-hjkmnp-tv-z]{26})(\/.*)?$/;
 const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Last-Event-ID, X-Request-Id';
 const CORS_EXPOSED_HEADERS = 'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Idempotent-Replayed';
@@ -62,11 +65,38 @@ export interface WindowRouteOptions {
   streams?: Partial<StreamLimits>;
 }
 
+/** Why a valid token may not be used now, from the site's one read (null: it may). */
+function windowRefusal(site: WindowAccess | null, claims: WindowClaims): string | null {
+  if (!site) return 'No such site.';
+  // The site's settings may have changed since the token was issued: they apply at once.
+  if (!site.originAllowed) return 'The origin of this window token is no longer allowed for the site.';
+  if (site.revokedBefore !== null && claims.sessionStart <= site.revokedBefore) return "This visitor's window access was revoked; start again at the gateway.";
+  if (claims.verified) {
+    if (site.identityMode === 'off') return 'This site no longer verifies identities; start again at the gateway.';
+    if (claims.identityGeneration !== site.identityGeneration) return "The site's identity secret changed since this visitor was verified; verify again at the gateway.";
+  } else if (site.identityMode === 'enforce') {
+    return 'This site requires identity verification (userId and userHash).';
+  }
+  return null;
+}
+
+/** Sites' allowed origins seen by this process in the last minute, bounded. */
+function recentOrigins(now: () => number, max = 10_000) {
+  const seen = new Map<string, number>();
+  return {
+    note(site: string, origin: string) {
+      if (seen.size >= max) seen.clear();
+      seen.set(`${site} ${origin}`, now() + 60_000);
+    },
+    has: (site: string, origin: string) => (seen.get(`${site} ${origin}`) ?? 0) > now(),
+  };
+}
+
 /**
- * The chat window's entry, mounted at /window/v1 (openapi/window.yaml). In order: the site's
- * origin rule and CORS, the rate limit of the client address (token requests and anything
- * without a valid token) or of the visitor, the window token, bodies, the document's validation,
- * then the operations.
+ * The chat window's entry, mounted at /window/v1 (openapi/window.yaml). In order: the rate limit
+ * (of the visitor for a valid token used from its own page, else of the client address), counted
+ * before anything is looked up; the site's origin rule and CORS; the window token against the
+ * site's settings (one read); bodies, the document's validation, then the operations.
  */
 export function windowRoutes(opts: WindowRouteOptions): Router {
   const { services, limiter } = opts;
@@ -74,79 +104,80 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
   const serviceOrigin = new URL(services.config.publicUrl).origin;
   const streams = opts.streams ? createStreamRegistry(opts.streams) : services.window.streams;
   const router = Router();
+  const allowedLately = recentOrigins(win.now);
 
-  const limitByAddress = (req: Request) => limitAddress(limiter, req, 'window-');
+  const allowCors = (res: Response, origin: string) => {
+    setCorsHeader(res, 'Access-Control-Allow-Origin', origin);
+    setCorsHeader(res, 'Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
+  };
+  const isGateway = (req: Request) => req.method === 'POST' && /^\/sites\/[^/]+\/token\/?$/.test(req.path);
+  const refused = (message: string) => new ApiError('unauthorized', message);
 
-  // 1. Origin: a browser request must come from one of the site's allowed origins (or from the
-  //    service's own origin, where the window's panel is served). Allowed origins get CORS.
+  // 1–2. A browser request must come from one of the site's allowed origins (or from the service's
+  //      own origin, where the window's panel is served); allowed origins get CORS. Everything but
+  //      the gateway needs a window token.
   router.use(async (req, res, next) => {
     try {
       res.setHeader('Vary', 'Origin');
       const site = SITE_PATH.exec(req.path)?.[1];
       const origin = req.headers.origin;
-      const allowed = typeof origin === 'string' && site !== undefined && origin !== serviceOrigin && origin.length <= 300 && (await access.isOriginAllowed(site, origin));
+      const foreign = typeof origin === 'string' && origin !== serviceOrigin ? origin : undefined;
+      const header = req.headers.authorization;
+      const bearer = site && req.method !== 'OPTIONS' && !isGateway(req) && typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+      let claims: WindowClaims | undefined;
+      let tokenRefusal: TokenRefused | undefined;
+      if (bearer !== undefined) {
+        try {
+          claims = win.tokens.verify(bearer, site!); // an HMAC: no database yet
+        } catch (err) {
+          if (!(err instanceof TokenRefused)) throw err;
+          tokenRefusal = err;
+        }
+      }
+
+      if (claims && (foreign === undefined || foreign === claims.origin)) {
+        // A valid token from its own page: its origin was allowed when it was issued, and the
+        // site's read below says whether it still is. Counted against the visitor first.
+        if (foreign) allowCors(res, foreign);
+        const d = await limiter.hit(`window-visitor:${site}:${claims.visitorId}`);
+        rateHeaders(res, d);
+        if (!d.allowed) throw rateLimited(d);
+        const refusal = windowRefusal(await access.windowAccess(site!, claims.origin, claims.visitorId), claims);
+        if (refusal) {
+          if (foreign) res.removeHeader('Access-Control-Allow-Origin');
+          throw refused(refusal);
+        }
+        req.windowVisitor = claims;
+        return next();
+      }
+
+      // Everything else counts against its client address before any lookup, so a flood of
+      // refused requests is throttled before it costs the database anything. A 429 is readable
+      // by a page whose origin this process saw allowed in the last minute.
+      try {
+        await limitAddress(limiter, req, 'window-');
+      } catch (err) {
+        if (foreign && site && allowedLately.has(site, foreign)) allowCors(res, foreign);
+        throw err;
+      }
+      const allowed = foreign !== undefined && site !== undefined && foreign.length <= 300 && (await access.isOriginAllowed(site, foreign));
       if (allowed) {
-        setCorsHeader(res, 'Access-Control-Allow-Origin', origin!);
-        setCorsHeader(res, 'Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
+        allowedLately.note(site!, foreign!);
+        allowCors(res, foreign!);
       }
       if (req.method === 'OPTIONS') {
-        await limitByAddress(req);
-        if (!allowed) throw new ApiError('unauthorized', 'This origin may not use the chat window of this site.');
+        if (!allowed) throw refused('This origin may not use the chat window of this site.');
         setCorsHeader(res, 'Access-Control-Allow-Methods', 'GET, POST');
         setCorsHeader(res, 'Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS);
         setCorsHeader(res, 'Access-Control-Max-Age', '600');
         res.status(204).end();
         return;
       }
-      if (origin !== undefined && origin !== serviceOrigin && !allowed) {
-        await limitByAddress(req);
-        throw new ApiError('unauthorized', 'This origin may not use the chat window of this site.');
-      }
-      next();
-    } catch (err) {
-      next(err);
-    }
-  });
-
-  // 2. The window token, on everything but the gateway itself.
-  const isGateway = (req: Request) => req.method === 'POST' && /^\/sites\/[^/]+\/token\/?$/.test(req.path);
-  router.use(async (req, res, next) => {
-    try {
-      const site = SITE_PATH.exec(req.path)?.[1];
-      if (isGateway(req) || !site) {
-        await limitByAddress(req);
-        return next();
-      }
-      const header = req.headers.authorization;
-      const match = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
-      if (!match) {
-        await limitByAddress(req);
-        throw new ApiError('unauthorized', 'Missing window token: send Authorization: Bearer <token from the gateway>.');
-      }
-      let claims: WindowClaims;
-      try {
-        claims = win.tokens.verify(match[1], site);
-      } catch (err) {
-        await limitByAddress(req);
-        if (err instanceof TokenRefused) throw new ApiError('unauthorized', err.message);
-        throw err;
-      }
-      const origin = req.headers.origin;
-      if (origin !== undefined && origin !== serviceOrigin && origin !== claims.origin) {
-        await limitByAddress(req);
-        throw new ApiError('unauthorized', 'The window token was issued to another origin.');
-      }
-      // Counted before the database is asked anything: the token is already checked (an HMAC).
-      const d = await limiter.hit(`window-visitor:${site}:${claims.visitorId}`);
-      rateHeaders(res, d);
-      if (!d.allowed) throw rateLimited(d);
-      // The site's settings may have changed since the token was issued: they apply at once.
-      if (!(await access.isOriginAllowed(site, claims.origin))) throw new ApiError('unauthorized', 'The origin of this window token is no longer allowed for the site.');
-      const policy = await access.windowPolicy(site);
-      if (!policy) throw new ApiError('unauthorized', 'No such site.');
-      if (policy.identityMode === 'enforce' && !claims.verified) throw new ApiError('unauthorized', 'This site requires identity verification (userId and userHash).');
-      req.windowVisitor = claims;
-      next();
+      if (foreign !== undefined && !allowed) throw refused('This origin may not use the chat window of this site.');
+      if (isGateway(req) || !site) return next();
+      if (tokenRefusal) throw refused(tokenRefusal.message);
+      if (claims) throw refused('The window token was issued to another origin.');
+      throw refused('Missing window token: send Authorization: Bearer <token from the gateway>.');
     } catch (err) {
       next(err);
     }
@@ -186,46 +217,59 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
     let origin: string;
     if (typeof requestOrigin !== 'string') throw refuse();
     if (requestOrigin === serviceOrigin) {
-      if (body.hostOrigin === undefined || !(await access.isOriginAllowed(siteId, body.hostOrigin))) throw refuse();
+      if (body.hostOrigin === undefined) throw refuse();
       origin = body.hostOrigin;
     } else {
       if (body.hostOrigin !== undefined && body.hostOrigin !== requestOrigin) throw refuse();
       origin = requestOrigin;
     }
-    const policy = await access.windowPolicy(siteId);
-    if (!policy) throw refuse();
-    let visitorId: string;
+    const identity = body.userId !== undefined || body.userHash !== undefined;
+    // Who the visitor would be, from signatures alone; the site's one read then says whether it may.
+    let visitorId = identity && body.userId !== undefined ? verifiedVisitorId(body.userId) : undefined;
+    let credential: VisitorClaims | undefined;
+    let credentialRefusal: TokenRefused | undefined;
+    if (!identity && body.visitorCredential !== undefined) {
+      try {
+        credential = win.tokens.verifyVisitorCredential(body.visitorCredential, siteId);
+        visitorId = credential.visitorId;
+      } catch (err) {
+        if (!(err instanceof TokenRefused)) throw err;
+        credentialRefusal = err;
+      }
+    }
+    // The session starts before the read: a revocation the read does not see yet is later, and
+    // voids this session too.
+    const sessionStart = win.now();
+    const site = await access.windowAccess(siteId, origin, visitorId ?? '');
+    if (!site || !site.originAllowed) throw refuse();
     let verified = false;
-    if (body.userId !== undefined || body.userHash !== undefined) {
-      if (policy.identityMode === 'off' || !policy.identitySecret) {
+    if (identity) {
+      const secret = site.identityMode === 'off' ? null : site.identitySecret();
+      if (!secret) {
         throw new ApiError('invalid_request', 'This site does not verify identities; omit userId and userHash.', [{ path: '/body/userId', message: 'identity verification is off for this site' }]);
       }
       if (body.userId === undefined || body.userHash === undefined) throw new ApiError('unauthorized', 'userId and userHash go together.');
-      if (!identityHashMatches(policy.identitySecret, body.userId, body.userHash)) throw new ApiError('unauthorized', 'The identity hash does not match the user id.');
-      visitorId = verifiedVisitorId(body.userId);
+      if (!identityHashMatches(secret, body.userId, body.userHash)) throw new ApiError('unauthorized', 'The identity hash does not match the user id.');
       verified = true;
     } else {
-      if (policy.identityMode === 'enforce') throw new ApiError('unauthorized', 'This site requires identity verification (userId and userHash).');
-      if (body.visitorCredential !== undefined) {
-        try {
-          visitorId = win.tokens.verifyVisitorCredential(body.visitorCredential, siteId).visitorId;
-        } catch (err) {
-          if (err instanceof TokenRefused) throw new ApiError('unauthorized', err.message);
-          throw err;
-        }
-      } else {
-        visitorId = newId('vis');
+      if (site.identityMode === 'enforce') throw new ApiError('unauthorized', 'This site requires identity verification (userId and userHash).');
+      if (credentialRefusal) throw new ApiError('unauthorized', credentialRefusal.message);
+      if (credential && site.revokedBefore !== null && credential.issuedAt <= site.revokedBefore) {
+        throw new ApiError('unauthorized', 'This visitor credential was revoked; start without it as a new visitor.');
       }
     }
-    const issued = win.tokens.issue({ siteId, visitorId, origin, verified });
-    const credential = verified ? null : win.tokens.issueVisitorCredential(siteId, visitorId);
-    res.status(201).json(tokenAnswer(issued.claims, issued.token, credential));
+    visitorId ??= newId('vis');
+    const issued = win.tokens.issue({ siteId, visitorId, origin, verified, identityGeneration: verified ? site.identityGeneration : null, sessionStart });
+    const credentialOut = verified ? null : win.tokens.issueVisitorCredential(siteId, visitorId, sessionStart);
+    res.status(201).json(tokenAnswer(issued.claims, issued.token, credentialOut));
   });
 
+  // Step 2 checked the token against the site's settings (origin, revocation, identity secret);
+  // the new token keeps its session's start, so refreshing never extends a session.
   router.post('/sites/:siteId/token/refresh', async (req, res) => {
     const claims = req.windowVisitor!;
-    const issued = win.tokens.issue({ siteId: claims.siteId, visitorId: claims.visitorId, origin: claims.origin, verified: claims.verified });
-    const credential = claims.verified ? null : win.tokens.issueVisitorCredential(claims.siteId, claims.visitorId);
+    const issued = win.tokens.issue(claims);
+    const credential = claims.verified ? null : win.tokens.issueVisitorCredential(claims.siteId, claims.visitorId, claims.sessionStart);
     res.status(201).json(tokenAnswer(issued.claims, issued.token, credential));
   });
 

@@ -14,7 +14,8 @@ import type { MediaStore } from '../media/store';
 import { sha256Hex } from '../platform/crypto';
 import type { WindowStore } from './store';
 
-const VISITOR_ID = /^[\x21-\x7e]{1,128}$/;
+/** A visitor id: the gateway's `vis_…` and `user:…` ids, or whatever `visitor say` was given. */
+export const VISITOR_ID = /^[\x21-\x7e]{1,128}$/;
 /** The chat window's own id for a message it sends (a UUID, say): unique per visitor. */
 export const CLIENT_MESSAGE_ID = /^[\x21-\x7e]{1,64}$/;
 

@@ -101,3 +101,35 @@ test('a service error reads the same from every command: code, message, then eac
   const usage = await admin('key', 'revoke');
   expect(usage.stderr).toBe('error: usage: key revoke <key id>\n');
 }, 60_000);
+
+test("visitor revoke voids one visitor's chat window access, or every visitor's of a site", async () => {
+  const site = await adminJson('site', 'create', '--name', 'Revoking shop');
+  await adminJson('site', 'update', '--site', site.id, '--allowed-origins', 'https://shop.example');
+  const app = createApp({ services: runtime.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const gateway = (body: object) => request(app).post(`/window/v1/sites/${site.id}/token`).set('Origin', 'https://shop.example').send(body);
+  const [alice, bob] = [(await gateway({})).body.data, (await gateway({})).body.data];
+
+  const one = await adminJson('visitor', 'revoke', '--site', site.id, '--visitor', alice.visitorId);
+  expect(one).toEqual({ siteId: site.id, visitorId: alice.visitorId, revokedBefore: expect.stringMatching(/Z$/) });
+  expect((await gateway({ visitorCredential: alice.visitorCredential })).status).toBe(401);
+  expect((await request(app).get(`/window/v1/sites/${site.id}/conversation`).set('Authorization', `Bearer ${alice.token}`)).status).toBe(401);
+  expect((await gateway({ visitorCredential: bob.visitorCredential })).status).toBe(201);
+
+  const all = await adminJson('visitor', 'revoke', '--site', site.id, '--all');
+  expect(all).toEqual({ siteId: site.id, visitorId: null, revokedBefore: expect.stringMatching(/Z$/) });
+  expect((await gateway({ visitorCredential: bob.visitorCredential })).status).toBe(401);
+  expect((await admin('visitor', 'revoke', '--site', site.id, '--all')).stdout).toMatch(/^every visitor of ws_\S+: .* are void\n$/);
+
+  const mistakes: [string[], RegExp][] = [
+    [['--site', site.id], /^error: give --visitor V or --all\n$/],
+    [['--site', site.id, '--all', '--visitor', 'v'], /^error: give --visitor V or --all\n$/],
+    [['--site', site.id, '--visitor', 'has space'], /^error: invalid_request: .+\n$/],
+    [['--site', 'ws_00000000000000000000000000', '--all'], /^error: not_found: .+\n$/],
+  ];
+  for (const [args, stderr] of mistakes) {
+    const r = await admin('visitor', 'revoke', ...args, '--json');
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(stderr);
+  }
+}, 120_000);

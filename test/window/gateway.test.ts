@@ -5,21 +5,10 @@ import { identityHash } from '../../server/widget/tokens';
 import { siteCommands } from '../../server/cli/commands/sites';
 import { parseArgs } from '../../server/cli/args';
 import { normaliseOrigin } from '../../server/access/service';
-import { allowOrigins, auth, getToken, ORIGIN, OTHER_ORIGIN, w } from './helpers';
-
-// A clock the test can move, so token expiry is tested without waiting ten minutes.
-let offsetMs = 0;
-const now = () => Date.now() + offsetMs;
+import { allowOrigins, auth, getToken, ORIGIN, OTHER_ORIGIN, w, windowHarnessWithClock } from './helpers';
 
 let h: Harness;
-beforeAll(async () => {
-  h = await createHarness({ now });
-  await allowOrigins(h, h.site.id);
-});
-afterAll(() => h?.close());
-afterEach(() => {
-  offsetMs = 0;
-});
+const clock = windowHarnessWithClock((made) => (h = made));
 
 const conversation = (siteId: string) => w(siteId, '/conversation');
 
@@ -117,11 +106,11 @@ describe('the gateway', () => {
 
   test('refuses an expired token, and refresh before expiry keeps the visitor', async () => {
     const t = await getToken(h.app, h.site.id);
-    offsetMs = 590_000; // ten seconds left: refresh
+    clock.offsetMs = 590_000; // ten seconds left: refresh
     const refreshed = await request(h.app).post(w(h.site.id, '/token/refresh')).set(auth(t.token)).set('Origin', ORIGIN);
     expect(refreshed.status).toBe(201);
     expect(refreshed.body.data.visitorId).toBe(t.visitorId);
-    offsetMs = 601_000; // the first token is over; the refreshed one is not
+    clock.offsetMs = 601_000; // the first token is over; the refreshed one is not
     const expired = await request(h.app).get(conversation(h.site.id)).set(auth(t.token));
     expect(expired.status).toBe(401);
     expect(expired.body.error.message).toMatch(/expired/);
@@ -340,5 +329,33 @@ describe('rate limits', () => {
     expect(gateway.headers['access-control-allow-origin']).toBe(ORIGIN);
     // The public API's budget is its own.
     expect((await request(small.app).get('/api/v1/conversations').set(bearer(small.site.key))).status).toBe(200);
+  });
+
+  test('a flood from a disallowed origin gets 429 and, once over the limit, costs no database query', async () => {
+    let queries = 0;
+    const count = () => queries++;
+    small.runtime.db.on('query', count);
+    const statuses: number[] = [];
+    try {
+      for (let i = 0; i < 30; i++) {
+        const req =
+          i % 3 === 0
+            ? request(small.app).post(w(small.site.id, '/token')).send({})
+            : i % 3 === 1
+              ? request(small.app).get(w(small.site.id, '/conversation'))
+              : request(small.app).options(w(small.site.id, '/messages')).set('Access-Control-Request-Method', 'POST');
+        const res = await req.set('Origin', OTHER_ORIGIN);
+        statuses.push(res.status);
+        expect(Object.keys(res.headers).filter((k) => k.startsWith('access-control-'))).toEqual([]);
+      }
+    } finally {
+      small.runtime.db.removeListener('query', count);
+    }
+    // The address may have spent part of its budget (3 a minute here) in the test before: each
+    // request it still allowed is refused after one lookup, every later one is 429 before any.
+    const refused = statuses.filter((s) => s === 401).length;
+    expect(refused).toBeLessThanOrEqual(3);
+    expect(statuses.filter((s) => s === 429)).toHaveLength(statuses.length - refused);
+    expect(queries).toBeLessThanOrEqual(refused);
   });
 });

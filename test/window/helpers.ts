@@ -1,12 +1,32 @@
 import https from 'node:https';
 import request from 'supertest';
 import type { Express } from 'express';
-import type { Harness } from '../helpers/harness';
+import { createHarness, Harness } from '../helpers/harness';
 
 export const ORIGIN = 'https://shop.example';
 export const OTHER_ORIGIN = 'https://evil.example';
 
 export const w = (siteId: string, rest: string) => `/window/v1/sites/${siteId}${rest}`;
+
+/**
+ * A harness made before the file's tests and closed after them, whose main site's window is on
+ * ORIGIN, with a clock the tests can move (token expiry without waiting); the clock is put back
+ * after each test. `ready` receives the harness.
+ */
+export function windowHarnessWithClock(ready: (h: Harness) => void) {
+  const clock = { offsetMs: 0, now: () => Date.now() + clock.offsetMs };
+  let h: Harness | undefined;
+  beforeAll(async () => {
+    h = await createHarness({ now: clock.now });
+    await allowOrigins(h, h.site.id);
+    ready(h);
+  });
+  afterAll(() => h?.close());
+  afterEach(() => {
+    clock.offsetMs = 0;
+  });
+  return clock;
+}
 
 /** Lets `origins` embed the site's window (what `site update --allowed-origins` does). */
 export async function allowOrigins(h: Harness, siteId: string, origins: string[] = [ORIGIN]) {

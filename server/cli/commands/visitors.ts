@@ -1,0 +1,18 @@
+import { CliError, Command, required } from '../args';
+
+export const visitorCommands: Record<string, Command> = {
+  /**
+   * Voids the chat window's access of one visitor (--visitor V) or of every visitor of the site
+   * (--all): their visitor credentials and open sessions are refused at their next request.
+   */
+  'visitor revoke': async (rt, args) => {
+    const siteId = required(args, 'site');
+    const visitor = args.flags.visitor;
+    const all = args.flags.all === true;
+    if (all === (visitor !== undefined)) throw new CliError('give --visitor V or --all');
+    if (visitor === true || visitor === '') throw new CliError('--visitor needs a value');
+    const r = await rt.services.access.revokeVisitors(siteId, all ? null : (visitor as string));
+    const who = r.visitorId === null ? `every visitor of ${r.siteId}` : `visitor ${r.visitorId} of ${r.siteId}`;
+    return { json: r, text: `${who}: window credentials and sessions begun at or before ${r.revokedBefore} are void` };
+  },
+};
