@@ -4,6 +4,7 @@ import * as m002 from './002_events';
 import * as m003 from './003_idempotency_lease_token';
 import * as m004 from './004_window';
 import * as m005 from './005_read_path';
+import * as m007 from './007_visitor_files';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -17,6 +18,7 @@ const migrations: Record<string, Migration> = {
   '003_idempotency_lease_token': m003,
   '004_window': m004,
   '005_read_path': m005,
+  '007_visitor_files': m007,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
