@@ -30,6 +30,9 @@ const settingsOf = (row: VisitorFilesRow | undefined): VisitorFileSettings => ({
 });
 const usageOf = (row: VisitorFilesRow | undefined): SiteUsage => (row ? { storedBytes: row.stored_bytes, day: row.usage_day, dayBytes: row.day_bytes } : NO_USAGE);
 
+/** A site's row before anything was set or stored: files on, any type. */
+const newRow = (siteId: string, at: number): VisitorFilesRow => ({ site_id: siteId, files_enabled: true, allowed_types: null, stored_bytes: 0, usage_day: 0, day_bytes: 0, updated_at: at });
+
 const FILE_DETAIL = (message: string): ErrorDetail[] => [{ path: '/body/file', message }];
 
 export const filesOffError = () => new ApiError('unsupported_media_type', 'This site does not take files from visitors.', FILE_DETAIL('files from visitors are off for this site'));
@@ -82,15 +85,21 @@ export function createVisitorFiles(deps: { db: Knex; limits: VisitorFileLimits; 
       const set: Partial<VisitorFilesRow> = { updated_at: now() };
       if (change.enabled !== undefined) set.files_enabled = change.enabled;
       if (types !== undefined) set.allowed_types = types === null ? null : types.join(',');
-      const fresh: VisitorFilesRow = { site_id: siteId, files_enabled: true, allowed_types: null, stored_bytes: 0, usage_day: 0, day_bytes: 0, updated_at: now(), ...set };
+      const fresh: VisitorFilesRow = { ...newRow(siteId, now()), ...set };
       await db('site_visitor_files').insert(fresh).onConflict('site_id').merge(Object.keys(set));
       return settingsOf(await find(db, siteId));
     },
 
-    /** The same refusal as the window's, for a path that has its files in hand (`visitor say`). */
+    /**
+     * The same refusal as the window's, for a path that has its files in hand (`visitor say`), before
+     * they are stored. A site's first files make its row here, outside the transaction that charges
+     * them, so that transaction only ever updates a row it has locked.
+     */
     async checkFiles(siteId: string, types: string[]): Promise<void> {
       if (types.length === 0) return;
-      const settings = settingsOf(await find(db, siteId));
+      const row = await find(db, siteId);
+      if (!row) await db('site_visitor_files').insert(newRow(siteId, now())).onConflict('site_id').ignore();
+      const settings = settingsOf(row);
       for (const type of types) checkFileAllowed(settings, type);
     },
 
@@ -106,7 +115,7 @@ export function createVisitorFiles(deps: { db: Knex; limits: VisitorFileLimits; 
       if (!charged.allowed) throw siteQuotaError(charged.quota, at);
       const counters = { stored_bytes: charged.usage.storedBytes, usage_day: charged.usage.day, day_bytes: charged.usage.dayBytes, updated_at: at };
       if (row) await trx('site_visitor_files').where({ site_id: siteId }).update(counters);
-      else await trx('site_visitor_files').insert({ site_id: siteId, files_enabled: true, allowed_types: null, ...counters });
+      else await trx('site_visitor_files').insert({ ...newRow(siteId, at), ...counters });
     },
 
     /** Removed files (retention) free their bytes of the site's stored total, in the removing transaction. */

@@ -172,6 +172,16 @@ describe("the site's quotas", () => {
     expect(fs.readdirSync(mediaDir()).length).toBe(Number((await h.runtime.db('attachments').count({ n: '*' }).first())!.n));
   });
 
+  test("a new site's first files, sent at once, are all stored and all counted", async () => {
+    const site = await newSite();
+    const visitors = await Promise.all(Array.from({ length: 5 }, () => getToken(h.app, site.id)));
+    const sent = await Promise.all(visitors.map((t) => send(site.id, t.token, newAddress(), [{ bytes: bytes(10 * KB) }])));
+    expect(sent.map((r) => r.status)).toEqual([201, 201, 201, 201, 201]);
+    const row = await h.runtime.db('site_visitor_files').where({ site_id: site.id }).first();
+    expect(Number(row.stored_bytes)).toBe(50 * KB);
+    expect(Number(row.day_bytes)).toBe(50 * KB);
+  });
+
   test("the API's files do not count against the visitors' quotas", async () => {
     const site = await newSite();
     const said = await h.runtime.services.widget.visitorSay(site.id, 'vis_api', 'hi');
