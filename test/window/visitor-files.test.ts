@@ -11,6 +11,7 @@ import { createHarness, Harness, bearer } from '../helpers/harness';
 import { allowOrigins, auth, getToken, ORIGIN, w } from './helpers';
 import { runMaintenance } from '../../server/maintenance';
 import { DAY_MS } from '../../server/media/quota';
+import { migrationSource } from '../../server/db/migrations';
 
 let h: Harness;
 let now = Date.UTC(2026, 2, 10, 9, 0, 0);
@@ -323,5 +324,26 @@ describe('retention', () => {
     // The site's stored bytes went down with them: 300 kB more fit again.
     expect((await send(site.id, t.token, newAddress(), [{ bytes: bytes(300 * KB) }])).status).toBe(201);
     expect((await runMaintenance(h.runtime.services, now)).expiredMedia).toBe(0);
+  });
+});
+
+describe('migration 007', () => {
+  // Last in the file: it rolls the table back and forth under the other tests' data.
+  test("counts the visitor files already stored per site, and rolls back", async () => {
+    const db = h.runtime.db;
+    const sums = await db('attachments')
+      .join('messages', 'messages.id', 'attachments.message_id')
+      .where('messages.direction', 'incoming')
+      .groupBy('attachments.site_id')
+      .select('attachments.site_id', db.raw('sum(attachments.size) as bytes'));
+    expect(sums.length).toBeGreaterThan(0); // what the retention test left
+    await db.migrate.down({ migrationSource, name: '007_visitor_files' });
+    expect(await db.schema.hasTable('site_visitor_files')).toBe(false);
+    await db.migrate.latest({ migrationSource });
+    const rows = await db('site_visitor_files').select('site_id', 'stored_bytes', 'files_enabled', 'allowed_types');
+    const stored = (list: { site_id: string; bytes?: unknown; stored_bytes?: unknown }[]) =>
+      Object.fromEntries(list.map((r) => [r.site_id, Number(r.bytes ?? r.stored_bytes)]));
+    expect(stored(rows)).toEqual(stored(sums));
+    expect(rows.every((r: { files_enabled: unknown; allowed_types: unknown }) => Boolean(r.files_enabled) && r.allowed_types === null)).toBe(true);
   });
 });
