@@ -31,7 +31,7 @@ export function mediaRoutes(service: MediaService): Router {
     res.setHeader('Content-Type', servedContentType(row.mime_type));
     res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Content-Length', String(row.size));
-    // Names stored before invisible characters were stripped are cleaned on the way out too.
+    // Cleaned again on the way out, whatever an older row holds (invisible characters, see safeFileName).
     res.setHeader('Content-Disposition', contentDisposition(safeFileName(row.name)));
     res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
     res.status(200);
