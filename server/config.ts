@@ -1,4 +1,5 @@
 import path from 'node:path';
+import type { VisitorFileLimits } from './media/quota';
 
 /** Runtime configuration, read once from the environment (every setting is listed in README.md, Configuration). */
 export interface Config {
@@ -32,6 +33,10 @@ export interface Config {
   trustProxy: TrustProxy;
   /** HTTPS listener limits against slow and abandoned clients (README: Failure behaviour). */
   http: HttpLimits;
+  /** Quotas on what the chat window's visitors send (README: Visitor files); 0 turns one off. */
+  visitorFiles: VisitorFileLimits;
+  /** Media files (and their attachment rows) older than this are removed by maintenance; 0 keeps them. */
+  mediaRetentionDays: number;
 }
 
 export interface HttpLimits {
@@ -119,6 +124,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embeddedWorker: env.EMBEDDED_WORKER !== 'false',
     trustProxy: trustProxyFrom(env.TRUST_PROXY),
     http: httpLimitsFrom(env),
+    visitorFiles: visitorFileLimitsFrom(env),
+    mediaRetentionDays: intFrom(env.MEDIA_RETENTION_DAYS, 90, 'MEDIA_RETENTION_DAYS'),
   };
 }
 
@@ -160,4 +167,15 @@ function httpLimitsFrom(env: NodeJS.ProcessEnv): HttpLimits {
     throw new Error(`HTTP_HEADERS_TIMEOUT_MS (${limits.headersTimeoutMs}) must not exceed HTTP_REQUEST_TIMEOUT_MS (${limits.requestTimeoutMs})`);
   }
   return limits;
+}
+
+const MIB = 1024 * 1024;
+
+function visitorFileLimitsFrom(env: NodeJS.ProcessEnv): VisitorFileLimits {
+  return {
+    messagesPerHourPerAddress: intFrom(env.VISITOR_MESSAGES_PER_HOUR_PER_ADDRESS, 1000, 'VISITOR_MESSAGES_PER_HOUR_PER_ADDRESS'),
+    bytesPerHourPerAddress: intFrom(env.VISITOR_FILE_BYTES_PER_HOUR_PER_ADDRESS, 200 * MIB, 'VISITOR_FILE_BYTES_PER_HOUR_PER_ADDRESS'),
+    bytesPerDayPerSite: intFrom(env.VISITOR_FILE_BYTES_PER_DAY_PER_SITE, 1024 * MIB, 'VISITOR_FILE_BYTES_PER_DAY_PER_SITE'),
+    storedBytesPerSite: intFrom(env.VISITOR_FILE_BYTES_PER_SITE, 10 * 1024 * MIB, 'VISITOR_FILE_BYTES_PER_SITE'),
+  };
 }

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Services } from './services';
 import type { Logger } from './platform/logger';
+import { removeExpiredMedia } from './media/retention';
 
 const HOUR = 3600_000;
 
@@ -10,6 +11,7 @@ const HOUR = 3600_000;
  *  - Idempotency-Key records older than 24 hours are forgotten;
  *  - upload spool files (DATA_DIR/tmp) older than an hour are removed (a process killed mid-upload
  *    leaves them behind);
+ *  - media older than MEDIA_RETENTION_DAYS (0: kept) is removed, file and row (media/retention.ts);
  *  - media files with no attachment row, older than an hour, are removed (a process killed between
  *    storing a file and committing its message leaves them behind).
  * Every step is idempotent, so several instances may run it at once.
@@ -18,6 +20,8 @@ export async function runMaintenance(services: Services, now = Date.now()) {
   const purgedKeys = Number(await services.idempotency.purgeExpired());
   const removedSpool = removeOlderThan(path.join(services.config.dataDir, 'tmp'), now - HOUR);
   const mediaDir = path.join(services.config.dataDir, 'media');
+  const retentionDays = services.config.mediaRetentionDays;
+  const expiredMedia = retentionDays > 0 ? await removeExpiredMedia({ db: services.db, visitorFiles: services.visitorFiles, mediaDir }, now - retentionDays * 24 * HOUR) : 0;
   const candidates = listOlderThan(mediaDir, now - HOUR);
   let removedOrphans = 0;
   for (let i = 0; i < candidates.length; i += 500) {
@@ -30,7 +34,7 @@ export async function runMaintenance(services: Services, now = Date.now()) {
       }
     }
   }
-  return { purgedKeys, removedSpool, removedOrphans };
+  return { purgedKeys, removedSpool, expiredMedia, removedOrphans };
 }
 
 function listOlderThan(dir: string, before: number): string[] {

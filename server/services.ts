@@ -10,6 +10,7 @@ import { createMessageStore } from './messages/store';
 import { createMessageService } from './messages/service';
 import { createMediaStore } from './media/store';
 import { createMediaService } from './media/service';
+import { createVisitorFiles } from './media/visitor-files';
 import { createWidgetService } from './widget/service';
 import { createIdempotencyStore } from './idempotency/store';
 import { createIdempotencyService } from './idempotency/service';
@@ -55,6 +56,7 @@ export function createServices(
     linkTtlSeconds: config.mediaLinkTtlSeconds,
     now,
   });
+  const visitorFiles = createVisitorFiles({ db, limits: config.visitorFiles, now });
   const windowStore = createWindowStore(db);
   // The chat window's live streams hear of every commit that wrote events in this process at once,
   // each event only by the streams of its own visitor.
@@ -91,7 +93,9 @@ export function createServices(
     conversations: createConversationService({ db, store: conversationStore, cursors, now, ...hooks }),
     messages,
     media,
-    widget: createWidgetService({ db, conversations: conversationStore, messages, media, mediaStore, window: windowStore, now, ...hooks }),
+    /** Per site: visitor files on or off, their allowed types, and the site's quotas (issue 16). */
+    visitorFiles,
+    widget: createWidgetService({ db, conversations: conversationStore, messages, media, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
     /** The chat window's entry (issue 9): tokens, the visitor's feed and its live wake-ups. */
     window: {
       tokens: createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now),

@@ -27,6 +27,7 @@ commands:
   site create --name N
   site list
   site update --site S [--allowed-origins A,B] [--identity-mode off|optional|enforce] [--identity-secret rotate]
+              [--visitor-files on|off] [--visitor-file-types image/*,application/pdf]
   key create --site S --scopes conversations:read,conversations:write,media:read [--label L]
   key list --site S
   key revoke K

@@ -3,9 +3,32 @@ import express from 'express';
 import multer from 'multer';
 import path from 'node:path';
 import fs from 'node:fs';
-import { pipeline, Readable } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import { ApiError } from '../platform/errors';
 import { ulidBody } from '../platform/ids';
+
+/**
+ * What a route may check of a multipart upload while it arrives (the chat window's visitor-file
+ * setting and quotas), set as `req.uploadGuard` before multipartBody runs.
+ */
+export interface UploadGuard {
+  /** A file part's declared type, before a byte of it is written: throws (an ApiError) to refuse the request. */
+  checkPart(mimeType: string): void;
+  /**
+   * The request's file bytes so far, before they are written: returns when they may be, or a
+   * promise that rejects (an ApiError) to stop the upload; what was written of it is removed.
+   */
+  received(totalBytes: number): void | Promise<void>;
+}
+
+declare global {
+  // eslint-disable-next-line @typescript-eslint/no-namespace
+  namespace Express {
+    interface Request {
+      uploadGuard?: UploadGuard;
+    }
+  }
+}
 
 /** JSON bodies: 64 KiB, strict UTF-8 (invalid bytes are refused rather than silently replaced). */
 export const jsonBody = express.json({
@@ -33,7 +56,7 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
   sweepStaleSpoolFiles(tmp);
   const spools = new WeakMap<Request, RequestSpool>();
   const storage: multer.StorageEngine = {
-    _handleFile: (req, file, cb) => spools.get(req)!.write(file.stream, cb),
+    _handleFile: (req, file, cb) => spools.get(req)!.write(file.stream, file.mimetype, cb),
     _removeFile: (_req, file, cb) => fs.rm(file.path, { force: true }, (err) => cb(err)),
   };
   const upload = multer({
@@ -43,7 +66,7 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
   }).any();
   return (req, res, next) => {
     if (!req.is('multipart/form-data')) return next();
-    const spool = new RequestSpool(tmp);
+    const spool = new RequestSpool(tmp, req.uploadGuard);
     spools.set(req, spool);
     let handedOver = false;
     // A client that drops the connection mid-upload: busboy never ends the part being written (and
@@ -114,19 +137,30 @@ class RequestSpool {
   private readonly inFlight = new Set<Readable>();
   private released = false;
   private parserError: Error | undefined;
+  /** File bytes of the request so far, over all its parts. */
+  private total = 0;
 
-  constructor(private readonly dir: string) {}
+  constructor(
+    private readonly dir: string,
+    private readonly guard?: UploadGuard,
+  ) {}
 
-  write(part: Readable, cb: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
+  write(part: Readable, mimeType: string, cb: (error?: unknown, info?: Partial<Express.Multer.File>) => void): void {
     if (this.released || this.parserError) {
       part.resume();
       return cb(this.parserError ?? new UploadAbandoned());
+    }
+    try {
+      this.guard?.checkPart(mimeType);
+    } catch (err) {
+      part.resume();
+      return cb(err);
     }
     const filename = `upload_${ulidBody()}`;
     const target = path.join(this.dir, filename);
     this.inFlight.add(part);
     const out = fs.createWriteStream(target, { flags: 'wx', mode: 0o600 });
-    pipeline(part, out, (err) => {
+    const done = (err: NodeJS.ErrnoException | null) => {
       this.inFlight.delete(part);
       if (!err && this.released) {
         // the connection went away while the last bytes were flushed: nobody will read this file
@@ -142,6 +176,25 @@ class RequestSpool {
       const removeAndReport = () => fs.rm(target, { force: true }, () => cb(err));
       if (out.closed) removeAndReport();
       else out.once('close', removeAndReport);
+    };
+    if (this.guard) pipeline(part, this.meter(this.guard), out, done);
+    else pipeline(part, out, done);
+  }
+
+  /** Passes each chunk on once the guard lets the request's running total be written. */
+  private meter(guard: UploadGuard): Transform {
+    return new Transform({
+      transform: (chunk: Buffer, _encoding, next) => {
+        this.total += chunk.length;
+        let verdict: void | Promise<void>;
+        try {
+          verdict = guard.received(this.total);
+        } catch (err) {
+          return next(err as Error);
+        }
+        if (verdict) verdict.then(() => next(null, chunk), next);
+        else next(null, chunk);
+      },
     });
   }
 
@@ -187,7 +240,8 @@ function sweepStaleSpoolFiles(dir: string, olderThanMs = 60 * 60 * 1000) {
 /**
  * multer's failures as answers: its limits go to the error handler (413); a body cut off or
  * malformed (busboy's plain errors, a dropped connection) is the client's 400; errors from the
- * disk (ENOSPC, EACCES: an `errno`) stay server errors.
+ * disk (an `errno`) stay server errors: a full disk (ENOSPC, EDQUOT) is the error handler's 507,
+ * EACCES a 500.
  */
 function uploadError(err: unknown): unknown {
   if (err instanceof ApiError) return err;

@@ -14,6 +14,7 @@ interface ValidatorError {
 function translate(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
   const e = err as { type?: string; code?: string; status?: number; message?: string; field?: string };
+  if (isStorageFull(err)) return new ApiError('insufficient_storage', 'The service has no room to store this right now; retry later.');
   switch (e?.type) {
     case 'entity.too.large':
       return new ApiError('payload_too_large', 'The request body is larger than 65536 bytes.');
@@ -77,6 +78,13 @@ export function sendError(res: Parameters<RequestHandler>[1], err: ApiError) {
   if (err.details?.length) body.details = err.details;
   res.status(err.status).json({ error: body });
 }
+
+/**
+ * A full disk or a spent disk quota, from the file system (spooling or storing an upload) or from
+ * the database: 507 in the envelope, logged as a server error, so the operator hears of it.
+ */
+const STORAGE_FULL = new Set(['ENOSPC', 'EDQUOT', 'SQLITE_FULL', 'ER_RECORD_FILE_FULL', 'ER_DISK_FULL']);
+export const isStorageFull = (err: unknown) => STORAGE_FULL.has(String((err as { code?: unknown } | null)?.code));
 
 /** The one place a failure becomes an answer: always the envelope, never a stack trace or HTML. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {

@@ -1,7 +1,8 @@
 import { Router } from 'express';
 import fs from 'node:fs';
 import { pipeline } from 'node:stream';
-import type { MediaService } from './service';
+import { safeFileName, type MediaService } from './service';
+import { servedContentType } from './inert';
 import type { operations } from '../../sdk/src/generated/api';
 
 type MediaQuery = NonNullable<operations['downloadMedia']['parameters']['query']>;
@@ -26,9 +27,12 @@ export function mediaRoutes(service: MediaService): Router {
       res.status(304).end();
       return;
     }
-    res.setHeader('Content-Type', row.mime_type);
+    // Never a type a browser would run or render as a document (inert.ts), and never sniffed.
+    res.setHeader('Content-Type', servedContentType(row.mime_type));
+    res.setHeader('X-Content-Type-Options', 'nosniff');
     res.setHeader('Content-Length', String(row.size));
-    res.setHeader('Content-Disposition', contentDisposition(row.name));
+    // Cleaned again on the way out, whatever an older row holds (invisible characters, see safeFileName).
+    res.setHeader('Content-Disposition', contentDisposition(safeFileName(row.name)));
     res.setHeader('Content-Security-Policy', "default-src 'none'; sandbox");
     res.status(200);
     // pipeline, not pipe: a client that goes away mid-download must close the file too (pipe leaves

@@ -29,10 +29,18 @@ export interface MediaServiceOptions {
   now?: () => number;
 }
 
-/** Keeps a file name readable but harmless: no path, no control or quote characters, bounded length. */
+/**
+ * Characters a name shows wrongly or not at all: controls (Cc, C0 and C1), format characters (Cf:
+ * the bidi embeddings, overrides and isolates U+202A-202E and U+2066-2069, the marks U+200E, U+200F
+ * and U+061C, zero-width characters, the BOM), line and paragraph separators, and lone surrogates.
+ * `invoice\u202Efdp.exe` would otherwise read as "invoiceexe.pdf".
+ */
+const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
+
+/** Keeps a file name readable but harmless: no path, no invisible, control or quote characters, bounded length. */
 export function safeFileName(name: string): string {
-  const base = path.basename(name.replace(/\\/g, '/'));
-  const cleaned = base.replace(/[\u0000-\u001f\u007f"\\/<>:|?*]/g, '_').replace(/^\.+/, '').trim();
+  const base = path.basename(name.replace(INVISIBLE, '').replace(/\\/g, '/'));
+  const cleaned = base.replace(/["\\/<>:|?*]/g, '_').replace(/^\.+/, '').trim();
   // 200 characters as the document counts them (code points): slicing UTF-16 units could cut an
   // emoji in half and store a name the answer schema then refuses.
   return Array.from(cleaned || 'file').slice(0, 200).join('');
@@ -88,7 +96,13 @@ export function createMediaService(store: MediaStore, opts: MediaServiceOptions)
             hash.update(chunk);
             size += chunk.length;
           });
-          await pipeline(source, fs.createWriteStream(target, { flags: 'wx', mode: 0o600 }));
+          try {
+            await pipeline(source, fs.createWriteStream(target, { flags: 'wx', mode: 0o600 }));
+          } catch (err) {
+            // A disk that filled up mid-copy leaves part of the file: it goes with the failure.
+            await fs.promises.rm(target, { force: true });
+            throw err;
+          }
           if (file.tempPath) await fs.promises.rm(file.tempPath, { force: true });
           rows.push({
             id,

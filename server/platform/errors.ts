@@ -19,8 +19,10 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   unsupported_media_type: 415,
   idempotency_key_reused: 422,
   rate_limit_exceeded: 429,
+  quota_exceeded: 429,
   internal_error: 500,
   service_unavailable: 503,
+  insufficient_storage: 507,
 };
 
 export type ErrorDetail = components['schemas']['ErrorDetail'];

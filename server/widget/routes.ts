@@ -15,6 +15,7 @@ import type { MessageFormat } from '../messages/store';
 import { identityHashMatches, TokenRefused, verifiedVisitorId, VisitorClaims, WindowClaims, WINDOW_TOKEN_TTL_SECONDS } from './tokens';
 import { encodePosition, FeedPosition, toWindowMessage } from './feed';
 import { createStreamRegistry, StreamLimits } from './streams';
+import { visitorUploadQuotas } from '../media/visitor-uploads';
 
 export const WINDOW_BASE_PATH = '/window/v1';
 
@@ -183,8 +184,13 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
     }
   });
 
-  // 3. Bodies: files only for a visitor with a valid token, spooled to disk like the API's.
-  router.post('/sites/:siteId/messages', multipartBody(services.config.dataDir, services.config.maxAttachmentBytes));
+  // 3. Bodies: files only for a visitor with a valid token, spooled to disk like the API's, within
+  //    the visitor-file quotas and the site's setting (checked before and while the body is read).
+  router.post(
+    '/sites/:siteId/messages',
+    visitorUploadQuotas({ limiter, visitorFiles: services.visitorFiles, now: services.window.now }),
+    multipartBody(services.config.dataDir, services.config.maxAttachmentBytes),
+  );
   router.use(jsonBody, canonicalContentType);
   router.use(validateAgainst(windowDocument(), opts.validateResponses));
 

@@ -11,6 +11,7 @@ import type { MediaService, IncomingFile } from '../media/service';
 import type { MessageFormat } from '../messages/store';
 import { emitEvent, OnEvents } from '../webhooks/outbox';
 import type { MediaStore } from '../media/store';
+import type { VisitorFiles } from '../media/visitor-files';
 import { sha256Hex } from '../platform/crypto';
 import type { WindowStore } from './store';
 
@@ -32,6 +33,7 @@ export function createWidgetService(deps: {
   messages: MessageService;
   media: MediaService;
   mediaStore: MediaStore;
+  visitorFiles: VisitorFiles;
   window: WindowStore;
   now: () => number;
   onEvents?: OnEvents;
@@ -91,7 +93,10 @@ export function createWidgetService(deps: {
         const known = await replayOf(db, siteId, visitorId, clientMessageId, requestHash);
         if (known) return replayAnswer(known);
       }
+      // The site's setting, whichever way the files came (the window checked it before they were written).
+      await deps.visitorFiles.checkFiles(siteId, input.files.map((f) => f.mimeType));
       const files = await media.persist(siteId, input.files);
+      const fileBytes = files.reduce((sum, f) => sum + f.size, 0);
       try {
         for (let attempt = 1; ; attempt++) {
           try {
@@ -140,6 +145,8 @@ export function createWidgetService(deps: {
                   created_at: appended.conversation.updated_at,
                 });
               }
+              // Last in the transaction, so the site's quota row is locked only until the commit.
+              if (files.length) await deps.visitorFiles.charge(trx, siteId, fileBytes);
               return { answer: { conversation: appended.conversationDto, message: appended.message, started, replayed: false }, events };
             });
             if ('replayOf' in result && result.replayOf !== undefined) {

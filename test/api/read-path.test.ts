@@ -109,6 +109,7 @@ describe('attachment_count', () => {
 
   test('migration 005 counts the files of existing messages, and rolls back', async () => {
     const db = h.runtime.db;
+    // By name: later migrations stay applied (005 is no longer the last one).
     await db.migrate.down({ migrationSource, name: '005_read_path' });
     expect(await db.schema.hasColumn('messages', 'attachment_count')).toBe(false);
     await db.migrate.latest({ migrationSource });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import https from 'node:https';
 import { loadConfig } from '../../server/config';
-import { openRuntime } from '../../server/runtime';
+import { openRuntime, Runtime } from '../../server/runtime';
 import type { Scope } from '../../server/access/scopes';
 import type { IncomingFile } from '../../server/media/service';
 import { createTestDatabase, TestDatabase } from '../helpers/db';
@@ -27,14 +27,17 @@ export interface RealServer {
 
 /**
  * Prepares a site (keys, a conversation, optionally a file) through the services in this process,
- * closes that connection, then starts the server on the same DATA_DIR and database.
+ * and whatever `prepare` adds (on the clock `now`, when given), closes that connection, then starts
+ * the server on the same DATA_DIR and database.
  */
-export async function startRealServer(opts: { env?: Record<string, string>; file?: IncomingFile } = {}): Promise<RealServer> {
+export async function startRealServer(
+  opts: { env?: Record<string, string>; file?: IncomingFile; now?: () => number; prepare?: (runtime: Runtime) => Promise<void> } = {},
+): Promise<RealServer> {
   const database = await createTestDatabase();
   let child: Spawned | undefined;
   try {
     const config = loadConfig({ DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl, LOG_LEVEL: 'silent', ...opts.env } as NodeJS.ProcessEnv);
-    const runtime = await openRuntime(config);
+    const runtime = await openRuntime(config, { now: opts.now });
     let site: RealServer['site'];
     let otherSiteConversationId: string;
     try {
@@ -46,6 +49,7 @@ export async function startRealServer(opts: { env?: Record<string, string>; file
       site = { id: s.id, writeKey, readKey, conversationId: said.conversation.id, attachment: said.message.attachments[0] };
       const other = await access.createSite('Another site');
       otherSiteConversationId = (await widget.visitorSay(other.id, 'v-other', 'not yours')).conversation.id;
+      await opts.prepare?.(runtime);
     } finally {
       await runtime.close();
     }

@@ -127,6 +127,20 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     429: () => exhausted('post', (id) => `/conversations/${id}/messages`, { content: 'x' }),
     500: failing(() => services().messages, 'reply', () => call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'x' })),
     503: () => call(broken.app, 'post', `/conversations/${convId}/messages`, broken.site.key, { content: 'x' }),
+    507: async () => {
+      // The disk fills up while the reply's file is stored.
+      const full = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC', errno: -28 });
+      const spy = jest.spyOn(services().media, 'persist').mockRejectedValue(full);
+      try {
+        return await api(h.app)
+          .post(`/api/v1/conversations/${convId}/messages`)
+          .set(bearer(h.site.key))
+          .field('content', 'with a file')
+          .attach('file', Buffer.from('%PDF-1.4'), { filename: 'a.pdf', contentType: 'application/pdf' });
+      } finally {
+        spy.mockRestore();
+      }
+    },
   },
   closeConversation: {
     200: async () => {

@@ -108,8 +108,9 @@ export interface paths {
         };
         /**
          * Download an attachment
-         * @description Streams the file with its `Content-Type`, `Content-Length`, `ETag` and
-         *     `Content-Disposition: attachment`. Opens either with a key holding `media:read`, or without
+         * @description Streams the file with an inert `Content-Type` (see the `200` answer), `Content-Length`,
+         *     `ETag` and `Content-Disposition: attachment`. A file removed by the media retention
+         *     (`MEDIA_RETENTION_DAYS`) answers `404 not_found`. Opens either with a key holding `media:read`, or without
          *     a key through the signed link given in `attachments[].url` (parameters `expires` and
          *     `signature`; valid for one hour). A bad or expired signature answers `401 unauthorized`.
          */
@@ -321,7 +322,7 @@ export interface components {
              * @example not_found
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "conversation_closed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "internal_error" | "service_unavailable";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "not_found" | "method_not_allowed" | "conversation_closed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "quota_exceeded" | "internal_error" | "service_unavailable" | "insufficient_storage";
             details?: components["schemas"]["ErrorDetail"][];
             /** @description Human-readable explanation; may quote a parameter or file name the request sent. */
             message: string;
@@ -485,6 +486,30 @@ export interface components {
                  *       "error": {
                  *         "code": "insufficient_scope",
                  *         "message": "This key lacks the conversations:write right."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
+         * @description `insufficient_storage`: the service's disk is full (or its quota there is spent), so the
+         *     files could not be stored. Nothing was stored: no message, no part of a file. Retry later.
+         */
+        InsufficientStorage: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "insufficient_storage",
+                 *         "message": "The service has no room to store this right now; retry later."
                  *       }
                  *     }
                  */
@@ -1005,6 +1030,7 @@ export interface operations {
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+            507: components["responses"]["InsufficientStorage"];
         };
     };
     downloadMedia: {
@@ -1028,9 +1054,13 @@ export interface operations {
         requestBody?: never;
         responses: {
             /**
-             * @description The file, with the media type it was uploaded with (`application/octet-stream` when that
-             *     was not a valid media type). Its size is at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the
-             *     operator changed it) and is given by `Content-Length`.
+             * @description The file, with the media type it was uploaded with when that type is inert: images (not
+             *     SVG), PDF, plain text and CSV, audio, video, zip and office documents. Every other type
+             *     (scripts, wasm, HTML, XHTML, SVG, XML, CSS, anything unknown or invalid) is sent as
+             *     `application/octet-stream`, always with `X-Content-Type-Options: nosniff`, so a file can
+             *     never run as a script or render as a page; `attachments[].mimeType` keeps the declared
+             *     type. Its size is at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the operator changed it)
+             *     and is given by `Content-Length`.
              */
             200: {
                 headers: {

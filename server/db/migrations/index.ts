@@ -5,6 +5,7 @@ import * as m003 from './003_idempotency_lease_token';
 import * as m004 from './004_window';
 import * as m005 from './005_read_path';
 import * as m006 from './006_window_revocation';
+import * as m007 from './007_visitor_files';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -19,6 +20,7 @@ const migrations: Record<string, Migration> = {
   '004_window': m004,
   '005_read_path': m005,
   '006_window_revocation': m006,
+  '007_visitor_files': m007,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -105,6 +105,7 @@ export function createFailOpenLimiter(redis: Redis, opts: FailOpenOptions): Rate
   return {
     hit: (bucket) => attempt(() => shared.hit(bucket), () => local.hit(bucket)),
     reserve: (bucket): Promise<Reservation> => attempt(() => shared.reserve(bucket), () => local.reserve(bucket)),
+    spend: (bucket, amount, limit, windowMs) => attempt(() => shared.spend(bucket, amount, limit, windowMs), () => local.spend(bucket, amount, limit, windowMs)),
     backend: () => (route() === 'local' ? 'local' : 'shared'),
     close: () => {
       closing = true;

@@ -1,0 +1,98 @@
+import type { Request, RequestHandler } from 'express';
+import { ApiError } from '../platform/errors';
+import type { RateLimiter, Spent } from '../http/rate-limit/limiter';
+import { addressBucket } from '../http/rate-limit/client-address';
+import type { UploadGuard } from '../http/bodies';
+import { checkFileAllowed, filesOffError, siteQuotaError, VisitorFiles } from './visitor-files';
+import { expectedFileBytes, HOUR_MS, limitOf, nextGrant } from './quota';
+
+/** The smallest extra budget an upload asks for once it has used what it was granted. */
+export const GRANT_STEP = 1024 * 1024;
+
+function addressQuotaError(what: 'messages' | 'file bytes', retryAfterSeconds: number): ApiError {
+  return new ApiError('quota_exceeded', `Too many ${what} from this network in the last hour; retry in ${retryAfterSeconds} s.`, undefined, {
+    'Retry-After': String(retryAfterSeconds),
+  });
+}
+
+function contentLength(req: Request): number | undefined {
+  const value = req.headers['content-length'];
+  return value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
+}
+
+/**
+ * The chat window's quotas on a visitor's message, before its body is read (README: Visitor files):
+ * messages an hour per client address over all visitors; for a multipart body the site's setting
+ * and what its quotas and the address's hourly file bytes leave, judged from Content-Length. Then,
+ * as the file bytes arrive (`req.uploadGuard`, see multipartBody), the same limits on the bytes
+ * themselves: an upload that passes them stops there and leaves nothing behind. The address's
+ * budget is spent as the bytes are granted; what the request did not use goes back when it ends.
+ * The site's quotas are charged for good where the files are stored (VisitorFiles.charge).
+ */
+export function visitorUploadQuotas(opts: { limiter: RateLimiter; visitorFiles: VisitorFiles; now: () => number }): RequestHandler {
+  const { limiter, visitorFiles, now } = opts;
+  const limits = visitorFiles.limits;
+  return async (req, res, next) => {
+    try {
+      const address = addressBucket(req.ip);
+      if (limits.messagesPerHourPerAddress > 0) {
+        const m = await limiter.spend(`visitor-messages:${address}`, 1, limits.messagesPerHourPerAddress, HOUR_MS);
+        if (!m.allowed) throw addressQuotaError('messages', m.retryAfterSeconds);
+      }
+      if (!req.is('multipart/form-data')) return next();
+
+      const { settings, room } = await visitorFiles.state(req.windowVisitor!.siteId);
+      const expected = expectedFileBytes(contentLength(req));
+      // A body too large to be text alone carries a file: refused before it is read.
+      if (expected > 0 && !settings.enabled) throw filesOffError();
+      if (expected > room.bytes) throw siteQuotaError(room.binding!, now());
+
+      const bucket = `visitor-file-bytes:${address}`;
+      const budget = limitOf(limits.bytesPerHourPerAddress);
+      const spends: { spent: Spent; amount: number }[] = [];
+      let granted = budget === Infinity ? Infinity : 0;
+      const take = async (amount: number) => {
+        const spent = await limiter.spend(bucket, amount, budget, HOUR_MS);
+        if (spent.allowed) {
+          spends.push({ spent, amount });
+          granted += amount;
+        }
+        return spent;
+      };
+      if (expected > 0 && granted < expected) {
+        const first = await take(expected);
+        if (!first.allowed) throw addressQuotaError('file bytes', first.retryAfterSeconds);
+      }
+
+      let received = 0;
+      const grow = async (total: number) => {
+        const needed = total - granted;
+        let spent = await take(nextGrant(total, granted, GRANT_STEP));
+        if (!spent.allowed && needed < GRANT_STEP) spent = await take(needed);
+        if (!spent.allowed) throw addressQuotaError('file bytes', spent.retryAfterSeconds);
+      };
+      const guard: UploadGuard = {
+        checkPart: (mimeType) => checkFileAllowed(settings, mimeType),
+        received: (total) => {
+          received = total;
+          if (total > room.bytes) throw siteQuotaError(room.binding!, now());
+          if (total > granted) return grow(total);
+        },
+      };
+      req.uploadGuard = guard;
+      res.once('close', () => {
+        // Unused budget goes back, newest grant first; a refund never fails the request.
+        let unused = granted - received;
+        for (const { spent, amount } of spends.reverse()) {
+          if (unused <= 0) break;
+          const back = Math.min(unused, amount);
+          unused -= back;
+          void spent.refund(back);
+        }
+      });
+      next();
+    } catch (err) {
+      next(err);
+    }
+  };
+}
