@@ -123,17 +123,26 @@ async function lock(lockFile, done) {
 
 /** @param {string} lockFile */
 function lockIsStale(lockFile) {
+  let writtenAt;
   try {
-    const holder = JSON.parse(fs.readFileSync(lockFile, 'utf8'));
-    if (Date.now() - holder.at > LOCK_STALE_MS) return true;
-    if (holder.host !== os.hostname()) return false;
+    writtenAt = fs.statSync(lockFile).mtimeMs;
+  } catch {
+    return false; // released meanwhile
+  }
+  let holder;
+  try {
+    holder = JSON.parse(fs.readFileSync(lockFile, 'utf8'));
+  } catch {
+    // It is written in one call: unreadable for seconds means its writer died in the middle.
+    return Date.now() - writtenAt > 5000;
+  }
+  if (Date.now() - holder.at > LOCK_STALE_MS) return true;
+  if (holder.host !== os.hostname()) return false;
+  try {
     process.kill(holder.pid, 0); // throws ESRCH when the holder died without removing it
     return false;
   } catch (err) {
-    const code = /** @type {NodeJS.ErrnoException} */ (err).code;
-    // ESRCH: the holder is gone. ENOENT: released meanwhile. A half-written lock (its holder is
-    // writing it this instant) is not stale: it parses on the next look.
-    return code === 'ESRCH';
+    return /** @type {NodeJS.ErrnoException} */ (err).code === 'ESRCH';
   }
 }
 
@@ -184,6 +193,7 @@ async function compile(root) {
       // Another builder finished the same sources first: its build is this one.
       if (!['ENOTEMPTY', 'EEXIST'].includes(/** @type {NodeJS.ErrnoException} */ (err).code ?? '')) throw err;
       fs.rmSync(tmp, { recursive: true, force: true });
+      if (!fs.existsSync(path.join(target, 'build.json'))) throw new Error(`${target} is not a complete build (changed by hand?): remove it and build again`);
     }
   } catch (err) {
     fs.rmSync(tmp, { recursive: true, force: true });

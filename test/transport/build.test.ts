@@ -204,6 +204,17 @@ onSqlite('one build for every process', () => {
     expect(JSON.parse(cli.out())).toEqual({ sites: [] });
     expect(Date.now() - started).toBeLessThan(20_000);
     expect(fs.existsSync(path.join(dir, '.dist/.lock'))).toBe(false);
+
+    // A lock whose writer died between creating and writing it (empty, some seconds old), and a source changed.
+    fs.writeFileSync(path.join(dir, '.dist/.lock'), '');
+    const past = new Date(Date.now() - 10_000);
+    fs.utimesSync(path.join(dir, '.dist/.lock'), past, past);
+    fs.appendFileSync(path.join(dir, 'server/main.ts'), '\n');
+    const again = Date.now();
+    const rebuilt = await runNode(dir, ['scripts/build.js', '--if-stale']);
+    expect(rebuilt.code).toBe(0);
+    expect(Date.now() - again).toBeLessThan(20_000);
+    expect(builds(dir)).toHaveLength(2);
   }, 60_000);
 
   test('the service, a worker and five CLI calls started together on a checkout without dist/, ten times over: all succeed; the server has no child process', async () => {
