@@ -10,4 +10,6 @@ module.exports = {
   // Each test file gets its own database; files run one at a time (--runInBand) to keep the
   // MariaDB load and port use predictable on a 2-core machine.
   setupFiles: ['<rootDir>/test/helpers/env.ts'],
+  // The chat window's files come from the build (dist/): made once here when the sources changed.
+  globalSetup: '<rootDir>/test/helpers/build.ts',
 };

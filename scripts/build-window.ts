@@ -1,26 +1,33 @@
 /**
- * Builds the chat window's browser code (server/widget/browser) with esbuild, in memory: the
- * server builds it once at start and serves it (server/widget/assets.ts), so no generated file
- * lives in git and a build can never be stale. Run directly to see the sizes:
+ * Builds the chat window's browser code (server/widget/browser) with esbuild into a directory of
+ * the build (`npm run build`, scripts/build.js, writes it to <build>/window): minified files, their
+ * brotli and gzip variants, and manifest.json. The server only reads them (server/widget/assets.ts):
+ * no compiler and no compression at run time. Run directly to see the sizes:
  *
- *   npx tsx scripts/build-window.ts        # loader.js, panel.js, panel.css: bytes and gzip bytes
+ *   npx tsx scripts/build-window.ts        # loader.js, panel.js, panel.css: bytes, gzip and brotli bytes
  */
+import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { fromProjectRoot } from '../server/platform/project-root';
+import type { ContentCoding, WindowManifest } from '../server/widget/assets';
 
 const SOURCES = fromProjectRoot('server', 'widget', 'browser');
 
-export interface WindowAssets {
+export interface WindowFiles {
   /** Served at an unversioned URL (the embed snippet's), so with a short cache. */
-  loaderJs: Buffer;
-  panelJs: Buffer;
-  panelCss: Buffer;
-  /** Content hash of the panel's files: their URLs carry it and are cached for a year. */
-  version: string;
+  'loader.js': Buffer;
+  'panel.js': Buffer;
+  'panel.css': Buffer;
 }
+
+const TYPES: Record<keyof WindowFiles, string> = {
+  'loader.js': 'application/javascript; charset=utf-8',
+  'panel.js': 'application/javascript; charset=utf-8',
+  'panel.css': 'text/css; charset=utf-8',
+};
 
 async function bundle(entry: string, format: 'iife' | 'esm'): Promise<Buffer> {
   const out = await build({
@@ -38,27 +45,59 @@ async function bundle(entry: string, format: 'iife' | 'esm'): Promise<Buffer> {
   return Buffer.from(out.outputFiles[0].contents);
 }
 
-export async function buildWindowAssets(): Promise<WindowAssets> {
+export async function bundleWindow(): Promise<WindowFiles> {
   const [loaderJs, panelJs, panelCss] = await Promise.all([
     bundle('loader.ts', 'iife'),
     bundle('panel.ts', 'iife'),
     // A CSS entry goes through esbuild's CSS minifier (the text loader is for the loader's import).
     build({ entryPoints: [path.join(SOURCES, 'panel.css')], bundle: true, minify: true, write: false, logLevel: 'silent' }).then((r) => Buffer.from(r.outputFiles[0].contents)),
   ]);
-  const version = createHash('sha256').update(panelJs).update('\0').update(panelCss).digest('hex').slice(0, 16);
-  return { loaderJs, panelJs, panelCss, version };
+  return { 'loader.js': loaderJs, 'panel.js': panelJs, 'panel.css': panelCss };
 }
 
-export function sizes(a: WindowAssets): Record<'loader.js' | 'panel.js' | 'panel.css', { bytes: number; gzip: number }> {
-  const of = (b: Buffer) => ({ bytes: b.length, gzip: gzipSync(b, { level: 9 }).length });
-  return { 'loader.js': of(a.loaderJs), 'panel.js': of(a.panelJs), 'panel.css': of(a.panelCss) };
+/** The precompressed variants, at the strongest settings: made once per build, served many times. */
+export function compress(body: Buffer): Record<ContentCoding, Buffer> {
+  return {
+    br: brotliCompressSync(body, {
+      params: { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
+    }),
+    gzip: gzipSync(body, { level: 9 }),
+  };
+}
+
+/** Writes the files, their variants and manifest.json (last) into `dir`, which must not exist yet. */
+export async function writeWindowAssets(dir: string): Promise<WindowManifest> {
+  const files = await bundleWindow();
+  // The panel's URLs carry this hash: a new build gets new URLs, so year-long caching is safe.
+  const version = createHash('sha256').update(files['panel.js']).update('\0').update(files['panel.css']).digest('hex').slice(0, 16);
+  fs.mkdirSync(dir);
+  const manifest: WindowManifest = { version, files: {} };
+  for (const [name, body] of Object.entries(files) as [keyof WindowFiles, Buffer][]) {
+    const coded = compress(body);
+    const variants = { identity: name, br: `${name}.br`, gzip: `${name}.gz` };
+    fs.writeFileSync(path.join(dir, variants.identity), body);
+    fs.writeFileSync(path.join(dir, variants.br), coded.br);
+    fs.writeFileSync(path.join(dir, variants.gzip), coded.gzip);
+    manifest.files[name] = { type: TYPES[name], variants };
+  }
+  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  return manifest;
+}
+
+export function sizes(files: WindowFiles): Record<keyof WindowFiles, { bytes: number; gzip: number; br: number }> {
+  const of = (b: Buffer) => {
+    const c = compress(b);
+    return { bytes: b.length, gzip: c.gzip.length, br: c.br.length };
+  };
+  return { 'loader.js': of(files['loader.js']), 'panel.js': of(files['panel.js']), 'panel.css': of(files['panel.css']) };
 }
 
 if (require.main === module) {
-  buildWindowAssets()
-    .then((a) => {
-      for (const [name, s] of Object.entries(sizes(a))) console.log(`${name.padEnd(10)} ${String(s.bytes).padStart(6)} B   gzip ${String(s.gzip).padStart(5)} B`);
-      console.log(`version    ${a.version}`);
+  bundleWindow()
+    .then((files) => {
+      for (const [name, s] of Object.entries(sizes(files))) {
+        console.log(`${name.padEnd(10)} ${String(s.bytes).padStart(6)} B   gzip ${String(s.gzip).padStart(5)} B   brotli ${String(s.br).padStart(5)} B`);
+      }
     })
     .catch((err) => {
       console.error(err);

@@ -19,6 +19,7 @@ import { mediaRoutes } from './media/routes';
 import { schemaRoutes } from './webhooks/schema-routes';
 import { windowRoutes, WINDOW_BASE_PATH } from './widget/routes';
 import { windowAssetRoutes } from './widget/assets';
+import { limitByAddress } from './http/rate-limit/answers';
 
 export interface AppOptions {
   services: Services;
@@ -37,7 +38,7 @@ export const READY_TIMEOUT_MS = 2000;
  * The whole request pipeline, in order. Read top to bottom to see what a request meets.
  */
 export function createApp(opts: AppOptions): Express {
-  const { services, logger, limiter } = opts;
+  const { services, logger } = opts;
   const app = express();
   app.disable('x-powered-by');
   app.set('etag', false);
@@ -51,11 +52,34 @@ export function createApp(opts: AppOptions): Express {
   noCors(app);
   app.use(securityHeaders);
 
+  // The chat window is served on an origin of its own when WINDOW_PUBLIC_URL is set: that host
+  // answers the window and its visitors' file links only, the main host everything else.
+  const windowHost = services.config.windowPublicUrl ? new URL(services.config.windowPublicUrl).hostname : undefined;
+  const main = mainRoutes(opts);
+  const windowApp = windowSide(opts);
+  if (windowHost) {
+    main.use(WINDOW_BASE_PATH, (_req, _res, next) => next(new ApiError('not_found', `The chat window is served at ${services.config.windowPublicUrl}${WINDOW_BASE_PATH}/ (WINDOW_PUBLIC_URL).`)));
+    app.use((req, res, next) => (req.hostname?.toLowerCase() === windowHost ? windowApp(req, res, next) : main(req, res, next)));
+  } else {
+    main.use(windowApp);
+    app.use(main);
+  }
+
+  // 5. Everything else is 404, and every failure leaves through one handler in the envelope.
+  app.use(notFoundHandler);
+  app.use(errorHandler(logger));
+  return app;
+}
+
+/** The main host: operational endpoints, the documents and Swagger UI, the public API. */
+function mainRoutes(opts: AppOptions): express.Router {
+  const { services, limiter } = opts;
+  const main = express.Router();
   // 3. Operational endpoints outside the versioned API.
-  app.get('/healthz', (_req, res) => {
+  main.get('/healthz', (_req, res) => {
     res.json({ data: { status: 'ok' } });
   });
-  app.get('/readyz', async (_req, res) => {
+  main.get('/readyz', async (_req, res) => {
     // A load balancer polls this with a short time-out of its own: a database that hangs must
     // still get an answer from us, not a timed-out probe.
     let timer: NodeJS.Timeout | undefined;
@@ -69,7 +93,7 @@ export function createApp(opts: AppOptions): Express {
     if (!ok) return sendError(res, new ApiError('service_unavailable', 'The database does not answer.', undefined, { 'Retry-After': '5' }));
     res.json({ data: { status: 'ready' } });
   });
-  app.use(docsRoutes());
+  main.use(docsRoutes({ persistAuthorization: services.config.docsPersistAuthorization }));
 
   // 4. The public API.
   const api = express.Router();
@@ -94,17 +118,40 @@ export function createApp(opts: AppOptions): Express {
   api.use(conversationRoutes(services.conversations));
   api.use(messageRoutes(services.messages));
   api.use(mediaRoutes(services.media));
-  app.use('/api/v1', api);
+  main.use('/api/v1', api);
+  return main;
+}
 
-  // 4b. The chat window's own entry (openapi/window.yaml): window tokens instead of API keys, CORS
-  //     for the site's allowed origins only, live updates by Server-Sent Events. Never under /api/v1.
-  //     Its browser side (loader, panel document, versioned assets) is not in window.yaml: it is
-  //     static code for browsers, not an operation, so it is mounted ahead of the entry's validator.
-  app.use(WINDOW_BASE_PATH, windowAssetRoutes({ services, limiter, logger }));
-  app.use(WINDOW_BASE_PATH, windowRoutes({ services, limiter, logger, validateResponses: opts.validateResponses }));
+const SIGNED_LINK = { expires: /^\d{1,11}$/, signature: /^[0-9a-f]{64}$/ };
 
-  // 5. Everything else is 404, and every failure leaves through one handler in the envelope.
-  app.use(notFoundHandler);
-  app.use(errorHandler(logger));
-  return app;
+/**
+ * 4b. The chat window's own entry (openapi/window.yaml): window tokens instead of API keys, CORS
+ *     for the site's allowed origins only, live updates by Server-Sent Events. Never under /api/v1.
+ *     Its browser side (loader, panel document, versioned assets) is not in window.yaml: it is
+ *     static code for browsers, not an operation, so it is mounted ahead of the entry's validator.
+ *     With an origin of its own, the visitors' signed file links are answered there too (and only
+ *     there: they are signed with the window's own key).
+ */
+function windowSide(opts: AppOptions): express.Router {
+  const { services, limiter, logger } = opts;
+  const windowApp = express.Router();
+  windowApp.use(WINDOW_BASE_PATH, windowAssetRoutes({ services, limiter, logger }));
+  windowApp.use(WINDOW_BASE_PATH, windowRoutes({ services, limiter, logger, validateResponses: opts.validateResponses }));
+  if (services.config.windowPublicUrl) {
+    windowApp.get('/api/v1/media/:id', async (req, _res, next) => {
+      try {
+        await limitByAddress(limiter, req);
+        // No validator on this host: the link's two parameters are checked here, as single values.
+        const { expires, signature } = req.query;
+        if (typeof expires !== 'string' || typeof signature !== 'string' || !SIGNED_LINK.expires.test(expires) || !SIGNED_LINK.signature.test(signature)) {
+          throw new ApiError('unauthorized', 'The media link signature is invalid or expired.');
+        }
+        next();
+      } catch (err) {
+        next(err);
+      }
+    });
+    windowApp.use('/api/v1', mediaRoutes(services.window.media));
+  }
+  return windowApp;
 }

@@ -9,6 +9,13 @@ export interface Config {
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
   publicUrl: string;
+  /**
+   * The chat window's own origin (its loader, panel, entry and the visitors' file links), answered by
+   * this process when a request's Host names it; undefined: the window is served under publicUrl.
+   */
+  windowPublicUrl: string | undefined;
+  /** Swagger UI keeps the key entered under Authorize in the browser's localStorage (opt-in). */
+  docsPersistAuthorization: boolean;
   masterKey: string | undefined;
   redisUrl: string | undefined;
   production: boolean;
@@ -97,8 +104,31 @@ function boolFrom(value: string | undefined): boolean {
   return value === 'true' || value === '1';
 }
 
+/**
+ * WINDOW_PUBLIC_URL: an https origin on a host name of its own, so the window's pages and the
+ * visitors' files never share an origin (and its localStorage) with Swagger UI and the API.
+ */
+export function windowPublicUrlFrom(value: string | undefined, publicUrl: string): string | undefined {
+  const v = (value ?? '').trim();
+  if (v === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(v);
+  } catch {
+    throw new Error(`WINDOW_PUBLIC_URL must be an https URL such as https://chat-window.example.net, got "${v}"`);
+  }
+  if (url.protocol !== 'https:' || url.username || url.password || url.search || url.hash || url.pathname !== '/') {
+    throw new Error(`WINDOW_PUBLIC_URL must be an https origin without path, query or credentials (https://chat-window.example.net), got "${v}"`);
+  }
+  if (url.hostname === new URL(publicUrl).hostname) {
+    throw new Error(`WINDOW_PUBLIC_URL must name another host than PUBLIC_URL (${publicUrl}): the process tells the two apart by the Host header`);
+  }
+  return url.origin;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = intFrom(env.PORT, 8443, 'PORT');
+  const publicUrl = (env.PUBLIC_URL || `https://localhost:${port}`).replace(/\/+$/, '');
   const delays = (env.WEBHOOK_RETRY_DELAYS_MS ?? '5000,10000')
     .split(',')
     .map((s) => intFrom(s.trim(), 0, 'WEBHOOK_RETRY_DELAYS_MS'));
@@ -108,7 +138,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: env.DATABASE_URL || undefined,
     tlsCertFile: env.TLS_CERT_FILE || undefined,
     tlsKeyFile: env.TLS_KEY_FILE || undefined,
-    publicUrl: (env.PUBLIC_URL || `https://localhost:${port}`).replace(/\/+$/, ''),
+    publicUrl,
+    windowPublicUrl: windowPublicUrlFrom(env.WINDOW_PUBLIC_URL, publicUrl),
+    docsPersistAuthorization: boolFrom(env.DOCS_PERSIST_AUTHORIZATION),
     masterKey: env.MASTER_KEY || undefined,
     redisUrl: env.REDIS_URL || undefined,
     production: env.NODE_ENV === 'production',

@@ -76,7 +76,8 @@ async function main() {
   const worker = config.embeddedWorker ? deliveryWorkerFor(services, logger.child({ component: 'delivery-worker' })) : null;
   worker?.start();
 
-  server.listen(config.port, () => logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/` }, 'listening (HTTPS)'));
+  const windowUrl = `${config.windowPublicUrl ?? config.publicUrl}/window/v1/loader.js`;
+  server.listen(config.port, () => logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/`, window: windowUrl }, 'listening (HTTPS)'));
 
   const maintenance = startMaintenance(services, logger.child({ component: 'maintenance' }));
 

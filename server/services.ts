@@ -49,13 +49,19 @@ export function createServices(
   const accessStore = createAccessStore(db);
   const eventStore = createEventStore(db);
   const mediaStore = createMediaStore(db);
-  const media = createMediaService(mediaStore, {
+  const mediaOptions = {
     dataDir: config.dataDir,
     publicUrl: config.publicUrl,
     linkKey: keys.mediaLinks,
     linkTtlSeconds: config.mediaLinkTtlSeconds,
     now,
-  });
+  };
+  const media = createMediaService(mediaStore, mediaOptions);
+  // On an origin of its own (WINDOW_PUBLIC_URL), the chat window's file links point there and are
+  // signed with a key of their own, so they open on that host only (app.ts), never on the API's.
+  const windowMedia = config.windowPublicUrl
+    ? createMediaService(mediaStore, { ...mediaOptions, publicUrl: config.windowPublicUrl, linkKey: deriveKey(master, 'window-media-links') })
+    : media;
   const visitorFiles = createVisitorFiles({ db, limits: config.visitorFiles, now });
   const windowStore = createWindowStore(db);
   // The chat window's live streams hear of every commit that wrote events in this process at once,
@@ -68,7 +74,7 @@ export function createServices(
       live.committed(events);
     },
   };
-  const messages = createMessageService({
+  const messageDeps = {
     db,
     conversations: conversationStore,
     messages: createMessageStore(db),
@@ -77,7 +83,10 @@ export function createServices(
     cursors,
     now,
     ...hooks,
-  });
+  };
+  const messages = createMessageService(messageDeps);
+  /** What the chat window reads and writes through: the same rules, its own file links. */
+  const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
   return {
     db,
     config,
@@ -93,14 +102,17 @@ export function createServices(
     conversations: createConversationService({ db, store: conversationStore, cursors, now, ...hooks }),
     messages,
     media,
-    /** Per site: visitor files on or off, their allowed types, and the site's quotas (issue 16). */
+    /** Per site: visitor files on or off, their allowed types, and the site's quotas. */
     visitorFiles,
-    widget: createWidgetService({ db, conversations: conversationStore, messages, media, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
+    widget: createWidgetService({ db, conversations: conversationStore, messages: windowMessages, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
     /** The chat window's entry (issue 9): tokens, the visitor's feed and its live wake-ups. */
     window: {
       tokens: createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now),
       store: windowStore,
-      feed: createFeed({ store: windowStore, messages, mediaStore }),
+      feed: createFeed({ store: windowStore, messages: windowMessages, mediaStore }),
+      /** The window's messages and files: links on WINDOW_PUBLIC_URL when set (app.ts serves them there). */
+      messages: windowMessages,
+      media: windowMedia,
       live,
       /** The open live streams; `streams.closeAll()` on shutdown, or server.close() waits for them. */
       streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 2)) }),

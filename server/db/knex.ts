@@ -111,7 +111,46 @@ function beginSqliteTransactionsImmediately(db: Knex): void {
 export async function migrate(db: Knex): Promise<void> {
   // Loaded here, not at the top: the migrations use this file's helpers (migrations/columns.ts).
   const { migrationSource } = await import('./migrations');
-  await db.migrate.latest({ migrationSource });
+  await underMigrationLock(db, () => db.migrate.latest({ migrationSource }));
+}
+
+const MIGRATION_LOCK_WAIT_SECONDS = 120;
+
+/**
+ * The server, a worker and CLI calls may start at the same moment. Knex's own migration lock does
+ * not cover that: on a new database they race to create its tables (the losers fail), and two may
+ * each insert its lock row, after which every migration fails as "already locked". So migrations
+ * run one process at a time under a lock the engine drops if its holder dies: a named lock on
+ * MySQL, an exclusive transaction on a file beside the SQLite database.
+ */
+async function underMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T> {
+  const timeout = () => new Error(`Another process has been migrating the database for ${MIGRATION_LOCK_WAIT_SECONDS} s; try again when it finished.`);
+  if (dialectOf(db) === 'mysql') {
+    // A transaction only to hold one connection: GET_LOCK belongs to the connection that took it.
+    return db.transaction(async (trx) => {
+      const name = "CONCAT('chat-service-migrate:', LEFT(SHA1(DATABASE()), 40))"; // one lock per database
+      const [rows] = await trx.raw(`SELECT GET_LOCK(${name}, ?) AS got`, [MIGRATION_LOCK_WAIT_SECONDS]);
+      if (Number(rows[0].got) !== 1) throw timeout();
+      try {
+        return await fn();
+      } finally {
+        await trx.raw(`SELECT RELEASE_LOCK(${name})`);
+      }
+    });
+  }
+  const Sqlite = require('better-sqlite3') as new (file: string) => { pragma(s: string): unknown; exec(s: string): unknown; close(): void };
+  const lock = new Sqlite(`${(db.client.config.connection as { filename: string }).filename}.migrate-lock`);
+  try {
+    lock.pragma(`busy_timeout = ${MIGRATION_LOCK_WAIT_SECONDS * 1000}`);
+    try {
+      lock.exec('BEGIN EXCLUSIVE');
+    } catch {
+      throw timeout();
+    }
+    return await fn();
+  } finally {
+    lock.close(); // ends the transaction: the next process goes on
+  }
 }
 
 /** Is this error a violation of a unique index? (Used for lock-free "insert or find" races.) */

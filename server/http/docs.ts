@@ -10,16 +10,27 @@ import { openApiDocument, openApiYaml } from './openapi-document';
  */
 const DOCS_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'";
 
-const SWAGGER_UI: SwaggerUiOptions = {
-  customSiteTitle: 'Website Chat API',
-  swaggerUrl: '/openapi.json',
-  swaggerOptions: {
-    persistAuthorization: true, // the key pasted under Authorize survives a reload
-    tryItOutEnabled: true,
-    displayRequestDuration: true,
-    validatorUrl: null, // the default sends the document's address to validator.swagger.io
-  },
-};
+/**
+ * The files of swagger-ui-dist the page loads; the rest of that package (its own index.html,
+ * swagger-initializer.js, oauth2-redirect.html and .js, the ES bundles, source maps) is not served:
+ * each would be another page or script on this origin for nothing.
+ */
+const PAGE_FILES = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'swagger-ui-init.js', 'favicon-32x32.png', 'favicon-16x16.png']);
+
+function swaggerUiOptions(persistAuthorization: boolean): SwaggerUiOptions {
+  return {
+    customSiteTitle: 'Website Chat API',
+    swaggerUrl: '/openapi.json',
+    swaggerOptions: {
+      // Off unless DOCS_PERSIST_AUTHORIZATION=true: kept, the key entered under Authorize would sit
+      // in this origin's localStorage, readable by any script that ever ran here.
+      persistAuthorization,
+      tryItOutEnabled: true,
+      displayRequestDuration: true,
+      validatorUrl: null, // the default sends the document's address to validator.swagger.io
+    },
+  };
+}
 
 const withDocsCsp: RequestHandler = (_req, res, next) => {
   res.setHeader('Content-Security-Policy', DOCS_CSP);
@@ -32,9 +43,13 @@ const requireTrailingSlash: RequestHandler = (req, res, next) => {
   next();
 };
 
+/** Anything under /docs/ but the page and its files is 404 (in the envelope, by the app's handler). */
+const onlyPageFiles: RequestHandler = (req, _res, next) => (PAGE_FILES.has(req.path.slice(1)) ? next() : next('router'));
+
 /** Swagger UI at /docs/ and the document at /openapi.json and /openapi.yaml. */
-export function docsRoutes(): Router {
+export function docsRoutes(opts: { persistAuthorization: boolean }): Router {
   const router = Router();
+  const settings = swaggerUiOptions(opts.persistAuthorization);
   router.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument());
   });
@@ -42,9 +57,9 @@ export function docsRoutes(): Router {
     res.type('application/yaml').send(openApiYaml());
   });
   router.use('/docs', withDocsCsp);
-  router.get('/docs/', requireTrailingSlash, swaggerUi.setup(null, SWAGGER_UI));
+  router.get('/docs/', requireTrailingSlash, swaggerUi.setup(null, settings));
   // serveFiles (not `serve`): its swagger-ui-init.js is built from these options, not from the
-  // module-wide copy that every `setup` call overwrites. Then the files of swagger-ui-dist.
-  router.use('/docs', swaggerUi.serveFiles(undefined, SWAGGER_UI));
+  // module-wide copy that every `setup` call overwrites. Then the page's files of swagger-ui-dist.
+  router.use('/docs', onlyPageFiles, swaggerUi.serveFiles(undefined, settings));
   return router;
 }

@@ -102,7 +102,7 @@ function recentOrigins(now: () => number, max = 10_000) {
 export function windowRoutes(opts: WindowRouteOptions): Router {
   const { services, limiter } = opts;
   const { access, window: win } = services;
-  const serviceOrigin = new URL(services.config.publicUrl).origin;
+  const serviceOrigin = new URL(services.config.windowPublicUrl ?? services.config.publicUrl).origin; // where the panel is served
   const streams = opts.streams ? createStreamRegistry(opts.streams) : services.window.streams;
   const router = Router();
   const allowedLately = recentOrigins(win.now);
@@ -291,7 +291,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
     // Another visitor's conversation is answered exactly like a missing one.
     const own = await win.store.conversationOfVisitor(v.siteId, v.visitorId, req.params.conversationId);
     if (!own) throw new ApiError('not_found', 'Conversation not found.');
-    const page = await services.messages.list(v.siteId, own.id, req.query as { limit?: number; cursor?: string; order?: 'asc' | 'desc' });
+    const page = await win.messages.list(v.siteId, own.id, req.query as { limit?: number; cursor?: string; order?: 'asc' | 'desc' });
     res.json({ data: page.data.map(toWindowMessage), page: page.page });
   });
 

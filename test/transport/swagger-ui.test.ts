@@ -1,13 +1,13 @@
 /**
  * Swagger UI (swagger-ui-express) at /docs/: the page runs under a policy without inline scripts,
- * and in a real browser (Debian's Chromium driven by playwright-core) a developer authorizes with a
- * key, "Try it out" on GET /conversations answers 200 from the server, and the key survives a reload.
+ * only the files it loads are served, and in a real browser (Debian's Chromium driven by
+ * playwright-core) a developer authorizes with a key, "Try it out" on GET /conversations answers
+ * 200 from the server, and the key is gone after a reload (kept only with DOCS_PERSIST_AUTHORIZATION).
  */
-import fs from 'node:fs';
 import request from 'supertest';
-import { chromium, Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createHarness, Harness, listenHttps } from '../helpers/harness';
-import { TEST_DB } from '../helpers/db';
+import { describeInChromium, launchChromium } from '../helpers/chromium';
 
 describe('the docs page as served', () => {
   let h: Harness;
@@ -33,10 +33,29 @@ describe('the docs page as served', () => {
     expect(init.status).toBe(200);
     expect(init.headers['content-type']).toMatch(/^application\/javascript/);
     expect(init.text).toContain('"swaggerUrl": "/openapi.json"');
-    for (const setting of ['"persistAuthorization": true', '"tryItOutEnabled": true', '"displayRequestDuration": true', '"validatorUrl": null']) {
+    for (const setting of ['"persistAuthorization": false', '"tryItOutEnabled": true', '"displayRequestDuration": true', '"validatorUrl": null']) {
       expect(init.text).toContain(setting);
     }
-    expect((await request(h.app).get('/docs/swagger-ui-bundle.js')).status).toBe(200);
+    // Every file the page links is served.
+    for (const link of [...page.text.matchAll(/(?:src|href)="\.\/([^"]+)"/g)].map((m) => m[1])) {
+      expect([link, (await request(h.app).get(`/docs/${link}`)).status]).toEqual([link, 200]);
+    }
+  });
+
+  test("swagger-ui-dist's own pages and scripts are not served: 404 in the envelope", async () => {
+    for (const file of ['index.html', 'swagger-initializer.js', 'oauth2-redirect.html', 'oauth2-redirect.js', 'swagger-ui-es-bundle.js', 'swagger-ui-bundle.js.map', 'package.json', 'index.css', 'README.md']) {
+      const res = await request(h.app).get(`/docs/${file}`);
+      expect([file, res.status, res.body.error?.code]).toEqual([file, 404, 'not_found']);
+    }
+  });
+
+  test('DOCS_PERSIST_AUTHORIZATION=true keeps the key across reloads (opt-in)', async () => {
+    const kept = await createHarness({ env: { DOCS_PERSIST_AUTHORIZATION: 'true' } });
+    try {
+      expect((await request(kept.app).get('/docs/swagger-ui-init.js')).text).toContain('"persistAuthorization": true');
+    } finally {
+      await kept.close();
+    }
   });
 
   test('/docs redirects to /docs/ (the page links its files relatively); an unknown file is a 404 in the envelope', async () => {
@@ -49,13 +68,7 @@ describe('the docs page as served', () => {
   });
 });
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = fs.existsSync(CHROMIUM);
-if (!available && process.env.CI) throw new Error(`Chromium is required in CI (${CHROMIUM}); .ci/run installs it`);
-// The browser path does not depend on the database engine: run it once, on the SQLite pass.
-const run = available && TEST_DB === 'sqlite' ? describe : describe.skip;
-
-run('Swagger UI', () => {
+describeInChromium('Swagger UI', () => {
   let h: Harness;
   let server: Awaited<ReturnType<typeof listenHttps>>;
   let browser: Browser;
@@ -65,10 +78,7 @@ run('Swagger UI', () => {
     h = await createHarness();
     convId = (await h.visitorSay(h.site.id, 'v-swagger', 'Hello from the browser test')).conversation.id;
     server = await listenHttps(h.app);
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   }, 60_000);
 
   afterAll(async () => {
@@ -77,7 +87,7 @@ run('Swagger UI', () => {
     await h?.close();
   });
 
-  test('Authorize with a key, then Try it out on GET /conversations answers 200', async () => {
+  test('Authorize with a key, then Try it out on GET /conversations answers 200; the key is not kept', async () => {
     const context = await browser.newContext({ ignoreHTTPSErrors: true }); // the test server's self-signed certificate
     const page = await context.newPage();
     const failures: string[] = [];
@@ -107,11 +117,13 @@ run('Swagger UI', () => {
     expect(answer.status).toBe('200');
     expect(answer.body).toContain(convId);
 
-    // persistAuthorization: opened again, the page still has the key and Try it out answers 200.
+    // The key is not written to the origin's storage: opened again, the page no longer has it.
+    expect(await page.evaluate(() => JSON.stringify({ ...localStorage }))).not.toContain(h.site.key);
     await page.goto(`${server.url}/docs/`); // not reload(): deepLinking put the open operation in the URL
     await page.locator('.swagger-ui .info .title').waitFor();
-    expect(await page.locator('.swagger-ui button.authorize.locked').count()).toBeGreaterThan(0);
-    expect((await tryListConversations()).status).toBe('200');
+    expect(await page.locator('.swagger-ui button.authorize').count()).toBeGreaterThan(0);
+    expect(await page.locator('.swagger-ui button.authorize.locked').count()).toBe(0);
+    expect((await tryListConversations()).status).toBe('401');
     expect(failures).toEqual([]);
     await context.close();
   }, 90_000);

@@ -1,0 +1,18 @@
+import fs from 'node:fs';
+import { chromium, Browser } from 'playwright-core';
+import { TEST_DB } from './db';
+
+/** Debian's Chromium, driven by playwright-core (CHROMIUM_PATH to use another). */
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const available = fs.existsSync(CHROMIUM);
+if (!available && process.env.CI) throw new Error(`Chromium is required in CI (${CHROMIUM}); .ci/run installs it`);
+
+/** describe() for browser tests: the browser path does not depend on the database engine, so they run once, on the SQLite pass. */
+export const describeInChromium = available && TEST_DB === 'sqlite' ? describe : describe.skip;
+
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+}
