@@ -8,16 +8,13 @@
 import request from 'supertest';
 import type { Browser } from 'playwright-core';
 import { createHarness, Harness, listenHttps } from '../helpers/harness';
-import { TEST_DB } from '../helpers/db';
-import { chromiumAvailable, launchChromium } from '../helpers/browser';
+import { describeInChromium, launchChromium } from '../helpers/chromium';
 import { allowOrigins, auth, getToken, w } from '../window/helpers';
 
-// The browser path does not depend on the database engine: it runs once, on the SQLite pass.
-const run = chromiumAvailable('test/browser/media-inert.test.ts') && TEST_DB === 'sqlite' ? describe : describe.skip;
 
 const SCRIPT = (flag: string) => `window.${flag} = true; document.title = '${flag}';`;
 
-run('visitor files in a browser (SQLite pass only)', () => {
+describeInChromium('visitor files in a browser (SQLite pass only)', () => {
   let h: Harness;
   let service: Awaited<ReturnType<typeof listenHttps>>;
   let browser: Browser;

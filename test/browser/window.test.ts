@@ -10,23 +10,16 @@ import https from 'node:https';
 import path from 'node:path';
 import request from 'supertest';
 import axe from 'axe-core';
-import { chromium, Browser, BrowserContext, Frame, Page } from 'playwright-core';
+import type { Browser, BrowserContext, Frame, Page } from 'playwright-core';
 import { createHarness, Harness, bearer } from '../helpers/harness';
-import { TEST_DB } from '../helpers/db';
+import { describeInChromium, launchChromium } from '../helpers/chromium';
 import { freePort } from '../helpers/spawn';
 import { makeSelfSignedCert } from '../../server/platform/tls';
 import { allowOrigins, auth, getToken, w } from '../window/helpers';
 import { identityHash } from '../../server/widget/tokens';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const available = fs.existsSync(CHROMIUM);
-if (!available && process.env.CI) throw new Error(`Chromium is required in CI (${CHROMIUM}); .ci/run installs it`);
-if (!available) console.warn(`test/browser/window.test.ts skipped: no Chromium at ${CHROMIUM}`);
-// The browser path does not depend on the database engine: it runs once, on the SQLite pass.
-const run = available && TEST_DB === 'sqlite' ? describe : describe.skip;
 
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts');
-const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 function listen(server: http.Server | https.Server, port: number): Promise<void> {
   return new Promise((resolve, reject) => {
@@ -43,7 +36,7 @@ function shut(server: http.Server | https.Server | undefined): Promise<void> {
 }
 
 // On the MySQL pass this file is skipped on purpose: the database engine adds nothing to a browser test.
-run('The chat window in a browser (SQLite pass only)', () => {
+describeInChromium('The chat window in a browser (SQLite pass only)', () => {
   let h: Harness;
   let service: https.Server;
   let shop: https.Server;
@@ -95,10 +88,7 @@ run('The chat window in a browser (SQLite pass only)', () => {
     crossSiteShop = http.createServer(shopPage);
     await listen(crossSiteShop, crossPort);
 
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: LAUNCH_ARGS,
-    });
+    browser = await launchChromium();
     context = await newContext();
     page = await context.newPage();
     fs.mkdirSync(ARTIFACTS, { recursive: true });
@@ -574,7 +564,7 @@ run('The chat window in a browser (SQLite pass only)', () => {
       const disabled = chromiumSwitches().find((s) => s.startsWith('--disable-features=') && s.includes('ThirdPartyStoragePartitioning'));
       if (!disabled) throw new Error("playwright-core no longer disables ThirdPartyStoragePartitioning: check this test's premise");
       const partitioning = disabled.replace(/ThirdPartyStoragePartitioning,?/, '').replace(/,$/, '');
-      const own = await chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, partitioning], ignoreDefaultArgs: [disabled] });
+      const own = await launchChromium({ args: [partitioning], ignoreDefaultArgs: [disabled] });
       try {
         const ctx = await newContext({}, own);
         await hearsEverythingLive(ctx, 'storage partitioned', { storage: 'usable', lock: 'granted' });
