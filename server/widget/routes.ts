@@ -336,6 +336,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
       live: win.live,
       logger: opts.logger,
       now: services.window.now,
+      refusal: async () => windowRefusal(await access.windowAccess(v.siteId, v.origin, v.visitorId), v),
     });
   });
 

@@ -56,7 +56,16 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
     open(
       req: Request,
       res: Response,
-      ctx: { claims: WindowClaims; from: FeedPosition; feed: Feed; live: LiveHub; logger: Logger; now: () => number },
+      ctx: {
+        claims: WindowClaims;
+        from: FeedPosition;
+        feed: Feed;
+        live: LiveHub;
+        logger: Logger;
+        now: () => number;
+        /** Asked at every heartbeat: why the token may no longer be used (a revocation, a rotated identity secret, a removed origin), or null. */
+        refusal?: () => Promise<string | null>;
+      },
     ) {
       const { claims, feed } = ctx;
       const visitorKey = `${claims.siteId}:${claims.visitorId}`;
@@ -137,8 +146,21 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       byVisitor.set(visitorKey, mine);
 
       const unsubscribe = ctx.live.subscribe(claims.siteId, claims.visitorId, () => void pump());
+      // A token checked once at the start would outlive a revocation by up to its lifetime: the
+      // site's settings are read again at each heartbeat (one keyed read), and a refused stream
+      // ends as if its token expired, so the window asks the gateway, which refuses or starts over.
+      const recheck = async () => {
+        try {
+          if (ended || !ctx.refusal || (await ctx.refusal()) === null) return;
+        } catch {
+          return; // the database is away for a moment: keep the stream, ask again at the next beat
+        }
+        write(`event: token-expired\ndata: {}\n\n`);
+        stream.end();
+      };
       const heartbeat = setInterval(() => {
         write(': ping\n\n');
+        void recheck();
         void pump();
       }, heartbeatMs);
       // The token's lifetime is the stream's: a refused visitor or origin stops within minutes.

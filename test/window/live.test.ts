@@ -224,6 +224,32 @@ describe('live updates by Server-Sent Events', () => {
       await small.close();
     }
   });
+
+  test('a stream ends within a heartbeat of its visitor being revoked; other visitors keep theirs', async () => {
+    const quick = await listenWithLimits({ heartbeatMs: 100 });
+    try {
+      const [revoked, kept] = await Promise.all([getToken(h.app, h.site.id), getToken(h.app, h.site.id)]);
+      const open = async (token: string) => {
+        const s = await openSse(quick, w(h.site.id, '/events'), { Authorization: `Bearer ${token}` });
+        streams.push(s);
+        await s.waitFor((e) => e.event === 'ready');
+        return s;
+      };
+      const [gone, stays] = [await open(revoked.token), await open(kept.token)];
+      await new Promise((r) => setTimeout(r, 2));
+      await h.runtime.services.access.revokeVisitors(h.site.id, revoked.visitorId);
+      await gone.waitFor((e) => e.event === 'token-expired', 2000);
+      await gone.ended;
+      // Several heartbeats later the other visitor's stream is still open and live.
+      await new Promise((r) => setTimeout(r, 400));
+      expect(stays.events.some((e) => e.event === 'token-expired')).toBe(false);
+      expect((await send(kept.token, 'still here')).status).toBe(201);
+      await stays.waitFor((e) => messageContent(e) === 'still here', 2000);
+    } finally {
+      for (const s of streams.splice(0)) s.close();
+      await quick.close();
+    }
+  });
 });
 
 describe('each event wakes only the streams of its own visitor', () => {
