@@ -27,7 +27,7 @@ function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 }
 
-async function prepareSite(): Promise<{ siteId: string; key: string; serviceUrl: string }> {
+async function prepareSite(): Promise<{ siteId: string; key: string; apiUrl: string; windowUrl: string }> {
   const config = loadConfig();
   const runtime = await openRuntime(config);
   try {
@@ -39,21 +39,23 @@ async function prepareSite(): Promise<{ siteId: string; key: string; serviceUrl:
     await access.setAllowedOrigins(siteId, [...origins]);
     // Keys are shown once only, so each run makes one (labelled, revocable with the CLI).
     const key = await access.createKey(siteId, ALL_SCOPES, 'demo page');
-    return { siteId, key: key.key, serviceUrl: config.publicUrl };
+    // The loader comes from the window's own origin when it has one (WINDOW_PUBLIC_URL); Swagger UI never does.
+    return { siteId, key: key.key, apiUrl: config.publicUrl, windowUrl: config.windowPublicUrl ?? config.publicUrl };
   } finally {
     await runtime.close();
   }
 }
 
-function page(siteId: string, serviceUrl: string, key: string): string {
-  const docs = `${serviceUrl}/docs/`;
+function page(siteId: string, urls: { apiUrl: string; windowUrl: string }, key: string): string {
+  const docs = `${urls.apiUrl}/docs/`;
+  const loader = `${urls.windowUrl}/window/v1/loader.js`;
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Demo shop</title>
-<script async src="${escapeHtml(serviceUrl)}/window/v1/loader.js" data-site="${escapeHtml(siteId)}"></script>
+<script async src="${escapeHtml(loader)}" data-site="${escapeHtml(siteId)}"></script>
 </head>
 <body>
 <main>
@@ -62,7 +64,7 @@ function page(siteId: string, serviceUrl: string, key: string): string {
 (<code>script-src</code> and <code>frame-src</code> allow the chat service only, nothing inline). The chat
 launcher is at the bottom right.</p>
 <ol>
-<li>If the launcher does not appear, open <a href="${escapeHtml(serviceUrl)}/healthz">${escapeHtml(serviceUrl)}/healthz</a>
+<li>If the launcher does not appear, open <a href="${escapeHtml(loader)}">${escapeHtml(loader)}</a>
 once and accept the development certificate, then reload this page.</li>
 <li>Open the chat and write something, as a visitor would. Attach a file if you like.</li>
 <li>Answer from <a href="${escapeHtml(docs)}">Swagger UI</a>: <em>Authorize</em> with the key
@@ -79,10 +81,10 @@ The reply appears in the window at once. <code>POST /conversations/{id}/close</c
 
 async function main() {
   const pageOnly = process.argv.includes('--page-only');
-  const { siteId, key, serviceUrl } = await prepareSite();
-  const serviceOrigin = new URL(serviceUrl).origin;
+  const { siteId, key, apiUrl, windowUrl } = await prepareSite();
+  const serviceOrigin = new URL(windowUrl).origin;
   const csp = `default-src 'none'; script-src ${serviceOrigin}; frame-src ${serviceOrigin}; base-uri 'none'; form-action 'none'`;
-  const html = page(siteId, serviceUrl, key);
+  const html = page(siteId, { apiUrl, windowUrl }, key);
 
   let service: ChildProcess | undefined;
   if (!pageOnly) {
@@ -107,7 +109,7 @@ async function main() {
   });
   server.listen(DEMO_PORT, 'localhost', () => {
     process.stdout.write(
-      `\nDemo shop: ${DEMO_ORIGIN}/  (site ${siteId})\nAPI key for Swagger UI (${serviceUrl}/docs/): ${key}\n` +
+      `\nDemo shop: ${DEMO_ORIGIN}/  (site ${siteId})\nAPI key for Swagger UI (${apiUrl}/docs/): ${key}\n` +
         `${pageOnly ? '' : 'The chat service starts beside it (Ctrl-C stops both).\n'}\n`,
     );
   });
