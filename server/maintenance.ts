@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Services } from './services';
 import type { Logger } from './platform/logger';
 import { removeExpiredMedia } from './media/retention';
+import { VISITOR_CREDENTIAL_TTL_SECONDS } from './widget/tokens';
 
 const HOUR = 3600_000;
 
@@ -13,7 +14,9 @@ const HOUR = 3600_000;
  *    leaves them behind);
  *  - media older than MEDIA_RETENTION_DAYS (0: kept) is removed, file and row (media/retention.ts);
  *  - media files with no attachment row, older than an hour, are removed (a process killed between
- *    storing a file and committing its message leaves them behind).
+ *    storing a file and committing its message leaves them behind);
+ *  - per-visitor window revocations are forgotten once every credential they void has expired
+ *    (the credential's 180 days, plus a day for clocks; sessions are capped far below that).
  * Every step is idempotent, so several instances may run it at once.
  */
 export async function runMaintenance(services: Services, now = Date.now()) {
@@ -34,7 +37,8 @@ export async function runMaintenance(services: Services, now = Date.now()) {
       }
     }
   }
-  return { purgedKeys, removedSpool, expiredMedia, removedOrphans };
+  const purgedRevocations = Number(await services.stores.access.purgeVisitorRevocations(now - VISITOR_CREDENTIAL_TTL_SECONDS * 1000 - 24 * HOUR));
+  return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations };
 }
 
 function listOlderThan(dir: string, before: number): string[] {

@@ -129,6 +129,8 @@ export function createAccessStore(db: Knex) {
     /** Voids the visitor's window credentials and sessions begun at or before `at`. */
     revokeVisitor: (siteId: string, visitorId: string, at: number) =>
       revokeFrom(at, 'window_visitor_revocations', { site_id: siteId, visitor_id: visitorId }, 'revoked_before', {}),
+    /** Forgets per-visitor revocations older than `before`: every credential they void has expired by then. */
+    purgeVisitorRevocations: (before: number) => db('window_visitor_revocations').where('revoked_before', '<', before).del(),
     /** Voids every visitor's window credentials and sessions of the site begun at or before `at`. */
     revokeAllVisitors: (siteId: string, at: number) =>
       revokeFrom(at, 'site_window_settings', { site_id: siteId }, 'visitors_revoked_before', { identity_mode: 'off', identity_secret_encrypted: null, updated_at: at }),
