@@ -104,7 +104,7 @@ export function createServices(
     media,
     /** Per site: visitor files on or off, their allowed types, and the site's quotas. */
     visitorFiles,
-    widget: createWidgetService({ db, conversations: conversationStore, messages: windowMessages, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
+    widget: createWidgetService({ db, conversations: conversationStore, messages, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
     /** The chat window's entry (issue 9): tokens, the visitor's feed and its live wake-ups. */
     window: {
       tokens: createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now),

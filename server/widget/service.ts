@@ -8,7 +8,7 @@ import { conversationToDto } from '../conversations/store';
 import type { MessageService, NewMessage } from '../messages/service';
 import { checkContent } from '../messages/service';
 import type { MediaService, IncomingFile } from '../media/service';
-import type { MessageFormat } from '../messages/store';
+import type { Message, MessageFormat } from '../messages/store';
 import { emitEvent, OnEvents } from '../webhooks/outbox';
 import type { MediaStore } from '../media/store';
 import type { VisitorFiles } from '../media/visitor-files';
@@ -53,11 +53,19 @@ export function createWidgetService(deps: {
     return known.message_id;
   }
 
+  /**
+   * The visitor's answer carries links for the window (its own origin when WINDOW_PUBLIC_URL is
+   * set), while the message and its events are written with the API's links: webhook receivers
+   * fetch files from the API's host, visitors from the window's.
+   */
+  const forWindow = (message: Message): Message =>
+    message.attachments.length ? { ...message, attachments: message.attachments.map((a) => ({ ...a, url: media.signedUrl(a.id) })) } : message;
+
   async function replayAnswer(messageId: string) {
     const row = (await deps.window.findMessage(messageId))!;
     const conversation = (await conversations.findById(row.conversation_id))!;
     const attachments = await deps.mediaStore.forMessages([row.id]);
-    return { conversation: conversationToDto(conversation), message: messages.toDto(row, attachments), started: false, replayed: true };
+    return { conversation: conversationToDto(conversation), message: forWindow(messages.toDto(row, attachments)), started: false, replayed: true };
   }
 
   return {
@@ -154,7 +162,7 @@ export function createWidgetService(deps: {
               return replayAnswer(result.replayOf);
             }
             deps.onEvents?.(result.events);
-            return result.answer;
+            return { ...result.answer, message: forWindow(result.answer.message) };
           } catch (err) {
             // Another message of the same visitor started the conversation first: join it. Or a
             // resend with the same client message id committed first: the next attempt finds it.

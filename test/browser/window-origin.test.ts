@@ -87,6 +87,10 @@ describe('WINDOW_PUBLIC_URL: one process, two hosts', () => {
     const apiLink = new URL(api.body.data[0].attachments[0].url);
     expect(apiLink.origin).toBe(`https://${MAIN}`);
     expect((await on(MAIN).get(apiLink.pathname + apiLink.search)).status).toBe(200);
+    // The events the message emitted are for servers: their links are the API's, like its answers.
+    const bodies = await h.runtime.db('events').where({ site_id: h.site.id }).pluck('body');
+    const created = bodies.map((b: string) => JSON.parse(b)).find((e) => e.event === 'message.created' && e.data.message.id === sent.body.data.message.id);
+    expect(new URL(created.data.message.attachments[0].url).origin).toBe(`https://${MAIN}`);
     const elsewhere = await on(WINDOW).get(apiLink.pathname + apiLink.search);
     expect([elsewhere.status, elsewhere.body.error.code]).toEqual([401, 'unauthorized']);
 
