@@ -15,6 +15,11 @@ function addressQuotaError(what: 'messages' | 'file bytes', retryAfterSeconds: n
   });
 }
 
+/** More than a limit allows in a whole period can never be sent: 413, not a 429 whose retry fails again. */
+function neverFits(limit: number, what: string): ApiError {
+  return new ApiError('payload_too_large', `These files are larger than ${what} (${limit} bytes); send smaller or fewer files.`);
+}
+
 function contentLength(req: Request): number | undefined {
   const value = req.headers['content-length'];
   return value !== undefined && /^\d+$/.test(value) ? Number(value) : undefined;
@@ -34,6 +39,10 @@ export function visitorUploadQuotas(opts: { limiter: RateLimiter; visitorFiles: 
   const limits = visitorFiles.limits;
   return async (req, res, next) => {
     try {
+      // Only a visitor the token step let through is counted; anything else is answered by the
+      // validator or the route (a malformed site id in the path has no visitor).
+      const visitor = req.windowVisitor;
+      if (!visitor) return next();
       const address = addressBucket(req.ip);
       if (limits.messagesPerHourPerAddress > 0) {
         const m = await limiter.spend(`visitor-messages:${address}`, 1, limits.messagesPerHourPerAddress, HOUR_MS);
@@ -41,8 +50,15 @@ export function visitorUploadQuotas(opts: { limiter: RateLimiter; visitorFiles: 
       }
       if (!req.is('multipart/form-data')) return next();
 
-      const { settings, room } = await visitorFiles.state(req.windowVisitor!.siteId);
+      const { settings, room } = await visitorFiles.state(visitor.siteId);
       const expected = expectedFileBytes(contentLength(req));
+      const perHour = limitOf(limits.bytesPerHourPerAddress);
+      const perDay = limitOf(limits.bytesPerDayPerSite);
+      const tooLarge = (bytes: number) => {
+        if (bytes > perHour) throw neverFits(perHour, 'one network may send in an hour');
+        if (bytes > perDay) throw neverFits(perDay, 'the site takes in a day');
+      };
+      tooLarge(expected);
       // A body too large to be text alone carries a file: refused before it is read.
       if (expected > 0 && !settings.enabled) throw filesOffError();
       if (expected > room.bytes) throw siteQuotaError(room.binding!, now());
@@ -75,6 +91,7 @@ export function visitorUploadQuotas(opts: { limiter: RateLimiter; visitorFiles: 
         checkPart: (mimeType) => checkFileAllowed(settings, mimeType),
         received: (total) => {
           received = total;
+          tooLarge(total);
           if (total > room.bytes) throw siteQuotaError(room.binding!, now());
           if (total > granted) return grow(total);
         },

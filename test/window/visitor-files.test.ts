@@ -255,6 +255,38 @@ describe("a client address's budgets, over all its visitors", () => {
   });
 });
 
+describe('requests no quota can ever take', () => {
+  test('files larger than a whole hour of the address or a whole day of the site: 413, never a 429 whose retry fails again', async () => {
+    const site = await newSite();
+    const t = await getToken(h.app, site.id);
+    // 550 kB: over the site's 500 kB a day, within the address's 600 kB an hour.
+    const overDay = await send(site.id, t.token, newAddress(), [{ bytes: bytes(550 * KB) }]);
+    expect([overDay.status, overDay.body.error.code, overDay.headers['retry-after']]).toEqual([413, 'payload_too_large', undefined]);
+    expect(overDay.body.error.message).toMatch(/the site takes in a day/);
+    // 700 kB: its length alone is over the address's hour, refused before the body.
+    const overHour = await send(site.id, t.token, newAddress(), [{ bytes: bytes(700 * KB) }]);
+    expect([overHour.status, overHour.body.error.code]).toEqual([413, 'payload_too_large']);
+    expect(overHour.body.error.message).toMatch(/one network may send in an hour/);
+    await spoolEmpty();
+  });
+
+  test('a multipart send to a malformed site id is a client error in the envelope, and spends no quota', async () => {
+    const address = newAddress();
+    for (const site of ['nope', 'WS_01ARZ3NDEKTSV4RRFFQ69G5FAV']) {
+      for (let i = 0; i < 8; i++) {
+        const res = await request(h.app)
+          .post(`/window/v1/sites/${site}/messages`)
+          .set('X-Forwarded-For', address)
+          .field('clientMessageId', cid())
+          .attach('file', bytes(10), { filename: 'a.txt', contentType: 'text/plain' });
+        expect(res.status).toBeGreaterThanOrEqual(400);
+        expect(res.status).toBeLessThan(500);
+        expect(res.body.error.code).not.toBe('quota_exceeded');
+      }
+    }
+  });
+});
+
 describe('what is stored and served', () => {
   test('bidi and other invisible characters are stripped from the stored name', async () => {
     const site = await newSite();
