@@ -17,9 +17,16 @@ const DOCS_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'un
  */
 const PAGE_FILES = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'swagger-ui-init.js', 'favicon-32x32.png', 'favicon-16x16.png']);
 
+/**
+ * With persistence off Swagger UI neither reads nor removes the key an earlier page left in
+ * localStorage (`authorized`): this script, loaded before the page's own, removes it.
+ */
+const FORGET_KEY_JS = "try { localStorage.removeItem('authorized'); } catch (e) { /* storage refused: nothing kept */ }\n";
+
 function swaggerUiOptions(persistAuthorization: boolean): SwaggerUiOptions {
   return {
     customSiteTitle: 'Website Chat API',
+    ...(persistAuthorization ? {} : { customJs: './forget-key.js' }),
     swaggerUrl: '/openapi.json',
     swaggerOptions: {
       // Off unless DOCS_PERSIST_AUTHORIZATION=true: kept, the key entered under Authorize would sit
@@ -58,6 +65,11 @@ export function docsRoutes(opts: { persistAuthorization: boolean }): Router {
   });
   router.use('/docs', withDocsCsp);
   router.get('/docs/', requireTrailingSlash, swaggerUi.setup(null, settings));
+  if (!opts.persistAuthorization) {
+    router.get('/docs/forget-key.js', (_req, res) => {
+      res.type('application/javascript; charset=utf-8').send(FORGET_KEY_JS);
+    });
+  }
   // serveFiles (not `serve`): its swagger-ui-init.js is built from these options, not from the
   // module-wide copy that every `setup` call overwrites. Then the page's files of swagger-ui-dist.
   router.use('/docs', onlyPageFiles, swaggerUi.serveFiles(undefined, settings));

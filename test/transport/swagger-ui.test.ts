@@ -127,4 +127,17 @@ describeInChromium('Swagger UI', () => {
     expect(failures).toEqual([]);
     await context.close();
   }, 90_000);
+
+  test('a key that an earlier release kept in localStorage is removed when the page opens', async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    // What persistAuthorization wrote: Swagger UI's own item, with the key in it.
+    await page.goto(`${server.url}/openapi.json`);
+    await page.evaluate((key) => localStorage.setItem('authorized', JSON.stringify({ bearerAuth: { name: 'bearerAuth', value: key } })), h.site.key);
+    await page.goto(`${server.url}/docs/`);
+    await page.locator('.swagger-ui .info .title').waitFor();
+    expect(await page.evaluate(() => localStorage.getItem('authorized'))).toBeNull();
+    expect(await page.locator('.swagger-ui button.authorize.locked').count()).toBe(0);
+    await context.close();
+  }, 60_000);
 });
