@@ -141,11 +141,18 @@ async function underMigrationLock<T>(db: Knex, fn: () => Promise<T>): Promise<T>
   const Sqlite = require('better-sqlite3') as new (file: string) => { pragma(s: string): unknown; exec(s: string): unknown; close(): void };
   const lock = new Sqlite(`${(db.client.config.connection as { filename: string }).filename}.migrate-lock`);
   try {
-    lock.pragma(`busy_timeout = ${MIGRATION_LOCK_WAIT_SECONDS * 1000}`);
-    try {
-      lock.exec('BEGIN EXCLUSIVE');
-    } catch {
-      throw timeout();
+    // Asked without SQLite's busy wait, which would block this process's event loop; polled instead.
+    lock.pragma('busy_timeout = 0');
+    const deadline = Date.now() + MIGRATION_LOCK_WAIT_SECONDS * 1000;
+    for (;;) {
+      try {
+        lock.exec('BEGIN EXCLUSIVE');
+        break;
+      } catch (err) {
+        if (!String((err as { code?: string }).code ?? '').startsWith('SQLITE_BUSY')) throw err;
+        if (Date.now() >= deadline) throw timeout();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
     }
     return await fn();
   } finally {

@@ -1,0 +1,42 @@
+/**
+ * Migrations run one process at a time under a lock of the engine (server/db/knex.ts). Here two
+ * connections of one process migrate a new database at the same moment: both finish, the schema
+ * is made once, and the one that waits does not stop this process's event loop while it waits.
+ */
+import type { Knex } from 'knex';
+import { createDb, migrate } from '../../server/db/knex';
+import { createTestDatabase, TestDatabase } from '../helpers/db';
+
+let t: TestDatabase;
+const open: Knex[] = [];
+beforeEach(async () => {
+  t = await createTestDatabase();
+});
+afterEach(async () => {
+  for (const db of open.splice(0)) await db.destroy();
+  await t.drop();
+});
+const connect = () => {
+  const db = createDb({ databaseUrl: t.databaseUrl, dataDir: t.dataDir });
+  open.push(db);
+  return db;
+};
+
+test('two migrations at once on a new database both finish, and the waiting one leaves the event loop free', async () => {
+  const [a, b] = [connect(), connect()];
+  let ticks = 0;
+  const timer = setInterval(() => ticks++, 5);
+  const started = Date.now();
+  try {
+    await Promise.all([migrate(a), migrate(b)]);
+  } finally {
+    clearInterval(timer);
+  }
+  const elapsed = Date.now() - started;
+  // A busy wait inside SQLite would have held the loop for the whole other migration.
+  expect(ticks).toBeGreaterThanOrEqual(Math.floor(elapsed / 5 / 4));
+  const names = (await a('knex_migrations').pluck('name')) as string[];
+  expect(new Set(names).size).toBe(names.length);
+  expect(names).toContain('006_window_revocation');
+  expect(names).toContain('007_visitor_files');
+});
