@@ -643,4 +643,122 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     }
     expect(pageErrors).toEqual([]);
   });
+
+  /** The conversation (id and visitor) that holds a message with this content. */
+  async function conversationWith(content: string): Promise<{ id: string; visitorId: string }> {
+    const list = await api().get('/api/v1/conversations').set(bearer(h.site.key)).expect(200);
+    for (const c of list.body.data as { id: string; visitorId: string }[]) {
+      const m = await api().get(`/api/v1/conversations/${c.id}/messages`).set(bearer(h.site.key)).expect(200);
+      if (m.body.data.some((x: { content: string }) => x.content === content)) return c;
+    }
+    throw new Error(`no conversation holds "${content}"`);
+  }
+  /** A visitor's window on the shop, connected, after sending `text`. */
+  async function chatting(ctx: BrowserContext, text: string, identify?: { userId: string; userHash: string }) {
+    const p = await ctx.newPage();
+    await p.goto(`${shopOrigin}/`);
+    await launcher(p).waitFor();
+    if (identify) await p.evaluate((i) => (window as unknown as { ChatWindow: { identify(i: object): void } }).ChatWindow.identify(i), identify);
+    await launcher(p).click();
+    const panel = await panelOf(p);
+    await panel.locator('#cw-status:empty').waitFor({ state: 'attached' });
+    await panel.locator('#cw-input').fill(text);
+    await panel.locator('#cw-input').press('Enter');
+    await panel.locator('.msg.mine:not(.pending)', { hasText: text }).waitFor();
+    return panel;
+  }
+
+  test('a revoked anonymous visitor: the window starts over as a new visitor, without the old history', async () => {
+    const ctx = await newContext();
+    const refusedPositions: string[] = [];
+    ctx.on('response', (r) => {
+      if (new URL(r.url()).pathname.endsWith('/events') && r.status() === 400) refusedPositions.push(r.url());
+    });
+    try {
+      const panel = await chatting(ctx, 'Before the revocation');
+      const before = await conversationWith('Before the revocation');
+      await h.runtime.services.access.revokeVisitors(h.site.id, before.visitorId);
+      // The service ends the stream at its next heartbeat (15 s); ending every stream now brings the
+      // same without the wait: the window reconnects with its revoked token and is refused (401).
+      h.runtime.services.window.streams.closeAll();
+      await panel.locator('.msg', { hasText: 'Before the revocation' }).waitFor({ state: 'detached', timeout: 10_000 });
+      await panel.locator('#cw-status:empty').waitFor({ state: 'attached' });
+
+      await panel.locator('#cw-input').fill('After the revocation');
+      await panel.locator('#cw-input').press('Enter');
+      await panel.locator('.msg.mine:not(.pending)', { hasText: 'After the revocation' }).waitFor();
+      const after = await conversationWith('After the revocation');
+      expect(after.visitorId).toMatch(/^vis_/);
+      expect(after.visitorId).not.toBe(before.visitorId);
+      expect(after.id).not.toBe(before.id);
+      // The live connection follows the new visitor.
+      await api().post(`/api/v1/conversations/${after.id}/messages`).set(bearer(h.site.key)).send({ content: 'Answered the new visitor' }).expect(201);
+      await panel.locator('.msg.theirs', { hasText: 'Answered the new visitor' }).waitFor({ timeout: 5000 });
+      expect(await panel.locator('.msg').allInnerTexts()).toEqual([expect.stringContaining('After the revocation'), expect.stringContaining('Answered the new visitor')]);
+      // The new session resumed from its own history, not from the old visitor's position.
+      expect(refusedPositions).toEqual([]);
+    } finally {
+      await ctx.close();
+    }
+    expect(pageErrors).toEqual([]);
+  });
+
+  test('a revoked visitor with two tabs open: both start over as the same new visitor', async () => {
+    const ctx = await newContext();
+    try {
+      const first = await chatting(ctx, 'Two tabs before the revocation');
+      const p2 = await ctx.newPage();
+      await p2.goto(`${shopOrigin}/`);
+      await launcher(p2).click();
+      const second = await panelOf(p2);
+      await second.locator('.msg', { hasText: 'Two tabs before the revocation' }).waitFor();
+      const before = await conversationWith('Two tabs before the revocation');
+      await h.runtime.services.access.revokeVisitors(h.site.id, before.visitorId);
+      h.runtime.services.window.streams.closeAll();
+      for (const panel of [first, second]) await panel.locator('.msg', { hasText: 'Two tabs before the revocation' }).waitFor({ state: 'detached', timeout: 10_000 });
+      await first.locator('#cw-status:empty').waitFor({ state: 'attached' });
+      await first.locator('#cw-input').fill('First tab, new visitor');
+      await first.locator('#cw-input').press('Enter');
+      await first.locator('.msg.mine:not(.pending)', { hasText: 'First tab, new visitor' }).waitFor();
+      // The second tab shows it too: it follows the same new visitor, not a third one.
+      await second.locator('.msg', { hasText: 'First tab, new visitor' }).waitFor({ state: 'attached', timeout: 5000 });
+      expect((await conversationWith('First tab, new visitor')).visitorId).not.toBe(before.visitorId);
+    } finally {
+      await ctx.close();
+    }
+    expect(pageErrors).toEqual([]);
+  });
+
+  test("a verified visitor whose site rotated its identity secret: the window says the session ended and stops asking", async () => {
+    const { identitySecret } = await h.runtime.services.access.setIdentity(h.site.id, { mode: 'optional', rotateSecret: true });
+    const ctx = await newContext();
+    const asked: number[] = [];
+    ctx.on('request', (r) => {
+      if (/\/token(\/refresh)?$|\/events$/.test(new URL(r.url()).pathname)) asked.push(Date.now());
+    });
+    // What the service writes on an open stream once its token may no longer be used.
+    let expired = false;
+    await ctx.route('**/window/v1/sites/*/events', (route) =>
+      expired ? route.fulfill({ status: 200, contentType: 'text/event-stream', body: 'retry: 2000\n\nevent: token-expired\ndata: {}\n\n' }) : route.continue(),
+    );
+    try {
+      const panel = await chatting(ctx, 'Signed in before the rotation', { userId: 'customer-7', userHash: identityHash(identitySecret!, 'customer-7') });
+      await h.runtime.services.access.setIdentity(h.site.id, { rotateSecret: true });
+      expired = true;
+      const since = asked.length;
+      h.runtime.services.window.streams.closeAll();
+      await panel.locator('#cw-status', { hasText: 'This chat session has ended. Reload the page to start again.' }).waitFor({ timeout: 10_000 });
+      const atEnd = asked.length;
+      await panel.waitForTimeout(3000);
+      // A refresh, the gateway's refusal and the reconnection that heard token-expired: then nothing.
+      expect(atEnd - since).toBeLessThanOrEqual(3);
+      expect(asked.length).toBe(atEnd);
+      expect(await panel.locator('.msg').count()).toBe(0);
+      expect(await panel.locator('#cw-input').isDisabled()).toBe(true);
+      expect(await violations(panel.page())).toEqual([]);
+    } finally {
+      await ctx.close();
+    }
+    expect(pageErrors).toEqual([]);
+  });
 });

@@ -20,6 +20,8 @@ export interface LiveOptions {
   signal: AbortSignal;
   /** A call with the window token, renewed when refused. */
   api(path: string, init: RequestInit, signal: AbortSignal): Promise<Response>;
+  /** A new token after the stream said its token may no longer be used (it may end the session instead). */
+  renew(): Promise<void>;
   /** Every event, heard on the stream or from the tab that holds it. */
   onEvent(e: FeedEvent): void;
   onStatus(text: string): void;
@@ -168,7 +170,10 @@ async function follow(o: LiveOptions, live: Live, deliver: (e: FeedEvent) => voi
       if (res.ok && res.body) {
         o.onStatus('');
         backoff = 1000;
-        await readStream(res.body, deliver);
+        let expired = false;
+        await readStream(res.body, (e) => (e.event === 'token-expired' ? (expired = true) : deliver(e)));
+        // Revoked, or just old: a reconnection with the same token would only be refused.
+        if (expired) await o.renew();
       } else if (res.status === 400) {
         live.lastEventId = null; // a position the service no longer knows: start from now
       } else if (res.status === 503 || res.status === 429) {

@@ -85,6 +85,8 @@ let hostOrigin: string | null = null;
 let identity: Identity | null = null;
 let token: string | null = null;
 let visitorId: string | null = null;
+/** The visitor whose history and live connection the window shows. */
+let sessionVisitor: string | null = null;
 let credential: string | null = null;
 /** Nothing is stored before the visitor sends something. */
 let interacted = false;
@@ -117,6 +119,8 @@ class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** The gateway refused for good: asking again cannot help. */
+    readonly final = false,
   ) {
     super(message);
   }
@@ -129,7 +133,7 @@ const PLAIN_REFUSALS: Record<number, string> = {
 };
 
 /** The refusal in words: the envelope's `error.message` (quotas, types, sizes say why there). */
-async function errorOf(res: Response): Promise<HttpError> {
+async function errorOf(res: Response, final = false): Promise<HttpError> {
   let message = PLAIN_REFUSALS[res.status] ?? `The chat service answered ${res.status}.`;
   try {
     const body = await res.json();
@@ -137,7 +141,7 @@ async function errorOf(res: Response): Promise<HttpError> {
   } catch {
     // not JSON
   }
-  return new HttpError(res.status, message);
+  return new HttpError(res.status, message, final);
 }
 
 function keepCredential(value: string | null) {
@@ -147,14 +151,15 @@ function keepCredential(value: string | null) {
 
 function scheduleRefresh(afterSeconds: number) {
   clearTimeout(refreshTimer);
-  refreshTimer = setTimeout(() => void refreshToken(), Math.max(5, afterSeconds) * 1000);
+  refreshTimer = setTimeout(refreshToken, Math.max(5, afterSeconds) * 1000);
 }
 
 async function issueToken(): Promise<void> {
   const body: Record<string, string> = { hostOrigin: hostOrigin! };
   if (identity) Object.assign(body, identity);
   else {
-    const known = credential ?? storage.get(CREDENTIAL_KEY);
+    // Another tab may have started over as a new visitor: its credential first, so tabs stay one visitor.
+    const known = storage.get(CREDENTIAL_KEY) ?? credential;
     if (known) body.visitorCredential = known;
   }
   let res = await fetch(`${base}/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
@@ -165,29 +170,57 @@ async function issueToken(): Promise<void> {
     delete body.visitorCredential;
     res = await fetch(`${base}/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
   }
-  if (!res.ok) throw await errorOf(res);
-  const t = (await res.json()).data as TokenAnswer;
+  // Identity off, a rotated secret, a refused origin, or anonymous visitors refused: no retry helps.
+  if (!res.ok) throw await errorOf(res, [400, 401, 403, 404].includes(res.status));
+  take((await res.json()).data);
+}
+
+function take(t: TokenAnswer) {
   token = t.token;
   visitorId = t.visitorId;
   keepCredential(t.visitorCredential);
   scheduleRefresh(t.refreshAfter);
 }
 
-async function refreshToken(): Promise<void> {
-  try {
-    const res = await fetch(`${base}/token/refresh`, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
-    if (!res.ok) throw await errorOf(res);
-    const t = (await res.json()).data as TokenAnswer;
-    token = t.token;
-    keepCredential(t.visitorCredential);
-    scheduleRefresh(t.refreshAfter);
-  } catch {
+/** A longer-lived token for the same session, or else one from the gateway. */
+async function obtainToken(refresh: boolean): Promise<void> {
+  if (refresh && token) {
     try {
-      await issueToken();
+      const res = await fetch(`${base}/token/refresh`, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+      if (res.ok) return take((await res.json()).data);
     } catch {
-      scheduleRefresh(10);
+      // offline: the gateway answers below
     }
   }
+  await issueToken();
+}
+
+let renewing: Promise<void> | null = null;
+
+/**
+ * A new token, one request at a time for every caller (the stream, sends, the timer). A revoked
+ * anonymous visitor comes back as a new visitor: the window then shows that visitor's session,
+ * never the old one's history. A refusal for good ends the session instead of retrying for ever.
+ */
+function renew(refresh = false): Promise<void> {
+  renewing ??= obtainToken(refresh).then(
+    () => {
+      renewing = null;
+      if (session && visitorId !== sessionVisitor) void startSession(true);
+    },
+    (err) => {
+      renewing = null;
+      if (err instanceof HttpError && err.final && session) endSession();
+      throw err;
+    },
+  );
+  return renewing;
+}
+
+function refreshToken() {
+  renew(true).catch((err) => {
+    if (!(err instanceof HttpError && err.final)) scheduleRefresh(10);
+  });
 }
 
 /** A call with the window token; a refused token is renewed once. */
@@ -197,7 +230,7 @@ async function api(path: string, init: RequestInit = {}, signal?: AbortSignal): 
     headers.set('Authorization', `Bearer ${token}`);
     const res = await fetch(`${base}${path}`, { ...init, headers, signal, cache: 'no-store' });
     if (res.status !== 401 || attempt > 0) return res;
-    await issueToken();
+    await renew();
   }
 }
 
@@ -310,21 +343,45 @@ async function loadHistory(signal: AbortSignal): Promise<string> {
   }
 }
 
-async function startSession() {
+/** Clears what the window shows and stops the live connection and its retries. */
+function resetSession(): AbortController {
   session?.abort();
   const current = new AbortController();
   session = current;
   shown.clear();
-  log.replaceChildren();
+  // Sends still under way land in the session that follows: their bubbles stay.
+  log.replaceChildren(...Array.from(log.querySelectorAll('.msg.pending')));
   closedNotice = null;
   conversation = null;
+  return current;
+}
+
+function enableForm(on: boolean) {
+  for (const el of Array.from(form.elements)) (el as HTMLButtonElement).disabled = !on;
+}
+
+/** The gateway refused the visitor for good (identity off, a rotated secret): nothing to show or retry. */
+function endSession(why = 'This chat session has ended. Reload the page to start again.') {
+  resetSession().abort();
+  session = null;
+  clearTimeout(refreshTimer);
+  enableForm(false);
+  setStatus(why);
+}
+
+/** Shows the visitor's session; `haveToken`: the token just taken names the visitor to show. */
+async function startSession(haveToken = false) {
+  const current = resetSession();
+  enableForm(true);
   setStatus('Connecting…');
   for (let backoff = 1000; !current.signal.aborted; backoff = Math.min(backoff * 2, 30_000)) {
     let live: Live | undefined;
     try {
-      await issueToken();
+      if (!haveToken) await issueToken();
+      haveToken = false;
       if (current.signal.aborted) return;
-      live = openLive({ name: `cw:${siteId}:${visitorId}`, signal: current.signal, api, onEvent, onStatus: setStatus });
+      sessionVisitor = visitorId;
+      live = openLive({ name: `cw:${siteId}:${visitorId}`, signal: current.signal, api, renew: () => renew(true), onEvent, onStatus: setStatus });
       const position = await loadHistory(current.signal);
       // The stream resumes right after what the history showed, or after what the leader already shared.
       live.lastEventId ??= position;
@@ -334,6 +391,8 @@ async function startSession() {
     } catch (err) {
       live?.close();
       if (current.signal.aborted) return;
+      // Before any session the gateway's reason says more (identity required, a hash that does not match).
+      if (err instanceof HttpError && err.final) return endSession(err.message);
       setStatus(err instanceof HttpError && err.status < 500 && err.status !== 429 ? err.message : 'Cannot reach the chat service. Retrying…');
       await sleep(backoff, current.signal);
     }
@@ -404,7 +463,8 @@ function send(text: string, attached: File[]) {
         requestBody = JSON.stringify({ content: text, format: 'plain', clientMessageId });
       }
       res = await api('/messages', { method: 'POST', headers, body: requestBody });
-    } catch {
+    } catch (err) {
+      if (err instanceof HttpError) return failed(`Not sent: ${err.message}`, !err.final);
       return failed('Not sent: no connection.', true);
     }
     if (!res.ok) {
