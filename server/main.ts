@@ -72,8 +72,9 @@ async function main() {
     }
   });
 
-  // The delivery worker runs here unless EMBEDDED_WORKER=false (then run `npm run worker` beside it).
-  const worker = config.embeddedWorker ? deliveryWorkerFor(services, logger.child({ component: 'delivery-worker' })) : null;
+  // The delivery worker runs here unless EMBEDDED_WORKER=false (then run `npm run worker` beside it);
+  // the delivery-log retention is the maintenance's here.
+  const worker = config.embeddedWorker ? deliveryWorkerFor(services, logger.child({ component: 'delivery-worker' }), { logRetention: false }) : null;
   worker?.start();
 
   const windowUrl = `${config.windowPublicUrl ?? config.publicUrl}/window/v1/loader.js`;

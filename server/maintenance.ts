@@ -4,6 +4,7 @@ import type { Services } from './services';
 import type { Logger } from './platform/logger';
 import { removeExpiredMedia } from './media/retention';
 import { VISITOR_CREDENTIAL_TTL_SECONDS } from './widget/tokens';
+import { removeExpiredDeliveryLog } from './webhooks/retention';
 
 const HOUR = 3600_000;
 
@@ -16,7 +17,9 @@ const HOUR = 3600_000;
  *  - media files with no attachment row, older than an hour, are removed (a process killed between
  *    storing a file and committing its message leaves them behind);
  *  - per-visitor window revocations are forgotten once every credential they void has expired
- *    (the credential's 180 days, plus a day for clocks; sessions are capped far below that).
+ *    (the credential's 180 days, plus a day for clocks; sessions are capped far below that);
+ *  - the delivery log keeps 30 days: older attempt rows, finished deliveries and the events nobody
+ *    can redeliver any more are removed (webhooks/retention.ts; `npm run worker` runs it too).
  * Every step is idempotent, so several instances may run it at once.
  */
 export async function runMaintenance(services: Services, now = Date.now()) {
@@ -38,7 +41,8 @@ export async function runMaintenance(services: Services, now = Date.now()) {
     }
   }
   const purgedRevocations = Number(await services.stores.access.purgeVisitorRevocations(now - VISITOR_CREDENTIAL_TTL_SECONDS * 1000 - 24 * HOUR));
-  return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations };
+  const removedDeliveryLog = await removeExpiredDeliveryLog(services.stores.events, now);
+  return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations, removedDeliveryLog };
 }
 
 function listOlderThan(dir: string, before: number): string[] {

@@ -23,6 +23,7 @@ import { createStreamRegistry } from './widget/streams';
 import { createEventStore } from './webhooks/store';
 import { createWebhookService } from './webhooks/service';
 import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './webhooks/worker';
+import { withDeliveryLogRetention } from './webhooks/retention';
 import type { WakeChannel } from './webhooks/wake';
 import type { EmittedEvent } from './webhooks/outbox';
 
@@ -136,20 +137,23 @@ export type Services = ReturnType<typeof createServices>;
  * The event delivery worker over these services' store, configuration and keys: `npm start`
  * (unless EMBEDDED_WORKER=false), `npm run worker` and the tests all make it here. `overrides` sets
  * worker options (a test's short lease, a fake DNS, a second pool's store) or configuration values
- * for this worker alone.
+ * for this worker alone. The worker also runs the delivery-log retention unless `logRetention` is
+ * false (the server passes false: its maintenance runs it).
  */
 export function deliveryWorkerFor(
   services: Services,
   logger: WorkerOptions['logger'],
-  overrides: Partial<Omit<WorkerOptions, 'config'>> & { config?: Partial<WorkerOptions['config']> } = {},
+  overrides: Partial<Omit<WorkerOptions, 'config'>> & { config?: Partial<WorkerOptions['config']>; logRetention?: boolean } = {},
 ): DeliveryWorker {
-  const { config, ...options } = overrides;
-  return createDeliveryWorker({
-    store: services.stores.events,
+  const { config, logRetention = true, ...options } = overrides;
+  const store = options.store ?? services.stores.events;
+  const worker = createDeliveryWorker({
     config: { ...services.config, ...config },
     wake: services.wake,
     secretKey: services.keys.webhookSecrets,
     logger,
     ...options,
+    store,
   });
+  return logRetention ? withDeliveryLogRetention(worker, store, logger) : worker;
 }

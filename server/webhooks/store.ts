@@ -3,6 +3,7 @@ import { forUpdate, forUpdateSkipLocked, withNumericColumns } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
 import { toIsoRequired } from '../platform/time';
 import type { EventName } from './outbox';
+import { addressesLeftOut, takeWithinAllowance } from './scheduler';
 
 /**
  * The Knex queries of event delivery: `webhook_endpoints`, `events`, `deliveries` and
@@ -214,8 +215,9 @@ export function createEventStore(db: Knex) {
      * one joined read returns them with what the attempt needs. The locking read does not join the
      * events and addresses: it would lock (and make other workers skip) the address row too.
      *
-     * `held` counts the rows this worker holds per address and `allowance` says how many it may
-     * hold of an address: rows beyond it are left for a later round. When the locking read came back
+     * The limits are the caller's (scheduler.ts decides them): `held` counts the rows this worker
+     * holds per address and `allowance` says how many it may hold of an address; rows beyond it are
+     * left for a later round (scheduler.ts's takeWithinAllowance). When the locking read came back
      * full, rows of other addresses may be hidden behind those: the addresses that filled up are
      * answered in `filled`, and a round that leaves them out (`leaveOut`) finds the rest. Such a
      * round walks the left-out addresses' whole backlog in the due index, so the worker runs it
@@ -230,18 +232,16 @@ export function createEventStore(db: Knex) {
       leaseMs: number;
       limit: number;
       maxAttempts: number;
-      held: Map<string, number>;
+      held: ReadonlyMap<string, number>;
       allowance: (endpointId: string) => number;
       /** Addresses none of whose rows are claimed this time. */
       leaveOut?: Iterable<string>;
       /** Event ids this worker holds. */
       exclude?: Iterable<string>;
     }): Promise<{ claimed: Claimed[]; filled: string[] }> {
-      const { owner, now, leaseMs, limit, maxAttempts, allowance } = opts;
+      const { owner, now, leaseMs, limit, maxAttempts } = opts;
       if (limit <= 0) return { claimed: [], filled: [] };
-      const held = new Map(opts.held);
-      const full = new Set(opts.leaveOut);
-      for (const [id, n] of held) if (n >= allowance(id)) full.add(id);
+      const full = addressesLeftOut(opts.held, opts.allowance, opts.leaveOut);
       const own = [...(opts.exclude ?? [])];
       const leaseUntil = now + leaseMs;
       const work = async (q: Knex.Transaction) => {
@@ -249,20 +249,8 @@ export function createEventStore(db: Knex) {
         if (full.size) select = select.whereNotIn('endpoint_id', [...full]);
         if (own.length) select = select.whereNotIn('event_id', own);
         const candidates = (await forUpdateSkipLocked(q, select)).map(mapDeliveryRow);
-        const chosen: DeliveryRow[] = [];
-        const filled = new Set<string>();
-        for (const row of candidates) {
-          const n = held.get(row.endpoint_id) ?? 0;
-          if (n >= allowance(row.endpoint_id)) {
-            filled.add(row.endpoint_id); // left for a later round, when this worker has room for that address again
-            continue;
-          }
-          held.set(row.endpoint_id, n + 1);
-          chosen.push(row);
-        }
-        // A read that was not full returned every row due: nothing is hidden behind the skipped ones.
-        if (candidates.length < limit) filled.clear();
-        if (chosen.length === 0) return { claimed: [], filled: [...filled] };
+        const { chosen, filled } = takeWithinAllowance(candidates, { limit, held: opts.held, allowance: opts.allowance });
+        if (chosen.length === 0) return { claimed: [], filled };
         const ids = chosen.map((r) => r.event_id);
         // A row whose round budget is used up keeps its count: it is given up, not sent.
         await q('deliveries')
@@ -302,7 +290,7 @@ export function createEventStore(db: Knex) {
                 : mapEndpointRow({ id: before.endpoint_id, site_id: r.w_site_id, url: r.w_url, events: r.w_events, secret_encrypted: r.w_secret_encrypted, created_at: r.w_created_at, updated_at: r.w_updated_at }),
           });
         }
-        return { claimed, filled: [...filled] };
+        return { claimed, filled };
       };
       // READ COMMITTED: the locking read takes no gap locks, so it never holds up the outbox inserts
       // of new deliveries while it runs. Contention that outlasts the retries reaches the worker as

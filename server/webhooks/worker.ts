@@ -3,8 +3,11 @@ import os from 'node:os';
 import type { Config } from '../config';
 import type { Logger } from '../platform/logger';
 import { decrypt, hmacHex, randomBase62 } from '../platform/crypto';
-import type { Claimed, DeliveryStatus, EventStore, Outcome } from './store';
+import type { Claimed, EventStore, Outcome } from './store';
 import { createDeliveryTransport, DeliveryTransport, PostResult } from './transport';
+import { retryPolicy } from './retry-policy';
+import { createScheduler, heldPerAddress, ScheduledRow } from './scheduler';
+import { createResultBatcher } from './result-batcher';
 import { adaptivePoll, WakeChannel } from './wake';
 import { memoised } from '../platform/memo';
 import type { Resolver } from './ssrf';
@@ -49,17 +52,8 @@ export interface DeliveryWorker {
   readonly stats: Record<'delivered' | 'failed' | 'retry' | 'stale' | 'returned', number>;
 }
 
-const CLEANUP_EVERY_MS = 60 * 60 * 1000;
-const RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 /** What a lease keeps beyond the attempt's time-out for writing its result. */
 const RESULT_MARGIN_MS = 5_000;
-/** The most rows of one address claimed ahead of their POST. */
-const AHEAD_PER_ADDRESS_MAX = 256;
-/**
- * A claim round that leaves full addresses out (to find other addresses' rows hidden behind their
- * backlog) walks that backlog in the due index: it runs at most this often.
- */
-const LEAVE_OUT_EVERY_MS = 250;
 /** Results recorded in one commit at most. */
 const RESULTS_PER_COMMIT = 200;
 /**
@@ -68,18 +62,6 @@ const RESULTS_PER_COMMIT = 200;
  * delivery's state (the lease keeps RESULT_MARGIN_MS for that), never an attempt.
  */
 const RESULT_GATHER_MS = 20;
-
-/** What an attempt's result means for the delivery. */
-export function outcomeOf(result: PostResult): 'delivered' | 'failed' | 'retry' {
-  if (result.status !== null) {
-    if (result.status >= 200 && result.status < 300) return 'delivered';
-    if (result.status >= 300 && result.status < 500) return 'failed'; // 3xx is not followed; 4xx is the receiver's "no"
-    return 'retry';
-  }
-  // The address is refused by policy; trying again changes nothing. Redelivery remains possible.
-  if (result.error === 'blocked address') return 'failed';
-  return 'retry'; // time-out, reset, refused, TLS, DNS: may pass next time
-}
 
 /** The headers of one attempt: a fresh timestamp and signature, the same id and body every time. */
 export function signedHeaders(secret: string, eventName: string, eventId: string, attempt: number, body: string, nowMs: number): Record<string, string> {
@@ -95,55 +77,50 @@ export function signedHeaders(secret: string, eventName: string, eventId: string
   };
 }
 
+
 /**
- * A claimed delivery until its result is written. `preparing`: its interrupted predecessor is being
- * logged; `queued`: claimed ahead, waiting for a free slot of its address; `sending`: its POST is
- * open; `writing`: its result waits for the next commit. Only `sending` rows count against the
- * address's cap (writing a result puts no load on the receiver); every held row is excluded from
- * this worker's claims, so it is never sent twice alongside itself.
+ * A claimed delivery until its result is written. Every held row is excluded from this worker's
+ * claims, so it is never sent twice alongside itself.
  */
-type Held = {
+interface Held extends ScheduledRow {
   claimed: Claimed;
-  endpointId: string;
-  state: 'preparing' | 'queued' | 'sending' | 'writing';
-  queuedAt: number;
-  /** Its first turn found no free slot: it is waiting, and its wait counts against its lease. */
-  blocked: boolean;
   /** The state its result moves the delivery to, once `writing`. */
   next?: Outcome['next'];
   done: Promise<void>;
   settle: () => void;
-};
+}
 
 type PendingResult = { held: Held; outcome: Outcome; report?: (applied: boolean) => void };
 
 /**
  * The delivery worker. It claims due rows of `deliveries` in batches with a lease, sends each as
- * one HTTPS attempt, and records the results in groups (one commit for the attempts that ended
- * within RESULT_GATHER_MS or while the previous commit ran): the log row and the delivery's move to
- * delivered, failed or a later retry. Any number of workers may run on MySQL (claims skip each other's locked rows); on SQLite
- * run one.
+ * one HTTPS attempt, and records the results in groups (result-batcher.ts: one commit for the
+ * attempts that ended within RESULT_GATHER_MS or while the previous commit ran): the log row and
+ * the delivery's move to delivered, failed or a later retry (retry-policy.ts). Which rows start
+ * when, and how many are claimed ahead of their POST, is scheduler.ts's. Any number of workers may
+ * run on MySQL (claims skip each other's locked rows); on SQLite run one.
  *
- * Claiming ahead: an address whose recent answers came fast gets more rows claimed than it has
- * slots, so the next POST starts the moment one ends instead of after a claim's round trip. How
- * many follows the address's pace (its slowest recent attempt), so a claimed row expects to wait
- * about a second at most; one that waited longer than its lease allows (the address slowed down) is
- * given back unsent, with its attempt uncounted. An address not yet seen gets no rows ahead.
+ * A row claimed ahead that waited longer than its lease allows (the address slowed down) is given
+ * back unsent, with its attempt uncounted.
  */
 export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   const { store, config, secretKey, logger } = opts;
   const concurrency = opts.concurrency ?? config.webhookConcurrency;
   const perEndpoint = opts.perEndpoint ?? config.webhookMaxInFlightPerAddress;
   const pollMs = opts.pollMs ?? 1000;
-  const delays = config.webhookRetryDelaysMs;
-  const maxAttempts = delays.length + 1;
+  const policy = retryPolicy(config.webhookRetryDelaysMs);
+  const { maxAttempts } = policy;
   // The attempt's own time-out plus room to wait for a slot and to write its result; a lease that
   // ran out means the worker died.
   const leaseMs = opts.leaseMs ?? config.webhookTimeoutMs + 10_000;
-  // How long a row claimed ahead may wait for its slot and still finish inside its lease.
-  const maxWaitMs = Math.max(0, leaseMs - config.webhookTimeoutMs - RESULT_MARGIN_MS);
-  const aheadWaitMs = Math.min(1000, maxWaitMs / 5);
-  const aheadTotal = maxWaitMs > 0 ? Math.max(AHEAD_PER_ADDRESS_MAX, concurrency * 4) : 0;
+  const scheduler = createScheduler<Held>({
+    concurrency,
+    perAddress: perEndpoint,
+    // How long a row claimed ahead may wait for its slot and still finish inside its lease.
+    maxWaitMs: Math.max(0, leaseMs - config.webhookTimeoutMs - RESULT_MARGIN_MS),
+    resultsPerCommit: RESULTS_PER_COMMIT,
+    now: Date.now,
+  });
   const owner = (opts.owner ?? `${os.hostname()}:${process.pid}:${randomBase62(6)}`).slice(0, 64);
   // One transport for the worker's life: one secure context, kept-alive connections per checked address.
   const transport =
@@ -159,31 +136,21 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   let pollDelay = pollMs;
 
   const held = new Map<string, Held>(); // by event id, in claim order
-  const sendingTo = new Map<string, number>(); // open POSTs by endpoint id
-  /**
-   * Queued rows per address, each in claim order. The map's order is the order addresses get the
-   * next free slots: an address moves to the back once served, so none waits behind another's
-   * backlog, and a slot that frees up looks at the addresses, not at every row held.
-   */
-  const waiting = new Map<string, Held[]>();
-  let sending = 0;
-  let queued = 0;
-  /** Each address's slowest recent attempt (ms), decaying: how many rows it gets ahead. */
-  const pace = new Map<string, number>();
   /** Opens a sealed signing secret, kept by its sealed text (a rotated secret has a new one). */
   const secretOf = memoised(1000, (sealed: string) => decrypt(secretKey, sealed));
-  const results: PendingResult[] = [];
-  let recording: Promise<void> | null = null;
-  let gathering: NodeJS.Timeout | undefined;
+  const results = createResultBatcher<PendingResult>({
+    gatherMs: RESULT_GATHER_MS,
+    maxPerFlush: RESULTS_PER_COMMIT,
+    flush: recordGroup,
+    onIdle: refill,
+  });
   const stats = { delivered: 0, failed: 0, retry: 0, stale: 0, returned: 0 };
   let started = false;
   let stopped = false;
   let ticking: Promise<void> | null = null;
   let again = false;
   let timer: NodeJS.Timeout | undefined;
-  let cleanupTimer: NodeJS.Timeout | undefined;
   let retryTimes: number[] = []; // our own scheduled retries, so pauses are kept to the millisecond, not the poll
-  let lastLeaveOutAt = -Infinity;
   let leaveOutTimer: NodeJS.Timeout | undefined;
 
   function scheduleNext() {
@@ -193,20 +160,6 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     retryTimes = retryTimes.filter((t) => t > now);
     const delay = Math.max(0, Math.min(pollDelay, ...retryTimes.map((t) => t - now)));
     timer = setTimeout(tick, delay);
-  }
-
-  /** The most rows of an address this worker holds unsent or sending: its cap, plus rows ahead at its pace. */
-  function allowance(endpointId: string): number {
-    const slowMs = pace.get(endpointId);
-    if (slowMs === undefined || aheadTotal === 0) return perEndpoint;
-    return perEndpoint + Math.min(AHEAD_PER_ADDRESS_MAX, Math.floor((perEndpoint * aheadWaitMs) / Math.max(1, slowMs)));
-  }
-
-  /** Rows held per address that are not yet written (what the allowance counts). */
-  function heldByEndpoint(): Map<string, number> {
-    const counts = new Map<string, number>();
-    for (const h of held.values()) if (h.state !== 'writing') counts.set(h.endpointId, (counts.get(h.endpointId) ?? 0) + 1);
-    return counts;
   }
 
   /**
@@ -240,34 +193,36 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     ticking = (async () => {
       do {
         again = false;
-        // Rows whose results wait for a stalled database are not claimed past.
-        const limit = Math.min(concurrency + aheadTotal - sending - queued, concurrency + aheadTotal + RESULTS_PER_COMMIT - held.size);
+        const limit = scheduler.claimLimit(held.size);
         if (limit <= 0) break;
         const now = Date.now();
-        const { claimed, filled } = await store.claimDue({ owner, now, leaseMs, limit, maxAttempts, held: heldByEndpoint(), allowance, leaveOut: leaveOut ? filledUp : undefined, exclude: heldButDue(now) });
+        const { claimed, filled } = await store.claimDue({
+          owner,
+          now,
+          leaseMs,
+          limit,
+          maxAttempts,
+          held: heldPerAddress(held.values()),
+          allowance: scheduler.allowance,
+          leaveOut: leaveOut ? filledUp : undefined,
+          exclude: heldButDue(now),
+        });
         if (claimed.length > 0) foundWork = true;
         const taken = claimed.map(take);
         pump();
-        markBlocked(taken);
-        // More may be due: the batch was full (claimed again at once only while the queue is low;
-        // otherwise when it has run down, so claims stay large and few), or rows of addresses that
-        // filled up hid others: a round that leaves those addresses out finds them, at most once per
-        // LEAVE_OUT_EVERY_MS (it walks their backlog), so other sites' events wait that long at most.
+        scheduler.markBlocked(taken);
+        // More may be due: the batch was full, or rows of addresses that filled up hid others (a
+        // round that leaves those addresses out finds them, so other sites' events wait
+        // LEAVE_OUT_EVERY_MS at most).
         for (const id of filled) filledUp.add(id);
-        leaveOut = false;
-        if (claimed.length === limit && queued <= aheadTotal / 2) again = true;
-        if (filled.length > 0) {
-          const waitMs = lastLeaveOutAt + LEAVE_OUT_EVERY_MS - Date.now();
-          if (waitMs <= 0) {
-            lastLeaveOutAt = Date.now();
-            leaveOut = true;
-            again = true;
-          } else {
-            leaveOutTimer ??= setTimeout(() => {
-              leaveOutTimer = undefined;
-              tick();
-            }, waitMs);
-          }
+        const next = scheduler.afterClaim(claimed.length, limit, filled.length);
+        leaveOut = next.leaveOut;
+        if (next.again) again = true;
+        if (next.laterInMs !== undefined) {
+          leaveOutTimer ??= setTimeout(() => {
+            leaveOutTimer = undefined;
+            tick();
+          }, next.laterInMs);
         }
       } while (again && !stopped);
     })()
@@ -283,14 +238,14 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
 
   /** Claims again once the rows claimed ahead run low (a claim running now is not repeated for it). */
   function refill() {
-    if (queued <= aheadTotal / 2 && !ticking) tick();
+    if (!stopped && scheduler.wantsMore() && !ticking) tick();
   }
 
   /** Takes a claimed row into the worker (queued, being prepared, or recorded at once) and returns it. */
   function take(c: Claimed): Held {
     let settle!: () => void;
     const done = new Promise<void>((resolve) => (settle = resolve));
-    const h: Held = { claimed: c, endpointId: c.delivery.endpoint_id, state: 'preparing', queuedAt: Date.now(), blocked: false, done, settle };
+    const h: Held = { claimed: c, address: c.delivery.endpoint_id, state: 'preparing', queuedAt: Date.now(), blocked: false, done, settle };
     held.set(c.delivery.event_id, h);
     const { event, endpoint } = c;
     if (c.exhausted || !event || !endpoint) {
@@ -300,7 +255,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       return h;
     }
     if (!c.interrupted) {
-      enqueue(h);
+      scheduler.enqueue(h);
       return h;
     }
     const { attempt, startedAt, leaseUntil } = c.interrupted;
@@ -309,10 +264,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       .then(
         () => {
           if (stopped) return giveBack(h); // stop() has given back the queue already
-          h.queuedAt = Date.now();
-          enqueue(h);
+          scheduler.enqueue(h);
           pump();
-          markBlocked([h]);
+          scheduler.markBlocked([h]);
         },
         (err) => {
           // The lease runs out and the row is claimed again, interrupted placeholder and all.
@@ -323,37 +277,12 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     return h;
   }
 
-  function enqueue(h: Held) {
-    h.state = 'queued';
-    queued++;
-    const queue = waiting.get(h.endpointId);
-    if (queue) queue.push(h);
-    else waiting.set(h.endpointId, [h]);
-  }
-
-  /** Rows still queued after their first turn found no free slot: from now on their wait counts against their lease. */
-  function markBlocked(rows: Held[]) {
-    for (const h of rows) if (h.state === 'queued') h.blocked = true;
-  }
-
-  /**
-   * Starts the POSTs that have a free slot, each address's rows in claim order. A row that found no
-   * slot at its first turn (claimed ahead) and has waited longer than its lease allows is given back
-   * instead; one that is started at its first turn is sent however long its claim took.
-   */
+  /** Starts the POSTs that have a free slot, and gives back the rows that waited too long for theirs. */
   function pump() {
     if (stopped) return;
-    for (const endpointId of [...waiting.keys()]) {
-      if (sending >= concurrency) return;
-      const queue = waiting.get(endpointId)!;
-      while (queue.length > 0 && sending < concurrency && (sendingTo.get(endpointId) ?? 0) < perEndpoint) {
-        const h = queue.shift()!;
-        queued--;
-        if (h.blocked && Date.now() - h.queuedAt > maxWaitMs) giveBack(h);
-        else void send(h); // takes its slot before it returns
-      }
-      waiting.delete(endpointId);
-      if (queue.length > 0) waiting.set(endpointId, queue); // to the back of the line
+    for (const { row, action } of scheduler.turns()) {
+      if (action === 'giveBack') giveBack(row);
+      else void send(row);
     }
   }
 
@@ -364,15 +293,11 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     record(h, { row: null, next: { status: 'pending', nextAttemptAt: now, now, attempts: h.claimed.attempt - 1 } });
   }
 
-
-  /** One attempt of a claimed delivery. */
+  /** One attempt of a claimed delivery (its slot is taken by the scheduler's turn). */
   async function send(h: Held): Promise<void> {
     const { claimed: c } = h;
     const event = c.event!;
     const endpoint = c.endpoint!;
-    h.state = 'sending';
-    sending++;
-    sendingTo.set(h.endpointId, (sendingTo.get(h.endpointId) ?? 0) + 1);
     const startedAt = Date.now();
     let result: PostResult;
     try {
@@ -383,17 +308,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     }
     const finishedAt = Date.now();
     const durationMs = finishedAt - startedAt;
-    sending--;
-    sendingTo.set(h.endpointId, sendingTo.get(h.endpointId)! - 1);
-    if (sendingTo.get(h.endpointId) === 0) sendingTo.delete(h.endpointId);
-    if (pace.size >= 10_000) pace.clear();
-    pace.set(h.endpointId, Math.max(durationMs, (pace.get(h.endpointId) ?? durationMs) * 0.9));
+    scheduler.sent(h, durationMs);
 
-    let outcome = outcomeOf(result);
-    const roundAttempt = c.attempt - c.delivery.round_base;
-    if (outcome === 'retry' && roundAttempt >= maxAttempts) outcome = 'failed';
-    const status: DeliveryStatus = outcome === 'retry' ? 'pending' : outcome;
-    const nextAttemptAt = outcome === 'retry' ? finishedAt + delays[Math.min(roundAttempt - 1, delays.length - 1)] : finishedAt;
+    const { outcome, status, nextAttemptAt } = policy.decide(result, c.attempt - c.delivery.round_base, finishedAt);
     const row = {
       event_id: event.id,
       site_id: c.delivery.site_id,
@@ -430,50 +347,27 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
   function record(h: Held, next: Omit<Outcome, 'eventId' | 'attempt'>, report?: (applied: boolean) => void) {
     h.state = 'writing';
     h.next = next.next;
-    results.push({ held: h, outcome: { eventId: h.claimed.delivery.event_id, attempt: h.claimed.attempt, ...next }, report });
-    if (recording) return; // the running commit loop takes it next
-    if (results.length >= RESULTS_PER_COMMIT || stopped) return startRecording();
-    gathering ??= setTimeout(startRecording, RESULT_GATHER_MS);
+    results.add({ held: h, outcome: { eventId: h.claimed.delivery.event_id, attempt: h.claimed.attempt, ...next }, report });
   }
 
-  function startRecording() {
-    clearTimeout(gathering);
-    gathering = undefined;
-    recording ??= recordResults();
-  }
-
-  /** Writes the waiting results, one commit per group, until none wait. */
-  async function recordResults(): Promise<void> {
-    while (results.length > 0) {
-      const group = results.splice(0, RESULTS_PER_COMMIT);
-      try {
-        const applied = await store.finishAttempts(
-          owner,
-          group.map((r) => r.outcome),
-        );
-        group.forEach((r, i) => r.report?.(applied[i]));
-      } catch (err) {
-        // The leases run out and the rows are tried again: nothing is lost.
-        logger.error({ events: group.length, err: { message: (err as Error).message } }, 'event delivery: attempts could not be recorded');
-      }
-      for (const r of group) forget(r.held);
+  /** Writes one group of results in one commit; the rows are forgotten either way. */
+  async function recordGroup(group: PendingResult[]): Promise<void> {
+    try {
+      const applied = await store.finishAttempts(
+        owner,
+        group.map((r) => r.outcome),
+      );
+      group.forEach((r, i) => r.report?.(applied[i]));
+    } catch (err) {
+      // The leases run out and the rows are tried again: nothing is lost.
+      logger.error({ events: group.length, err: { message: (err as Error).message } }, 'event delivery: attempts could not be recorded');
     }
-    recording = null;
-    if (!stopped) refill();
+    for (const r of group) forget(r.held);
   }
 
   function forget(h: Held) {
     held.delete(h.claimed.delivery.event_id);
     h.settle();
-  }
-
-  async function cleanup() {
-    try {
-      const removed = await store.removeOlderThan(Date.now() - RETENTION_MS);
-      if (removed.attempts || removed.deliveries || removed.events) logger.info({ removed }, 'event delivery: removed log rows older than 30 days');
-    } catch (err) {
-      logger.warn({ err: { message: (err as Error).message } }, 'event delivery: cleanup failed; trying again later');
-    }
   }
 
   return {
@@ -484,26 +378,20 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       started = true;
       opts.wake?.subscribe(() => tick());
       tick();
-      void cleanup();
-      cleanupTimer = setInterval(() => void cleanup(), CLEANUP_EVERY_MS);
-      cleanupTimer.unref();
     },
     wake() {
       if (started) tick();
     },
     async stop() {
       stopped = true;
+      results.stop();
       clearTimeout(timer);
       clearTimeout(leaveOutTimer);
-      clearInterval(cleanupTimer);
       await ticking;
       // Rows claimed ahead go back unsent; the POSTs in flight end (at most the time-out) and are recorded.
-      for (const queue of waiting.values()) for (const h of queue) giveBack(h);
-      waiting.clear();
-      queued = 0;
-      if (results.length > 0) startRecording();
+      for (const h of scheduler.drain()) giveBack(h);
       await Promise.allSettled([...held.values()].map((h) => h.done));
-      await recording;
+      await results.idle();
       if (!opts.transport) transport.close();
     },
   };
