@@ -169,11 +169,11 @@ describe('2-4. the MySQL stall guard', () => {
   (TEST_DB === 'mysql' ? test : test.skip)('2. on MariaDB, every pooled connection carries the guard', async () => {
     const database = await createTestDatabase();
     const db = createDb({ databaseUrl: database.databaseUrl, dataDir: database.dataDir });
+    const conn = (await db.client.acquireConnection()) as { query: unknown };
     try {
-      const conn = (await db.client.acquireConnection()) as { query: unknown };
       expect(Object.prototype.hasOwnProperty.call(conn, 'query')).toBe(true);
-      await db.client.releaseConnection(conn);
     } finally {
+      await db.client.releaseConnection(conn); // the pool's destroy waits for it
       await db.destroy();
       await database.drop();
     }
