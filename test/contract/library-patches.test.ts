@@ -245,15 +245,20 @@ describe("6. res.json on the app's response prototype", () => {
   });
 });
 
+/** Wraps one object's method as our patches do (an own property over the prototype's), noting each call. */
+function recordCalls<T extends object, K extends keyof T>(target: T, method: K, note: (args: unknown[]) => void): void {
+  const original = target[method] as (...args: unknown[]) => unknown;
+  target[method] = function (this: T, ...args: unknown[]) {
+    note(args);
+    return original.apply(this, args);
+  } as T[K];
+}
+
 test('7. Express ends res.json, res.send and res.sendStatus through this.end', async () => {
   const app = express();
   const ended: string[] = [];
   app.use((req, res, next) => {
-    const end = res.end;
-    res.end = function (this: typeof res, ...args: Parameters<typeof end>) {
-      ended.push(req.path);
-      return end.apply(this, args);
-    } as typeof end;
+    recordCalls(res, 'end', () => ended.push(req.path));
     next();
   });
   app.get('/json', (_req, res) => void res.json({ a: 1 }));
@@ -267,11 +272,7 @@ test('8. multer calls req.pipe once, with the busboy parser', async () => {
   const app = express();
   const piped: unknown[] = [];
   app.use((req, _res, next) => {
-    const pipe = req.pipe;
-    req.pipe = function (this: typeof req, ...args: Parameters<typeof pipe>) {
-      piped.push(args[0]);
-      return pipe.apply(this, args);
-    } as typeof pipe;
+    recordCalls(req, 'pipe', (args) => piped.push(args[0]));
     next();
   });
   app.post('/', multer({ storage: multer.memoryStorage() }).any(), (req, res) => {
