@@ -6,7 +6,7 @@ import { openApiDocument, validateAgainst } from './http/openapi-document';
 import { docsRoutes } from './http/docs';
 import { errorHandler, notFoundHandler, sendError } from './http/error-handler';
 import { ApiError } from './platform/errors';
-import { noCors, securityHeaders } from './http/headers';
+import { securityHeaders } from './http/headers';
 import { accessLog } from './http/access-log';
 import { fastJson } from './http/json';
 import { authenticate } from './http/authenticate';
@@ -48,8 +48,8 @@ export function createApp(opts: AppOptions): Express {
   // 1. Request id and a structured access log (never the Authorization header or link signatures).
   app.use(accessLog(app, logger));
 
-  // 2. Headers every answer carries (and the Host check); no CORS anywhere.
-  noCors(app);
+  // 2. Headers every answer carries (and the Host check). CORS is decided per router: only the
+  //    chat window's entry (windowRoutes) sets Access-Control-*; the public API sets none.
   app.use(securityHeaders);
 
   // The chat window is served on an origin of its own when WINDOW_PUBLIC_URL is set: that host

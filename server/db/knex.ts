@@ -87,6 +87,7 @@ interface KnexTransactionInternals {
   query(conn: unknown, sql: string): Promise<unknown>;
 }
 // knex 3 opens every SQLite transaction with a deferred `BEGIN` and has no option for another mode.
+// Library patch 1 (docs/library-patches.md; canaries in test/contract/library-patches.test.ts).
 const SqliteTransaction = require('knex/lib/dialects/sqlite3/execution/sqlite-transaction') as new (...args: unknown[]) => KnexTransactionInternals;
 
 /**
@@ -286,7 +287,10 @@ function createMysqlGuard(settings: Record<string, unknown>) {
   const suspect = () => void probe().then((alive) => !alive && declareDown());
 
   return {
-    /** Every raw connection of the pool: knex's queries (transactions included) go through `query`. */
+    /**
+     * Every raw connection of the pool: knex's queries (transactions included) go through `query`.
+     * Library patches 2 and 3 (docs/library-patches.md).
+     */
     watch(connection: MysqlConnection) {
       const original = connection.query.bind(connection);
       connection.query = (options: unknown, values: unknown, callback?: unknown) => {
@@ -323,7 +327,7 @@ function createMysqlGuard(settings: Record<string, unknown>) {
         });
       };
     },
-    /** Fail fast while the server is down; a failed connect makes us check. */
+    /** Fail fast while the server is down; a failed connect makes us check. Library patch 4 (docs/library-patches.md). */
     attach(db: Knex) {
       const client = db.client as { acquireConnection(): Promise<unknown>; destroy(cb?: unknown): Promise<void> };
       const acquire = client.acquireConnection.bind(client);

@@ -75,6 +75,7 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
     res.once('close', () => {
       if (!handedOver || res.writableEnded) spool.release();
     });
+    // Library patch 7 (docs/library-patches.md).
     const end = res.end;
     res.end = function endThenRelease(this: typeof res, ...args: Parameters<typeof end>) {
       try {
@@ -88,6 +89,7 @@ export function multipartBody(dataDir: string, maxFileBytes: number): RequestHan
     // while multer waits for every part before it answers: the request would hang. So on the
     // parser's error the spool refuses further parts, the parser is destroyed (which ends its
     // current part), and what is still unfinished when it closes is stopped: a 400, not a hang.
+    // Library patch 8 (docs/library-patches.md).
     const pipe = req.pipe;
     req.pipe = function pipeToParser<T extends NodeJS.WritableStream>(this: Request, parser: T, options?: { end?: boolean }): T {
       req.pipe = pipe;

@@ -1,6 +1,5 @@
 import { ApiError } from '../platform/errors';
-import http from 'node:http';
-import type { Express, Request, RequestHandler } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { ulidBody } from '../platform/ids';
 
 const CLIENT_REQUEST_ID = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -29,22 +28,3 @@ export const securityHeaders: RequestHandler = (req, res, next) => {
   }
   next();
 };
-
-const CORS_HEADER = /^access-control-/i;
-
-/**
- * The public API answers no cross-origin request: every Access-Control-* header set through the
- * app's responses is dropped. Installed once on the app's response prototype (not per request);
- * the chat window entry, the one place that answers browsers, writes its CORS headers past it with
- * http.ServerResponse.prototype.setHeader.
- */
-export function noCors(app: Express): void {
-  const base = http.ServerResponse.prototype.setHeader;
-  Object.defineProperty(app.response, 'setHeader', {
-    configurable: true,
-    writable: true,
-    value: function setHeaderWithoutCors(this: http.ServerResponse, name: string, value: string | number | readonly string[]) {
-      return CORS_HEADER.test(name) ? this : base.call(this, name, value);
-    },
-  });
-}

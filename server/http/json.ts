@@ -8,6 +8,7 @@ import type { Express, Response } from 'express';
  * conditional request (If-None-Match / If-Modified-Since: freshness, 304), an answer with an ETag
  * or Last-Modified, a Content-Type already chosen, a status without a body (204, 205, 304).
  * The response validator (outside production) wraps `res.json` per request and still sees every body.
+ * Library patch 6 (docs/library-patches.md).
  */
 export function fastJson(app: Express): void {
   if (app.get('json replacer') || app.get('json spaces') || app.get('json escape')) return; // settings only Express's stringify knows

@@ -98,6 +98,7 @@ let memoised = false;
  * route lookup: a handful of route templates, compiled again on every request): the same template
  * and options give the same (stateless: no g or y flag) expression and keys, so they are kept.
  * Express's router calls the package's `match`, which uses its own inner reference and is untouched.
+ * Library patch 5 (docs/library-patches.md).
  */
 function memoisePathToRegexp() {
   if (memoised) return;

@@ -1,4 +1,3 @@
-import http from 'node:http';
 import { Request, Response, Router } from 'express';
 import { ApiError } from '../platform/errors';
 import { newId } from '../platform/ids';
@@ -48,15 +47,6 @@ type WindowAccess = NonNullable<Awaited<ReturnType<AccessService['windowAccess']
 const SITE_PATH = /^\/sites\/(ws_[0-9a-hjkmnp-tv-z]{26})(\/.*)?$/;
 const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Last-Event-ID, X-Request-Id';
 const CORS_EXPOSED_HEADERS = 'X-Request-Id, Retry-After, X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, Idempotent-Replayed';
-
-/**
- * The app strips every Access-Control-* header (noCors: the public API never answers browsers).
- * This entry is the one place that does, for the site's allowed origins only, so it writes those
- * headers past the guard with the response's own setHeader.
- */
-function setCorsHeader(res: Response, name: string, value: string) {
-  http.ServerResponse.prototype.setHeader.call(res, name, value);
-}
 
 export interface WindowRouteOptions {
   services: Services;
@@ -108,8 +98,8 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
   const allowedLately = recentOrigins(win.now);
 
   const allowCors = (res: Response, origin: string) => {
-    setCorsHeader(res, 'Access-Control-Allow-Origin', origin);
-    setCorsHeader(res, 'Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
+    res.setHeader('Access-Control-Allow-Origin', origin);
+    res.setHeader('Access-Control-Expose-Headers', CORS_EXPOSED_HEADERS);
   };
   const isGateway = (req: Request) => req.method === 'POST' && /^\/sites\/[^/]+\/token\/?$/.test(req.path);
   const refused = (message: string) => new ApiError('unauthorized', message);
@@ -168,9 +158,9 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
       }
       if (req.method === 'OPTIONS') {
         if (!allowed) throw refused('This origin may not use the chat window of this site.');
-        setCorsHeader(res, 'Access-Control-Allow-Methods', 'GET, POST');
-        setCorsHeader(res, 'Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS);
-        setCorsHeader(res, 'Access-Control-Max-Age', '600');
+        res.setHeader('Access-Control-Allow-Methods', 'GET, POST');
+        res.setHeader('Access-Control-Allow-Headers', CORS_ALLOWED_HEADERS);
+        res.setHeader('Access-Control-Max-Age', '600');
         res.status(204).end();
         return;
       }
