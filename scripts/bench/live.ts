@@ -1,5 +1,5 @@
 /**
- * The live part of `npm run bench` (issue 16): server CPU per API reply while 0, 100 and 500 chat
+ * The live part of `npm run bench`: server CPU per API reply while 0, 100 and 500 chat
  * window streams (Server-Sent Events) of other visitors are open on the reply's site. An event
  * should wake only the streams of its own visitor, so the figure with streams open stays within
  * 1.2x of the figure with none.

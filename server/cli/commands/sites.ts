@@ -13,7 +13,7 @@ function siteLine(s: SiteLine & { visitorFiles: VisitorFileSettings }): string {
 
 const visitorFilesText = (v: VisitorFileSettings) => `files: ${v.enabled ? `on (${v.types ? v.types.join(',') : 'any type'})` : 'off'}`;
 
-/** The sites with their visitor-file setting (issue 16) beside the window settings. */
+/** The sites with their visitor-file setting beside the window settings. */
 async function sitesWithFiles(rt: Runtime) {
   const sites = await rt.services.access.listSites();
   return Promise.all(sites.map(async (s) => ({ ...s, visitorFiles: await rt.services.visitorFiles.settings(s.id) })));

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { binaryText } from './columns';
 
 /**
- * Revoking the chat window's visitors (issue 16): a visitor credential lives 180 days and is
+ * Revoking the chat window's visitors: a visitor credential lives 180 days and is
  * checked by its signature alone, so voiding one needs a time to compare its issue time with.
  * - per visitor: window credentials and sessions of that visitor begun at or before
  *   `revoked_before` are void (`visitor revoke --site S --visitor V`);

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { binaryText } from './columns';
 
 /**
- * Visitor files under control (issue 16):
+ * Visitor files under control:
  * - `site_visitor_files`, one row per site (none: files on, any type, nothing stored): whether the
  *   site takes files from its visitors and of which types, and the counters its quotas are checked
  *   against, changed in the transaction that stores or removes the files (bytes stored, bytes of
