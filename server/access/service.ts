@@ -116,16 +116,6 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       return { identityMode: mode, identitySecretSet: sealed !== null, ...(secret ? { identitySecret: secret } : {}) };
     },
 
-    /** What the window gateway needs to know of a site, or null when there is no such site. */
-    async windowPolicy(siteId: string) {
-      if (!(await store.findSite(siteId))) return null;
-      const settings = await windowSettings(siteId);
-      return {
-        identityMode: settings.mode,
-        identitySecret: settings.sealed === null ? null : decrypt(sealKey(), settings.sealed),
-      };
-    },
-
     /**
      * What a window request may do, from the one read it makes: whether `origin` is allowed, the
      * identity mode, the generation of the identity secret (a fingerprint of the sealed secret: it

@@ -103,6 +103,8 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
   };
   const isGateway = (req: Request) => req.method === 'POST' && /^\/sites\/[^/]+\/token\/?$/.test(req.path);
   const refused = (message: string) => new ApiError('unauthorized', message);
+  /** Why the token may not be used now, from the site's one read (null: it may): every request and every stream's heartbeat. */
+  const refusalOf = async (claims: WindowClaims) => windowRefusal(await access.windowAccess(claims.siteId, claims.origin, claims.visitorId), claims);
 
   // 1–2. A browser request must come from one of the site's allowed origins (or from the service's
   //      own origin, where the window's panel is served); allowed origins get CORS. Everything but
@@ -133,7 +135,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
         const d = await limiter.hit(`window-visitor:${site}:${claims.visitorId}`);
         rateHeaders(res, d);
         if (!d.allowed) throw rateLimited(d);
-        const refusal = windowRefusal(await access.windowAccess(site!, claims.origin, claims.visitorId), claims);
+        const refusal = await refusalOf(claims);
         if (refusal) {
           if (foreign) res.removeHeader('Access-Control-Allow-Origin');
           throw refused(refusal);
@@ -326,7 +328,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
       live: win.live,
       logger: opts.logger,
       now: services.window.now,
-      refusal: async () => windowRefusal(await access.windowAccess(v.siteId, v.origin, v.visitorId), v),
+      refusal: () => refusalOf(v),
     });
   });
 

@@ -145,6 +145,11 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       mine.push(stream);
       byVisitor.set(visitorKey, mine);
 
+      // The window answers this by asking for a new token (which may be refused) and reconnecting.
+      const expire = () => {
+        write(`event: token-expired\ndata: {}\n\n`);
+        stream.end();
+      };
       const unsubscribe = ctx.live.subscribe(claims.siteId, claims.visitorId, () => void pump());
       // A token checked once at the start would outlive a revocation by up to its lifetime: the
       // site's settings are read again at each heartbeat (one keyed read), and a refused stream
@@ -155,8 +160,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         } catch {
           return; // the database is away for a moment: keep the stream, ask again at the next beat
         }
-        write(`event: token-expired\ndata: {}\n\n`);
-        stream.end();
+        expire();
       };
       const heartbeat = setInterval(() => {
         write(': ping\n\n');
@@ -164,10 +168,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         void pump();
       }, heartbeatMs);
       // The token's lifetime is the stream's: a refused visitor or origin stops within minutes.
-      const expiry = setTimeout(() => {
-        write(`event: token-expired\ndata: {}\n\n`);
-        stream.end();
-      }, Math.max(0, claims.expiresAt - ctx.now()));
+      const expiry = setTimeout(expire, Math.max(0, claims.expiresAt - ctx.now()));
       res.on('close', () => stream.end());
 
       write('retry: 2000\n\n');
