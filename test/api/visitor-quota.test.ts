@@ -57,6 +57,15 @@ describe('sliding-window budgets', () => {
     expect(spend(counts, 61, 100, T0 + HOUR_MS / 2, HOUR_MS).allowed).toBe(false);
   });
 
+  test('Retry-After lands where floating point puts the share a hair above the room (found by the property below)', () => {
+    // 540 counted this hour, 433 wanted of 448: exactly 15 fit when 540's share is 15/540 of it.
+    const counts = { index: Math.floor(T0 / HOUR_MS), previous: 0, current: 540 };
+    const d = spend(counts, 433, 448, T0, HOUR_MS);
+    expect(d.allowed).toBe(false);
+    expect(spend(counts, 433, 448, T0 + d.retryAfterSeconds * 1000, HOUR_MS).allowed).toBe(true);
+    expect(spend(counts, 433, 448, T0 + (d.retryAfterSeconds - 1) * 1000, HOUR_MS).allowed).toBe(false);
+  });
+
   test('Retry-After is exact: the amount fits then, and not a second earlier', () => {
     fc.assert(
       fc.property(

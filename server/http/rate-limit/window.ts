@@ -77,7 +77,11 @@ export function secondsUntilFits(counts: WindowCounts, amount: number, limit: nu
     at = index * windowMs + windowMs * (1 - (room - c.current) / c.previous);
   } else if (c.current <= room) at = now;
   else at = windowEnd + windowMs * (1 - room / c.current);
-  return Math.max(1, Math.ceil((at - now) / 1000));
+  let seconds = Math.max(1, Math.ceil((at - now) / 1000));
+  // At an exact second the weighted share can come out a hair above the room in floating point
+  // (and `used` rounds it up): the answer is the first whole second at which `used` agrees.
+  while (room >= 0 && used(c, now + seconds * 1000, windowMs) > room) seconds++;
+  return seconds;
 }
 
 /** Gives back `amount` that was spent in window `index` (a refund that is not needed any more); never below zero. */
