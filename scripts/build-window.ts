@@ -1,7 +1,7 @@
 /**
- * Builds the chat window's browser code (server/widget/browser) with esbuild into a directory of
+ * Builds the chat window's browser code (server/window/browser) with esbuild into a directory of
  * the build (`npm run build`, scripts/build.js, writes it to <build>/window): minified files, their
- * brotli and gzip variants, and manifest.json. The server only reads them (server/widget/assets.ts):
+ * brotli and gzip variants, and manifest.json. The server only reads them (server/window/assets.ts):
  * no compiler and no compression at run time. Run directly to see the sizes:
  *
  *   npx tsx scripts/build-window.ts        # loader.js, panel.js, panel.css: bytes, gzip and brotli bytes
@@ -12,9 +12,9 @@ import { createHash } from 'node:crypto';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { fromProjectRoot } from '../server/platform/project-root';
-import type { ContentCoding, WindowManifest } from '../server/widget/assets';
+import type { ContentCoding, WindowManifest } from '../server/window/assets';
 
-const SOURCES = fromProjectRoot('server', 'widget', 'browser');
+const SOURCES = fromProjectRoot('server', 'window', 'browser');
 
 export interface WindowFiles {
   /** Served at an unversioned URL (the embed snippet's), so with a short cache. */

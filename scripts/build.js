@@ -172,7 +172,7 @@ async function compile(root) {
     const { build } = require(require.resolve('esbuild', { paths: [root] }));
     await build({
       absWorkingDir: root,
-      entryPoints: files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('server/widget/browser/')),
+      entryPoints: files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('server/window/browser/')),
       outdir: tmp,
       outbase: '.',
       platform: 'node',

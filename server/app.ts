@@ -17,8 +17,8 @@ import { conversationRoutes } from './conversations/routes';
 import { messageRoutes, normaliseReply } from './messages/routes';
 import { mediaRoutes } from './media/routes';
 import { schemaRoutes } from './webhooks/schema-routes';
-import { windowRoutes, WINDOW_BASE_PATH } from './widget/routes';
-import { windowAssetRoutes } from './widget/assets';
+import { windowRoutes, WINDOW_BASE_PATH } from './window/routes';
+import { windowAssetRoutes } from './window/assets';
 import { limitByAddress } from './http/rate-limit/answers';
 
 export interface AppOptions {

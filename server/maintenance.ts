@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { Services } from './services';
 import type { Logger } from './platform/logger';
 import { removeExpiredMedia } from './media/retention';
-import { VISITOR_CREDENTIAL_TTL_SECONDS } from './widget/tokens';
+import { VISITOR_CREDENTIAL_TTL_SECONDS } from './window/tokens';
 import { removeExpiredDeliveryLog } from './webhooks/retention';
 
 const HOUR = 3600_000;

@@ -8,7 +8,7 @@ export async function seedDemo(services: Services): Promise<{ siteId: string; ke
   if (await services.access.hasSites()) return null;
   const site = await services.access.createSite('Demo site');
   const key = await services.access.createKey(site.id, ['conversations:read', 'conversations:write', 'media:read'], 'demo');
-  const w = services.widget;
+  const w = services.window.chat;
 
   const a = await w.visitorSay(site.id, 'visitor-ada', 'Hi! Do you ship to Norway?');
   await w.agentSay(a.conversation.id, 'Hello Ada, yes: 3 to 5 working days.');

@@ -11,15 +11,15 @@ import { createMessageService } from './messages/service';
 import { createMediaStore } from './media/store';
 import { createMediaService } from './media/service';
 import { createVisitorFiles } from './media/visitor-files';
-import { createWidgetService } from './widget/service';
+import { createWindowChat } from './window/service';
 import { createIdempotencyStore } from './idempotency/store';
 import { createIdempotencyService } from './idempotency/service';
 import { deriveKey } from './platform/crypto';
-import { createWindowStore } from './widget/store';
-import { createWindowTokens } from './widget/tokens';
-import { createFeed } from './widget/feed';
-import { createLiveHub } from './widget/live';
-import { createStreamRegistry } from './widget/streams';
+import { createWindowStore } from './window/store';
+import { createWindowTokens } from './window/tokens';
+import { createFeed } from './window/feed';
+import { createLiveHub } from './window/live';
+import { createStreamRegistry } from './window/streams';
 import { createEventStore } from './webhooks/store';
 import { createWebhookService } from './webhooks/service';
 import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './webhooks/worker';
@@ -105,11 +105,12 @@ export function createServices(
     media,
     /** Per site: visitor files on or off, their allowed types, and the site's quotas. */
     visitorFiles,
-    widget: createWidgetService({ db, conversations: conversationStore, messages, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
-    /** The chat window's entry (issue 9): tokens, the visitor's feed and its live wake-ups. */
+    /** The chat window's entry: tokens, the visitor's feed and its live wake-ups. */
     window: {
       tokens: createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now),
       store: windowStore,
+      /** A visitor's and a messenger agent's messages: the window's routes and the CLI's `visitor say` and `agent say`. */
+      chat: createWindowChat({ db, conversations: conversationStore, messages, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
       feed: createFeed({ store: windowStore, messages: windowMessages, mediaStore }),
       /** The window's messages and files: links on WINDOW_PUBLIC_URL when set (app.ts serves them there). */
       messages: windowMessages,

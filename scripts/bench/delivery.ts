@@ -249,7 +249,7 @@ async function openFixture(ctx: DeliveryBenchContext, receiver: Receiver): Promi
     const key = await runtime.services.access.createKey(site.id, ['conversations:read', 'conversations:write']);
     const conversations: string[] = [];
     for (let i = 0; i < CONVERSATIONS; i++) {
-      conversations.push((await runtime.services.widget.visitorSay(site.id, `visitor-${i}`, 'Where is my order?')).conversation.id);
+      conversations.push((await runtime.services.window.chat.visitorSay(site.id, `visitor-${i}`, 'Where is my order?')).conversation.id);
     }
     await setEventAddress(database?.url, dataDir, site.id, receiver.url('/hooks/chat'));
     return { databaseUrl: database?.url, dataDir, runtime, siteId: site.id, key, conversations, close };

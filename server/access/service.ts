@@ -1,6 +1,6 @@
 import { newId } from '../platform/ids';
 import { decrypt, encrypt, randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
-import { VISITOR_ID } from '../widget/service';
+import { VISITOR_ID } from '../window/service';
 import { ApiError, invalid } from '../platform/errors';
 import { toIsoRequired } from '../platform/time';
 import type { Scope } from './scopes';

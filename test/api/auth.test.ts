@@ -79,7 +79,7 @@ describe('403 insufficient_scope, per right', () => {
   ];
   let mediaId: string;
   beforeAll(async () => {
-    const m = await h.runtime.services.widget.visitorSay(h.site.id, 'v-scope', 'file', {
+    const m = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-scope', 'file', {
       files: [{ buffer: Buffer.from('abc'), originalName: 'a.txt', mimeType: 'text/plain' }],
     });
     mediaId = m.message.attachments[0].id;
@@ -102,7 +102,7 @@ describe('sites are isolated: another site sees 404, indistinguishable from a mi
   let mediaId: string;
   beforeAll(async () => {
     other = await h.newSite('Other');
-    const m = await h.runtime.services.widget.visitorSay(h.site.id, 'v-iso', 'file', {
+    const m = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-iso', 'file', {
       files: [{ buffer: Buffer.from('abc'), originalName: 'a.txt', mimeType: 'text/plain' }],
     });
     mediaId = m.message.attachments[0].id;

@@ -20,7 +20,7 @@ test('access logs are JSON lines with the request id, and never carry keys, sign
     },
   });
   const app = createApp({ services: h.runtime.services, logger: createLogger('info', sink), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
-  const m = await h.runtime.services.widget.visitorSay(h.site.id, 'v-log', 'file', {
+  const m = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-log', 'file', {
     files: [{ buffer: Buffer.from('x'), originalName: 'x.txt', mimeType: 'text/plain' }],
   });
   const link = new URL(m.message.attachments[0].url);

@@ -14,7 +14,7 @@ afterAll(() => h.close());
 test('forgets old idempotency keys, stale spool files and orphaned media, and keeps everything in use', async () => {
   const conv = (await h.visitorSay(h.site.id, 'v', 'hi')).conversation.id;
   await request(h.app).post(`/api/v1/conversations/${conv}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'old').send({ content: 'a' });
-  const kept = await h.runtime.services.widget.visitorSay(h.site.id, 'v', 'file', {
+  const kept = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v', 'file', {
     files: [{ buffer: Buffer.from('keep me'), originalName: 'k.txt', mimeType: 'text/plain' }],
   });
   const mediaDir = path.join(h.config.dataDir, 'media');

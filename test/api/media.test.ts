@@ -8,7 +8,7 @@ const bytes = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2,
 
 beforeAll(async () => {
   h = await createHarness({ now: () => now });
-  const m = await h.runtime.services.widget.visitorSay(h.site.id, 'v-media', 'photo', {
+  const m = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-media', 'photo', {
     files: [{ buffer: bytes, originalName: 'Ünïcode "photo".png', mimeType: 'image/png' }],
   });
   media = m.message.attachments[0];
@@ -60,7 +60,7 @@ test('the signed link opens without a key until it expires', async () => {
 
 test('a tampered or borrowed signature is 401', async () => {
   const link = new URL(media.url);
-  const other = await h.runtime.services.widget.visitorSay(h.site.id, 'v-media-2', 'other', {
+  const other = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-media-2', 'other', {
     files: [{ buffer: Buffer.from('secret'), originalName: 's.txt', mimeType: 'text/plain' }],
   });
   // the signature of one file does not open another
@@ -85,7 +85,7 @@ test('an attachment of another site is 404 like a missing one, and its link open
 });
 
 test('an active type is served as a download, sandboxed', async () => {
-  const m = await h.runtime.services.widget.visitorSay(h.site.id, 'v-html', 'page', {
+  const m = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-html', 'page', {
     files: [{ buffer: Buffer.from('<script>alert(1)</script>'), originalName: 'x.html', mimeType: 'text/html' }],
   });
   const res = await request(h.app).get(`/api/v1/media/${m.message.attachments[0].id}`).set(bearer(h.site.key));

@@ -15,7 +15,7 @@ let withFileId: string;
 beforeAll(async () => {
   h = await createHarness();
   convId = (await h.visitorSay(h.site.id, 'v-read', 'first, no file')).conversation.id;
-  const withFile = await h.runtime.services.widget.visitorSay(h.site.id, 'v-read', 'a photo', {
+  const withFile = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-read', 'a photo', {
     files: [
       { buffer: Buffer.from('one'), originalName: 'a.txt', mimeType: 'text/plain' },
       { buffer: Buffer.from('two'), originalName: 'b.txt', mimeType: 'text/plain' },

@@ -41,14 +41,15 @@ export async function startRealServer(
     let site: RealServer['site'];
     let otherSiteConversationId: string;
     try {
-      const { access, widget } = runtime.services;
+      const { access } = runtime.services;
+      const chat = runtime.services.window.chat;
       const s = await access.createSite('Fault drill site');
       const writeKey = (await access.createKey(s.id, ['conversations:read', 'conversations:write', 'media:read'] as Scope[])).key;
       const readKey = (await access.createKey(s.id, ['conversations:read', 'media:read'] as Scope[])).key;
-      const said = await widget.visitorSay(s.id, 'v-faults', 'hello', opts.file ? { files: [opts.file] } : {});
+      const said = await chat.visitorSay(s.id, 'v-faults', 'hello', opts.file ? { files: [opts.file] } : {});
       site = { id: s.id, writeKey, readKey, conversationId: said.conversation.id, attachment: said.message.attachments[0] };
       const other = await access.createSite('Another site');
-      otherSiteConversationId = (await widget.visitorSay(other.id, 'v-other', 'not yours')).conversation.id;
+      otherSiteConversationId = (await chat.visitorSay(other.id, 'v-other', 'not yours')).conversation.id;
       await opts.prepare?.(runtime);
     } finally {
       await runtime.close();

@@ -228,7 +228,8 @@ describe("server B: a site's quotas and the media retention", () => {
       },
       now: () => Date.now() + shift,
       prepare: async (rt) => {
-        const { access, widget } = rt.services;
+        const { access } = rt.services;
+        const chat = rt.services.window.chat;
         const file = (size: number, name: string) => ({ buffer: Buffer.alloc(size, 0x61), originalName: name, mimeType: 'application/pdf' });
         for (const key of Object.keys(sites) as (keyof typeof sites)[]) {
           sites[key] = (await access.createSite(`quotas: ${key}`)).id;
@@ -236,14 +237,14 @@ describe("server B: a site's quotas and the media retention", () => {
         }
         oldKey = (await access.createKey(sites.old, ['conversations:read', 'media:read'])).key;
         shift = -40 * DAY_MS;
-        const old = await widget.visitorSay(sites.old, 'v-old', 'an old receipt', { files: [file(50 * KB, 'old.pdf')] });
+        const old = await chat.visitorSay(sites.old, 'v-old', 'an old receipt', { files: [file(50 * KB, 'old.pdf')] });
         oldConversation = old.conversation.id;
         oldAttachment = old.message.attachments[0].id;
         // 800 of 1000 kB stored, over two earlier days (each within the day's 600 kB).
         shift = -3 * DAY_MS;
-        await widget.visitorSay(sites.full, 'v-full', 'one', { files: [file(400 * KB, 'a.pdf')] });
+        await chat.visitorSay(sites.full, 'v-full', 'one', { files: [file(400 * KB, 'a.pdf')] });
         shift = -2 * DAY_MS;
-        await widget.visitorSay(sites.full, 'v-full', 'two', { files: [file(400 * KB, 'b.pdf')] });
+        await chat.visitorSay(sites.full, 'v-full', 'two', { files: [file(400 * KB, 'b.pdf')] });
         shift = 0;
       },
     });

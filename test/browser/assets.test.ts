@@ -9,8 +9,8 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import request from 'supertest';
 import { createHarness, Harness } from '../helpers/harness';
 import { allowOrigins } from '../window/helpers';
-import { chooseCoding, windowAssets } from '../../server/widget/assets';
-import { parseInline, parseMarkdown, safeHref } from '../../server/widget/browser/markdown';
+import { chooseCoding, windowAssets } from '../../server/window/assets';
+import { parseInline, parseMarkdown, safeHref } from '../../server/window/browser/markdown';
 
 describe('chat window assets', () => {
   let h: Harness;

@@ -16,7 +16,7 @@ import { describeInChromium, launchChromium } from '../helpers/chromium';
 import { freePort } from '../helpers/spawn';
 import { makeSelfSignedCert } from '../../server/platform/tls';
 import { allowOrigins, auth, getToken, w } from '../window/helpers';
-import { identityHash } from '../../server/widget/tokens';
+import { identityHash } from '../../server/window/tokens';
 
 
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts');

@@ -29,7 +29,7 @@ beforeAll(async () => {
   broken = await createHarness();
   const first = await h.visitorSay(h.site.id, 'v-contract', 'hello');
   convId = first.conversation.id;
-  const withFile = await h.runtime.services.widget.visitorSay(h.site.id, 'v-file', 'see file', {
+  const withFile = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-file', 'see file', {
     files: [{ buffer: Buffer.from('%PDF-1.4 test'), originalName: 'invoice.pdf', mimeType: 'application/pdf' }],
   });
   mediaId = withFile.message.attachments[0].id;
@@ -171,7 +171,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     404: () => call(h.app, 'get', `/media/${mediaId}`, other.key),
     429: async () => {
       const site = await limited.newSite();
-      const m = await limited.runtime.services.widget.visitorSay(site.id, 'v', 'f', {
+      const m = await limited.runtime.services.window.chat.visitorSay(site.id, 'v', 'f', {
         files: [{ buffer: Buffer.from('x'), originalName: 'x.txt', mimeType: 'text/plain' }],
       });
       const id = m.message.attachments[0].id;

@@ -128,7 +128,7 @@ beforeAll(async () => {
   convIds = [];
   for (const visitor of ['v-1', 'v-2', 'v-3']) convIds.push((await h.visitorSay(h.site.id, visitor, `hello from ${visitor}`)).conversation.id);
   await h.visitorSay(h.site.id, 'v-1', 'a second message');
-  const withFile = await services.widget.visitorSay(h.site.id, 'v-file', 'see the file', {
+  const withFile = await services.window.chat.visitorSay(h.site.id, 'v-file', 'see the file', {
     files: [{ buffer: Buffer.from(FILE_TEXT), originalName: 'notes "draft".txt', mimeType: 'text/plain' }],
   });
   const attachment = withFile.message.attachments[0];
@@ -136,7 +136,7 @@ beforeAll(async () => {
   closedId = (await h.visitorSay(h.site.id, 'v-closed', 'bye')).conversation.id;
   await services.conversations.close(h.site.id, closedId);
   const otherSite = await h.newSite('Other');
-  const otherFile = await services.widget.visitorSay(otherSite.id, 'v-o', 'theirs', {
+  const otherFile = await services.window.chat.visitorSay(otherSite.id, 'v-o', 'theirs', {
     files: [{ buffer: Buffer.from('theirs'), originalName: 'theirs.txt', mimeType: 'text/plain' }],
   });
   other = { key: otherSite.key, convId: otherFile.conversation.id, mediaId: otherFile.message.attachments[0].id };

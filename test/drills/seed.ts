@@ -29,7 +29,7 @@ export async function seedSite(
     }
     const conversationIds: string[] = [];
     for (let i = 0; i < (opts.conversations ?? 1); i++) {
-      const said = await services.widget.visitorSay(site.id, `drill-visitor-${i}`, `Hello from visitor ${i}`);
+      const said = await services.window.chat.visitorSay(site.id, `drill-visitor-${i}`, `Hello from visitor ${i}`);
       conversationIds.push(said.conversation.id);
     }
     return { siteId: site.id, key: key.key, conversationIds, webhookSecret };

@@ -31,7 +31,8 @@ export interface World {
 const tag = () => randomBytes(8).toString('hex');
 
 async function seedSite(h: Harness, siteId: string, who: 'a' | 'b', key: string, server: FuzzServer, markers: string[]): Promise<SiteFixtures> {
-  const { widget, conversations } = h.runtime.services;
+  const { conversations } = h.runtime.services;
+  const chat = h.runtime.services.window.chat;
   const fixtures: SiteFixtures = { siteId, replyConversations: [], closableConversations: [], closedConversations: [], messageIds: [], media: [], cursors: [] };
   const counts = { reply: 3, closable: 3, closed: 2 };
   let n = 0;
@@ -41,10 +42,10 @@ async function seedSite(h: Harness, siteId: string, who: 'a' | 'b', key: string,
       const content = `content-${who}-${tag()}`;
       const fileName = `file-${who}-${tag()}.txt`;
       const fileBytes = Buffer.from(`bytes-${who}-${tag()}`);
-      const first = await widget.visitorSay(siteId, visitor, content, {
+      const first = await chat.visitorSay(siteId, visitor, content, {
         files: n % 2 === 0 ? [{ buffer: fileBytes, originalName: fileName, mimeType: 'text/plain' }] : [],
       });
-      const second = await widget.visitorSay(siteId, visitor, `second-${who}-${tag()}`);
+      const second = await chat.visitorSay(siteId, visitor, `second-${who}-${tag()}`);
       const id = first.conversation.id;
       fixtures.messageIds.push(first.message.id, second.message.id);
       for (const attachment of first.message.attachments) fixtures.media.push({ id: attachment.id, url: attachment.url });

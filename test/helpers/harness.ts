@@ -23,7 +23,7 @@ export interface Harness {
   newSite(name?: string): Promise<{ id: string; key: string; keyId: string }>;
   newKey(siteId: string, scopes: Scope[]): Promise<{ id: string; key: string }>;
   /** A visitor writes through the chat window's path. */
-  visitorSay(siteId: string, visitorId: string, content: string): ReturnType<Runtime['services']['widget']['visitorSay']>;
+  visitorSay(siteId: string, visitorId: string, content: string): ReturnType<Runtime['services']['window']['chat']['visitorSay']>;
   close(): Promise<void>;
 }
 
@@ -72,7 +72,7 @@ export async function createHarness(opts: HarnessOptions = {}): Promise<Harness>
     site,
     newSite,
     newKey,
-    visitorSay: (siteId, visitorId, content) => runtime.services.widget.visitorSay(siteId, visitorId, content),
+    visitorSay: (siteId, visitorId, content) => runtime.services.window.chat.visitorSay(siteId, visitorId, content),
     close: async () => {
       await runtime.close();
       await database.drop();

@@ -182,7 +182,7 @@ describe('messages', () => {
   });
 
   test('media.download of a visitor attachment; the signed link in the message opens it without a key', async () => {
-    const { conversation, message } = await s.h.runtime.services.widget.visitorSay(s.h.site.id, 'v-media', 'see file', {
+    const { conversation, message } = await s.h.runtime.services.window.chat.visitorSay(s.h.site.id, 'v-media', 'see file', {
       files: [{ buffer: Buffer.from('visitor bytes'), originalName: 'note.txt', mimeType: 'text/plain' }],
     });
     const listed = await chat.messages.list(conversation.id).toArray();
@@ -214,7 +214,7 @@ describe('loop protection', () => {
     expect(fresh.isOwnMessage(mine)).toBe(true);
     expect(fresh.isOwnMessage(otherReply)).toBe(false);
     expect(fresh.isOwnMessage(visitor)).toBe(false);
-    const agent = await s.h.runtime.services.widget.agentSay(id, 'agent from messenger');
+    const agent = await s.h.runtime.services.window.chat.agentSay(id, 'agent from messenger');
     expect(fresh.isOwnMessage(agent.message)).toBe(false);
   });
 

@@ -20,10 +20,10 @@ afterAll(async () => {
 });
 
 test('every payload the service emits is valid against its published schema', async () => {
-  const { conversation } = await h.runtime.services.widget.visitorSay(h.site.id, 'v-validate', 'with a file', {
+  const { conversation } = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-validate', 'with a file', {
     files: [{ buffer: Buffer.from('%PDF'), originalName: 'a.pdf', mimeType: 'application/pdf' }],
   });
-  await h.runtime.services.widget.agentSay(conversation.id, 'agent answer', 'markdown');
+  await h.runtime.services.window.chat.agentSay(conversation.id, 'agent answer', 'markdown');
   await h.runtime.services.conversations.close(h.site.id, conversation.id);
   const events = await outboxEvents(h, h.site.id);
   expect(new Set(events.map((e) => e.name))).toEqual(new Set(['conversation.started', 'message.created', 'conversation.closed']));

@@ -137,12 +137,12 @@ onSqlite('one build for every process', () => {
     expect(link).toMatch(/^\.dist\/[0-9a-f]{20}$/);
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'dist/build.json'), 'utf8'));
     expect(manifest.id).toBe(path.basename(link));
-    expect(Object.keys(manifest.inputs)).toContain('server/widget/browser/panel.ts');
+    expect(Object.keys(manifest.inputs)).toContain('server/window/browser/panel.ts');
     for (const f of ['server/main.js', 'server/webhooks/worker-main.js', 'server/cli/admin.js', 'server/db/migrate-main.js', 'window/manifest.json', 'window/loader.js.br', 'window/loader.js.gz']) {
       expect([f, fs.existsSync(path.join(dir, 'dist', f))]).toEqual([f, true]);
     }
     // The browser code is bundled into window/, not compiled for node; the server never loads esbuild.
-    expect(fs.existsSync(path.join(dir, 'dist/server/widget/browser'))).toBe(false);
+    expect(fs.existsSync(path.join(dir, 'dist/server/window/browser'))).toBe(false);
     const serverFiles = fs.readdirSync(path.join(dir, 'dist/server'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
     expect(serverFiles.length).toBeGreaterThan(50);
     expect(serverFiles.filter((f) => /require\("esbuild"\)|build-window/.test(fs.readFileSync(path.join(dir, 'dist/server', f), 'utf8')))).toEqual([]);
@@ -160,7 +160,7 @@ onSqlite('one build for every process', () => {
     const { ensureBuild } = require(path.join(dir, 'scripts/build.js')) as typeof import('../../scripts/build');
     const first = await ensureBuild({ root: dir, ifStale: true });
     expect(first.built).toBe(true);
-    const loaderFile = path.join(dir, 'server/widget/browser/loader.ts');
+    const loaderFile = path.join(dir, 'server/window/browser/loader.ts');
     const later = new Date(Date.now() + 5000);
     fs.utimesSync(loaderFile, later, later); // a checkout or a copy changes times, not contents
     expect(await ensureBuild({ root: dir, ifStale: true })).toMatchObject({ built: false, id: first.id });

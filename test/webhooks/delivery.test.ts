@@ -60,7 +60,7 @@ describe('what arrives', () => {
   test('a visitor message with a file, an API reply and a close arrive once each, signed, matching the schemas and the API', async () => {
     workers.start();
     const { site, secret, path: p } = await siteWithAddress('flow');
-    const said = await h.runtime.services.widget.visitorSay(site.id, 'visitor-1', 'Hello — ünïcödé ✓ "quotes"', {
+    const said = await h.runtime.services.window.chat.visitorSay(site.id, 'visitor-1', 'Hello — ünïcödé ✓ "quotes"', {
       files: [{ buffer: Buffer.from('a small file'), originalName: 'note.txt', mimeType: 'text/plain' }],
     });
     const conv = said.conversation.id;
@@ -149,7 +149,7 @@ describe('answers and failures', () => {
     workers.start();
     const { site, path: p } = await siteWithAddress('gone');
     receiver.on(p, answer(410, 'no such hook'));
-    await h.runtime.services.widget.visitorSay(site.id, 'v', 'hi');
+    await h.runtime.services.window.chat.visitorSay(site.id, 'v', 'hi');
     const [id] = await eventIdsOf(h, site.id, 'message.created');
     expect(await finished(id)).toMatchObject({ status: 'failed', attempts: 1 });
     expect(receiver.at(p).filter((r) => r.json.id === id)).toHaveLength(1);
@@ -161,7 +161,7 @@ describe('answers and failures', () => {
     workers.start();
     const { site, path: p } = await siteWithAddress('moved');
     receiver.on(p, answer(307, 'moved', { Location: receiver.url('/moved-target') }));
-    await h.runtime.services.widget.visitorSay(site.id, 'v', 'hi');
+    await h.runtime.services.window.chat.visitorSay(site.id, 'v', 'hi');
     const ids = await eventIdsOf(h, site.id);
     for (const id of ids) expect(await finished(id)).toMatchObject({ status: 'failed', attempts: 1 });
     expect(receiver.at('/moved-target')).toHaveLength(0);
@@ -173,7 +173,7 @@ describe('answers and failures', () => {
     workers.start();
     const { site, secret, path: p } = await siteWithAddress('down');
     receiver.on(p, answer(503, 'try later'));
-    await h.runtime.services.widget.visitorSay(site.id, 'v', 'hi');
+    await h.runtime.services.window.chat.visitorSay(site.id, 'v', 'hi');
     const [id] = await eventIdsOf(h, site.id, 'message.created');
     expect(await finished(id)).toMatchObject({ status: 'failed', attempts: 3 });
 
@@ -210,7 +210,7 @@ describe('answers and failures', () => {
     const { site, path: p } = await siteWithAddress('flaky', 'message.created');
     let calls = 0;
     receiver.on(p, (req, res) => (++calls === 1 ? answer(500, 'oops')(req, res, Buffer.alloc(0)) : answer(204)(req, res, Buffer.alloc(0))));
-    await h.runtime.services.widget.visitorSay(site.id, 'v', 'hi');
+    await h.runtime.services.window.chat.visitorSay(site.id, 'v', 'hi');
     const [id] = await eventIdsOf(h, site.id, 'message.created');
     expect(await finished(id)).toMatchObject({ status: 'delivered', attempts: 2 });
     expect((await attemptsOf(h, id)).map((a) => a.status_code)).toEqual([500, 204]);
@@ -220,7 +220,7 @@ describe('answers and failures', () => {
     workers.start();
     const { site, path: p } = await siteWithAddress('reset');
     receiver.on(p, reset);
-    await h.runtime.services.widget.visitorSay(site.id, 'v', 'hi');
+    await h.runtime.services.window.chat.visitorSay(site.id, 'v', 'hi');
     const [id] = await eventIdsOf(h, site.id, 'message.created');
     expect(await finished(id)).toMatchObject({ status: 'failed', attempts: 3 });
     expect(receiver.at(p).filter((r) => r.json.id === id)).toHaveLength(3);
@@ -235,7 +235,7 @@ describe('answers and failures', () => {
     workers.start();
     const { site, path: p } = await siteWithAddress('silent', 'message.created');
     receiver.on(p, stall);
-    await h.runtime.services.widget.visitorSay(site.id, 'v', 'hi');
+    await h.runtime.services.window.chat.visitorSay(site.id, 'v', 'hi');
     const [id] = await eventIdsOf(h, site.id, 'message.created');
     expect(await finished(id)).toMatchObject({ status: 'failed', attempts: 3 });
     const log = await attemptsOf(h, id);
@@ -250,7 +250,7 @@ describe('answers and failures', () => {
   test('a certificate that no trusted CA signed is rejected (and retried)', async () => {
     workers.start({ webhookCaFile: undefined }); // system CAs only
     const { site, path: p } = await siteWithAddress('untrusted', 'message.created');
-    await h.runtime.services.widget.visitorSay(site.id, 'v', 'hi');
+    await h.runtime.services.window.chat.visitorSay(site.id, 'v', 'hi');
     const [id] = await eventIdsOf(h, site.id, 'message.created');
     expect(await finished(id)).toMatchObject({ status: 'failed', attempts: 3 });
     expect(receiver.at(p)).toHaveLength(0); // the TLS handshake ended before any request

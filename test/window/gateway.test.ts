@@ -1,7 +1,7 @@
 import request from 'supertest';
 import { createHarness, Harness, bearer } from '../helpers/harness';
 import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
-import { identityHash } from '../../server/widget/tokens';
+import { identityHash } from '../../server/window/tokens';
 import { siteCommands } from '../../server/cli/commands/sites';
 import { parseArgs } from '../../server/cli/args';
 import { normaliseOrigin } from '../../server/access/service';

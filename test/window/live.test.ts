@@ -2,11 +2,11 @@ import request from 'supertest';
 import { createHarness, Harness, bearer, listenHttps } from '../helpers/harness';
 import express from 'express';
 import { openRuntime, Runtime } from '../../server/runtime';
-import { windowRoutes } from '../../server/widget/routes';
+import { windowRoutes } from '../../server/window/routes';
 import { errorHandler, notFoundHandler } from '../../server/http/error-handler';
 import { createLogger } from '../../server/platform/logger';
-import type { StreamLimits } from '../../server/widget/streams';
-import { createLiveHub } from '../../server/widget/live';
+import type { StreamLimits } from '../../server/window/streams';
+import { createLiveHub } from '../../server/window/live';
 import { allowOrigins, auth, getToken, messageContent, openSse, ORIGIN, SseEvent, SseStream, w } from './helpers';
 
 let h: Harness;

@@ -6,7 +6,7 @@
  */
 import vm from 'node:vm';
 import fc from 'fast-check';
-import { Block, Inline, MAX_NESTING, Meter, parseMarkdown, safeHref } from '../../server/widget/browser/markdown';
+import { Block, Inline, MAX_NESTING, Meter, parseMarkdown, safeHref } from '../../server/window/browser/markdown';
 
 /**
  * One parse that cannot hang the test run: the vm's watchdog ends a synchronous loop after `ms` of

@@ -134,7 +134,7 @@ describe('client message id', () => {
   test('simultaneous sends that all miss the first check still make one message (the unique key decides)', async () => {
     // Straight through the service: every call reads before any of them writes.
     const answers = await Promise.all(
-      Array.from({ length: 6 }, () => h.runtime.services.widget.visitorSay(h.site.id, 'vis_direct', 'same message', { clientMessageId: 'direct-1' })),
+      Array.from({ length: 6 }, () => h.runtime.services.window.chat.visitorSay(h.site.id, 'vis_direct', 'same message', { clientMessageId: 'direct-1' })),
     );
     expect(answers.filter((a) => !a.replayed)).toHaveLength(1);
     expect(new Set(answers.map((a) => a.message.id)).size).toBe(1);

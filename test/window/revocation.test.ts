@@ -6,7 +6,7 @@
 import { createHmac } from 'node:crypto';
 import request from 'supertest';
 import type { Harness } from '../helpers/harness';
-import { identityHash, VISITOR_CREDENTIAL_TTL_SECONDS, WINDOW_SESSION_MAX_SECONDS } from '../../server/widget/tokens';
+import { identityHash, VISITOR_CREDENTIAL_TTL_SECONDS, WINDOW_SESSION_MAX_SECONDS } from '../../server/window/tokens';
 import { deriveKey } from '../../server/platform/crypto';
 import { loadMasterKey } from '../../server/platform/master-key';
 import { migrationSource } from '../../server/db/migrations';

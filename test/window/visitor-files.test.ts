@@ -121,7 +121,7 @@ describe("the site's setting", () => {
     expect(ok.body.data.message.attachments.map((a: { mimeType: string }) => a.mimeType)).toEqual(['image/png', 'application/pdf']);
     // The operator's CLI path (`visitor say`) follows the same setting.
     await expect(
-      h.runtime.services.widget.visitorSay(site.id, 'vis_cli', 'x', { files: [{ buffer: bytes(5), originalName: 'x.html', mimeType: 'text/html' }] }),
+      h.runtime.services.window.chat.visitorSay(site.id, 'vis_cli', 'x', { files: [{ buffer: bytes(5), originalName: 'x.html', mimeType: 'text/html' }] }),
     ).rejects.toMatchObject({ code: 'unsupported_media_type' });
     await h.runtime.services.visitorFiles.update(site.id, { types: 'any' });
     expect(await h.runtime.services.visitorFiles.settings(site.id)).toEqual({ enabled: true, types: null });
@@ -185,7 +185,7 @@ describe("the site's quotas", () => {
 
   test("the API's files do not count against the visitors' quotas", async () => {
     const site = await newSite();
-    const said = await h.runtime.services.widget.visitorSay(site.id, 'vis_api', 'hi');
+    const said = await h.runtime.services.window.chat.visitorSay(site.id, 'vis_api', 'hi');
     const reply = await request(h.app)
       .post(`/api/v1/conversations/${said.conversation.id}/messages`)
       .set(bearer(site.key))

@@ -17,9 +17,9 @@ function readFiles(paths: string[]): IncomingFile[] {
 }
 
 export const chatCommands: Record<string, Command> = {
-  /** The chat window's own path (widget service): starts a conversation exactly as a visitor does. */
+  /** The chat window's own path (services.window.chat): starts a conversation exactly as a visitor does. */
   'visitor say': async (rt, args) => {
-    const result = await rt.services.widget
+    const result = await rt.services.window.chat
       .visitorSay(required(args, 'site'), required(args, 'visitor'), String(args.flags.content ?? ''), { files: readFiles(args.lists.file ?? []) });
     const { conversation, message } = result;
     return {
@@ -28,7 +28,7 @@ export const chatCommands: Record<string, Command> = {
     };
   },
   'agent say': async (rt, args) => {
-    const { conversation, message } = await rt.services.widget.agentSay(required(args, 'conversation'), required(args, 'content'));
+    const { conversation, message } = await rt.services.window.chat.agentSay(required(args, 'conversation'), required(args, 'content'));
     return { json: { conversation, message }, text: `message ${message.id} in ${conversation.id}` };
   },
 };

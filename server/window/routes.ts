@@ -275,7 +275,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
     const v = req.windowVisitor!;
     const tail = await win.feed.tail(v.siteId, v.visitorId);
     const latest = await win.store.latestConversation(v.siteId, v.visitorId);
-    res.json({ data: { conversation: latest ? services.widget.conversationToDto(latest) : null, lastEventId: encodePosition(tail) } });
+    res.json({ data: { conversation: latest ? services.window.chat.conversationToDto(latest) : null, lastEventId: encodePosition(tail) } });
   });
 
   router.get('/sites/:siteId/conversations/:conversationId/messages', async (req, res) => {
@@ -295,7 +295,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
       originalName: f.originalname,
       mimeType: f.mimetype,
     }));
-    const result = await services.widget.visitorSay(v.siteId, v.visitorId, body.content ?? '', {
+    const result = await services.window.chat.visitorSay(v.siteId, v.visitorId, body.content ?? '', {
       format: body.format ?? 'plain',
       files,
       clientMessageId: body.clientMessageId,

@@ -27,7 +27,7 @@ export const CLIENT_MESSAGE_ID = /^[\x21-\x7e]{1,64}$/;
  * one wins, the others retry and append to the winner's conversation. After a close the next
  * message starts a new conversation; the closed one stays closed.
  */
-export function createWidgetService(deps: {
+export function createWindowChat(deps: {
   db: Knex;
   conversations: ConversationStore;
   messages: MessageService;
@@ -195,4 +195,4 @@ export function createWidgetService(deps: {
   };
 }
 
-export type WidgetService = ReturnType<typeof createWidgetService>;
+export type WindowChat = ReturnType<typeof createWindowChat>;
