@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { deriveKey } from './crypto';
+import { publishFileOnce } from './publish-once';
 
 /**
  * The master key encrypts webhook signing secrets and signs media links and cursors.
@@ -11,17 +11,7 @@ import { deriveKey } from './crypto';
 export function loadMasterKey(dataDir: string, fromEnv: string | undefined): Buffer {
   if (fromEnv) return parseKey(fromEnv, 'MASTER_KEY');
   const file = path.join(dataDir, 'master.key');
-  if (fs.existsSync(file)) return parseKey(fs.readFileSync(file, 'utf8').trim(), file);
-  fs.mkdirSync(dataDir, { recursive: true });
-  const key = randomBytes(32);
-  try {
-    fs.writeFileSync(file, key.toString('hex') + '\n', { mode: 0o600, flag: 'wx' });
-    return key;
-  } catch (err) {
-    // Another process created it between our check and our write: use theirs.
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return parseKey(fs.readFileSync(file, 'utf8').trim(), file);
-    throw err;
-  }
+  return parseKey(publishFileOnce(file, randomBytes(32).toString('hex') + '\n').trim(), file);
 }
 
 function parseKey(text: string, source: string): Buffer {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { generate } from 'selfsigned';
+import { publishDirectoryOnce } from './publish-once';
 
 export interface TlsMaterial {
   cert: string;
@@ -40,13 +41,13 @@ export async function loadTls(dataDir: string, certFile?: string, keyFile?: stri
   }
   const dir = path.join(dataDir, 'tls');
   const cert = path.join(dir, 'localhost.crt');
-  const key = path.join(dir, 'localhost.key');
-  if (!fs.existsSync(cert) || !fs.existsSync(key)) {
-    fs.mkdirSync(dir, { recursive: true });
-    const pair = await makeSelfSignedCert();
-    fs.writeFileSync(key, pair.key, { mode: 0o600 });
-    fs.writeFileSync(cert, pair.cert);
-    return { ...pair, generatedAt: cert };
+  if (fs.existsSync(cert) && fs.existsSync(path.join(dir, 'localhost.key'))) {
+    return { cert: fs.readFileSync(cert, 'utf8'), key: fs.readFileSync(path.join(dir, 'localhost.key'), 'utf8') };
   }
-  return { cert: fs.readFileSync(cert, 'utf8'), key: fs.readFileSync(key, 'utf8') };
+  // Several processes may start on a fresh DATA_DIR at once; each makes a pair and one pair wins
+  // whole, so the files on disk always match each other and every process serves the same one.
+  const pair = await makeSelfSignedCert();
+  const made = publishDirectoryOnce(dir, { 'localhost.key': { content: pair.key, mode: 0o600 }, 'localhost.crt': { content: pair.cert } });
+  const mine = made['localhost.crt'] === pair.cert;
+  return { cert: made['localhost.crt'], key: made['localhost.key'], ...(mine ? { generatedAt: cert } : {}) };
 }
