@@ -90,9 +90,9 @@ function receiveMultipart(req: Request, res: Response, next: (err?: unknown) => 
   try {
     // busboy flags a file that reaches `fileSize`, so it is one byte over the largest file taken.
     parser = busboy({ headers: req.headers, limits: { ...LIMITS, fileSize: maxFileBytes + 1 } });
-  } catch {
+  } catch (err) {
     // no boundary, or a Content-Type busboy cannot read
-    return next(new ApiError('invalid_request', 'The multipart body is malformed.'));
+    return next(uploadError(err));
   }
   const body: Record<string, string | string[]> = Object.create(null);
   req.body = body;
@@ -115,8 +115,8 @@ function receiveMultipart(req: Request, res: Response, next: (err?: unknown) => 
     failure = err;
     req.unpipe(parser);
     req.resume();
-    // Destroyed once busboy has left the chunk it is parsing (a part destroyed under it would be
-    // pushed to again); its destroy ends the part it holds.
+    // Destroyed once busboy has left the chunk it is parsing: it still works on the part it
+    // reported from (it marks a file truncated after its 'limit'). Its destroy ends that part.
     process.nextTick(() => {
       spool.release(err);
       parser.destroy();
