@@ -10,10 +10,10 @@ interface ValidatorError {
   headers?: Record<string, string>;
 }
 
-/** body-parser, multer and express-openapi-validator failures, translated into our codes. */
+/** body-parser and express-openapi-validator failures, translated into our codes (multipart bodies answer in ours: http/bodies.ts). */
 function translate(err: unknown): ApiError | null {
   if (err instanceof ApiError) return err;
-  const e = err as { type?: string; code?: string; status?: number; message?: string; field?: string };
+  const e = err as { type?: string; status?: number; message?: string };
   if (isStorageFull(err)) return new ApiError('insufficient_storage', 'The service has no room to store this right now; retry later.');
   switch (e?.type) {
     case 'entity.too.large':
@@ -28,16 +28,6 @@ function translate(err: unknown): ApiError | null {
     case 'request.aborted':
     case 'request.size.invalid':
       return new ApiError('invalid_request', 'The request body was incomplete.');
-  }
-  if (e?.code && typeof e.code === 'string' && e.code.startsWith('LIMIT_')) {
-    // multer limits
-    if (e.code === 'LIMIT_UNEXPECTED_FILE') {
-      return new ApiError('invalid_request', `Unexpected file field "${e.field}"; send files as "file".`, [{ path: `/body/${e.field}`, message: 'unexpected file field' }]);
-    }
-    return new ApiError('payload_too_large', `The upload is over a limit (${e.message}): at most 10 files of 20 MiB each.`);
-  }
-  if (/Multipart|Unexpected end of form|Malformed part header|boundary/i.test(e?.message ?? '') && !e?.status) {
-    return new ApiError('invalid_request', 'The multipart body is malformed.');
   }
   // Express's router (a path segment that is not valid percent-encoding) and body-parser (a
   // Content-Encoding the body does not decode with) report client errors as plain 4xx errors

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { ApiError } from '../platform/errors';
 import type { IdempotencyService } from '../idempotency/service';
+import type { UploadedFile } from './bodies';
 import { sendError } from './error-handler';
 import './request-context';
 
@@ -17,7 +18,7 @@ async function fileDigest(file: string): Promise<string> {
  * are another request (the message would show another attachment). Empty without files, so a JSON
  * request's fingerprint is what it was before files counted by name (keys recorded then still match).
  */
-async function filesFingerprint(files: Express.Multer.File[]): Promise<string> {
+async function filesFingerprint(files: UploadedFile[]): Promise<string> {
   if (files.length === 0) return '';
   const described = await Promise.all(files.map(async (f) => ({ name: f.originalname, type: f.mimetype, sha256: await fileDigest(f.path) })));
   return canonical(described);
@@ -45,7 +46,7 @@ export function idempotency(service: IdempotencyService, normalise: (body: unkno
     try {
       const fingerprint = createHash('sha256')
         .update(`${req.method} ${req.baseUrl}${req.path}\n${canonical(normalise(req.body ?? null))}\n`)
-        .update(await filesFingerprint((req.files as Express.Multer.File[] | undefined) ?? []))
+        .update(await filesFingerprint(req.uploadedFiles ?? []))
         .digest('hex');
       const begun = await service.begin(req.principal.keyId, key, fingerprint);
       if (begun.kind === 'replay') {

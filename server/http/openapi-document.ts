@@ -37,7 +37,7 @@ export const windowDocument = windowEntry.doc;
 /**
  * express-openapi-validator as both entries use it: every request checked against `document`
  * (unknown query parameters refused, nothing removed), answers too when `validateResponses` (outside
- * production and in every test). Rights are checked by our own middleware, files by multer.
+ * production and in every test). Rights are checked by our own middleware, files by multipartBody (http/bodies.ts).
  *
  * Its steps run as one middleware (one router layer instead of five), and its route lookup, which
  * turns every route of the document into a regular expression again on every request until one

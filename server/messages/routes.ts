@@ -25,7 +25,7 @@ export function messageRoutes(service: MessageService): Router {
 
   router.post('/conversations/:id/messages', async (req, res) => {
     const body = req.body as Partial<ReplyBody>;
-    const files: IncomingFile[] = ((req.files as Express.Multer.File[] | undefined) ?? []).map((f) => ({
+    const files: IncomingFile[] = (req.uploadedFiles ?? []).map((f) => ({
       tempPath: f.path,
       originalName: f.originalname,
       mimeType: f.mimetype,

@@ -290,7 +290,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
   router.post('/sites/:siteId/messages', async (req, res) => {
     const v = req.windowVisitor!;
     const body = req.body as SendBody;
-    const files: IncomingFile[] = ((req.files as Express.Multer.File[] | undefined) ?? []).map((f) => ({
+    const files: IncomingFile[] = (req.uploadedFiles ?? []).map((f) => ({
       tempPath: f.path,
       originalName: f.originalname,
       mimeType: f.mimetype,

@@ -1,7 +1,7 @@
 /**
  * Issue 7, defects 1, 7 and 8 (Content-Type), on the real server process over raw TLS:
  * - a multipart body cut off inside a file part, or a connection dropped mid-upload, used to crash
- *   the whole process (fs.rm on multer's placeholder entry from a `close` listener) and leave the
+ *   the whole process (an fs.rm, from a `close` listener, on a spool entry that had no file yet) and leave the
  *   partial spool file (and its descriptor) behind;
  * - a request refused anyway (no conversations:write, a bad or foreign conversation id) used to be
  *   spooled to disk whole before its answer;

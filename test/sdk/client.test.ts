@@ -167,7 +167,7 @@ describe('messages', () => {
   });
 
   // fetch/undici and browsers send multipart file names as raw UTF-8 (RFC 7578); the server must
-  // not read them as latin1 (multer 2 does by default; server/http/bodies.ts decodes them).
+  // not read them as latin1 (busboy does by default; server/http/bodies.ts decodes them).
   test('a non-ASCII file name survives the upload', async () => {
     const id = await newConversation('v-utf8-name');
     const message = await chat.messages.create(id, { files: [{ data: new Uint8Array([1]), name: 'reçu é.pdf', type: 'application/pdf' }] });
