@@ -50,6 +50,7 @@ export function createServices(
   const accessStore = createAccessStore(db);
   const eventStore = createEventStore(db);
   const mediaStore = createMediaStore(db);
+  const messageStore = createMessageStore(db);
   const mediaOptions = {
     dataDir: config.dataDir,
     publicUrl: config.publicUrl,
@@ -78,7 +79,7 @@ export function createServices(
   const messageDeps = {
     db,
     conversations: conversationStore,
-    messages: createMessageStore(db),
+    messages: messageStore,
     media,
     mediaStore,
     cursors,
@@ -110,8 +111,8 @@ export function createServices(
       tokens: createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now),
       store: windowStore,
       /** A visitor's and a messenger agent's messages: the window's routes and the CLI's `visitor say` and `agent say`. */
-      chat: createWindowChat({ db, conversations: conversationStore, messages, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
-      feed: createFeed({ store: windowStore, messages: windowMessages, mediaStore }),
+      chat: createWindowChat({ db, conversations: conversationStore, messages, messageStore, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
+      feed: createFeed({ conversations: conversationStore, messageStore, messages: windowMessages, mediaStore }),
       /** The window's messages and files: links on WINDOW_PUBLIC_URL when set (app.ts serves them there). */
       messages: windowMessages,
       media: windowMedia,

@@ -273,15 +273,14 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
 
   router.get('/sites/:siteId/conversation', async (req, res) => {
     const v = req.windowVisitor!;
-    const tail = await win.feed.tail(v.siteId, v.visitorId);
-    const latest = await win.store.latestConversation(v.siteId, v.visitorId);
-    res.json({ data: { conversation: latest ? services.window.chat.conversationToDto(latest) : null, lastEventId: encodePosition(tail) } });
+    const { conversation, position } = await win.feed.current(v.siteId, v.visitorId);
+    res.json({ data: { conversation: conversation ? services.window.chat.conversationToDto(conversation) : null, lastEventId: encodePosition(position) } });
   });
 
   router.get('/sites/:siteId/conversations/:conversationId/messages', async (req, res) => {
     const v = req.windowVisitor!;
     // Another visitor's conversation is answered exactly like a missing one.
-    const own = await win.store.conversationOfVisitor(v.siteId, v.visitorId, req.params.conversationId);
+    const own = await win.feed.conversationOf(v.siteId, v.visitorId, req.params.conversationId);
     if (!own) throw new ApiError('not_found', 'Conversation not found.');
     const page = await win.messages.list(v.siteId, own.id, req.query as { limit?: number; cursor?: string; order?: 'asc' | 'desc' });
     res.json({ data: page.data.map(toWindowMessage), page: page.page });
