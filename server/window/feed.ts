@@ -19,17 +19,15 @@ import { conversationToDto } from '../conversations/store';
 import type { MessageService } from '../messages/service';
 import type { Message, MessageStore } from '../messages/store';
 import type { MediaStore } from '../media/store';
+import type { components } from './generated/api';
 
 export type FeedPosition =
   | { kind: 'start' }
   | { kind: 'at'; conversationId: string; createdAt: number; ids: string[] }
   | { kind: 'closed'; conversationId: string };
 
-export type WindowMessage = Omit<Message, 'origin' | 'apiKeyId'>;
-
-export type FeedEvent =
-  | { id: string; event: 'conversation.started' | 'conversation.closed'; data: { conversation: ReturnType<typeof conversationToDto> } }
-  | { id: string; event: 'message'; data: { message: WindowMessage } };
+export type WindowMessage = components['schemas']['WindowMessage'];
+export type FeedEvent = components['schemas']['FeedEvent'];
 
 const ID = '[0-9a-hjkmnp-tv-z]{26}';
 const POSITION = new RegExp(`^(conv_${ID})\\.(?:(closed)|(\\d{1,15})\\.((?:msg_${ID})(?:,msg_${ID}){0,99})?)$`);
