@@ -26,7 +26,8 @@ declare global {
   }
 }
 
-type SendBody = operations['sendVisitorMessage']['requestBody']['content']['application/json'];
+/** Either body of a send: JSON, or multipart with files (content optional there). */
+type SendBody = operations['sendVisitorMessage']['requestBody']['content'][keyof operations['sendVisitorMessage']['requestBody']['content']];
 type SendAnswer = operations['sendVisitorMessage']['responses'][201]['content']['application/json'];
 type ConversationAnswer = operations['getCurrentConversation']['responses'][200]['content']['application/json'];
 type MessagesQuery = NonNullable<operations['listWindowMessages']['parameters']['query']>;
