@@ -1,5 +1,5 @@
 /**
- * Produces every generated file from the OpenAPI documents (DOCUMENTS below):
+ * Produces every generated file from the OpenAPI documents (DOCUMENTS, scripts/lib/documents.ts):
  *   the types of each document (openapi-typescript), in one file each:
  *     sdk/src/generated/api.ts            openapi/openapi.yaml, for the SDK and the server alike (one copy)
  *     server/window/generated/api.ts      openapi/window.yaml, for the window's routes and its browser code
@@ -13,24 +13,10 @@ import path from 'node:path';
 import os from 'node:os';
 import { execFileSync } from 'node:child_process';
 import { loadDocument, eventSchemas } from './lib/openapi-doc';
+import { DOCUMENTS } from './lib/documents';
 
 const root = path.resolve(__dirname, '..');
 const check = process.argv.includes('--check');
-
-interface GeneratedDocument {
-  /** The document, relative to the repository root. */
-  document: string;
-  /** Where its types go. */
-  types: string;
-  /** The document whose event payloads become the SDK's JSON Schemas. */
-  eventSchemas?: boolean;
-}
-
-/** One entry a document: adding a document is adding a line. */
-const DOCUMENTS: GeneratedDocument[] = [
-  { document: 'openapi/openapi.yaml', types: 'sdk/src/generated/api.ts', eventSchemas: true },
-  { document: 'openapi/window.yaml', types: 'server/window/generated/api.ts' },
-];
 
 function generateTypes(document: string): string {
   const tmp = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'gen-')), 'api.ts');

@@ -3,6 +3,7 @@ import path from 'node:path';
 import fs from 'node:fs';
 import os from 'node:os';
 import YAML from 'yaml';
+import { DOCUMENTS } from '../../scripts/lib/documents';
 
 const root = path.resolve(__dirname, '../..');
 
@@ -16,7 +17,7 @@ test('generated files are up to date with the documents (openapi/openapi.yaml, o
 test('the check notices a hand edit, in the files of either document', () => {
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'gen-check-'));
   try {
-    for (const dir of ['openapi', 'scripts', 'sdk/src/generated', 'sdk/schemas', 'server/window/generated']) {
+    for (const dir of ['openapi', 'scripts', 'sdk/schemas', ...DOCUMENTS.map((d) => path.dirname(d.types))]) {
       fs.cpSync(path.join(root, dir), path.join(copy, dir), { recursive: true });
     }
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(copy, 'node_modules'));
@@ -31,6 +32,7 @@ test('the check notices a hand edit, in the files of either document', () => {
       expect(stderr).toContain('stale: sdk/schemas/message.created.json');
       expect(stderr).toContain('stale: server/window/generated/api.ts');
       expect(stderr).not.toContain('stale: sdk/src/generated/api.ts');
+      expect(stderr.match(/^stale: /gm)).toHaveLength(2);
     }
     expect(failed).toBe(true);
   } finally {
