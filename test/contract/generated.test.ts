@@ -17,7 +17,7 @@ test('generated files are up to date with the documents (openapi/openapi.yaml, o
 test('the check notices a hand edit, in the files of either document', () => {
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'gen-check-'));
   try {
-    for (const dir of ['openapi', 'scripts', 'sdk/schemas', ...DOCUMENTS.map((d) => path.dirname(d.types))]) {
+    for (const dir of ['openapi', 'scripts', 'sdk/src', 'sdk/schemas', ...DOCUMENTS.map((d) => path.dirname(d.types))]) {
       fs.cpSync(path.join(root, dir), path.join(copy, dir), { recursive: true });
     }
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(copy, 'node_modules'));
