@@ -17,6 +17,7 @@ import { createIdempotencyService } from './idempotency/service';
 import { deriveKey } from './platform/crypto';
 import { createWindowStore } from './window/store';
 import { createWindowTokens } from './window/tokens';
+import { createWindowGateway } from './window/gateway';
 import { createFeed } from './window/feed';
 import { createLiveHub } from './window/live';
 import { createStreamRegistry } from './window/streams';
@@ -50,6 +51,7 @@ export function createServices(
   const accessStore = createAccessStore(db);
   const eventStore = createEventStore(db);
   const mediaStore = createMediaStore(db);
+  const messageStore = createMessageStore(db);
   const mediaOptions = {
     dataDir: config.dataDir,
     publicUrl: config.publicUrl,
@@ -65,6 +67,8 @@ export function createServices(
     : media;
   const visitorFiles = createVisitorFiles({ db, limits: config.visitorFiles, now });
   const windowStore = createWindowStore(db);
+  const access = createAccessService(accessStore, now, deriveKey(master, 'identity-secrets'));
+  const windowTokens = createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now);
   // The chat window's live streams hear of every commit that wrote events in this process at once,
   // each event only by the streams of its own visitor.
   const live = createLiveHub(windowStore, { now });
@@ -78,7 +82,7 @@ export function createServices(
   const messageDeps = {
     db,
     conversations: conversationStore,
-    messages: createMessageStore(db),
+    messages: messageStore,
     media,
     mediaStore,
     cursors,
@@ -99,7 +103,7 @@ export function createServices(
      * and a webhook service with an address policy of its own (tests: a fake DNS).
      */
     stores: { access: accessStore, events: eventStore, media: mediaStore },
-    access: createAccessService(accessStore, now, deriveKey(master, 'identity-secrets')),
+    access,
     conversations: createConversationService({ db, store: conversationStore, cursors, now, ...hooks }),
     messages,
     media,
@@ -107,11 +111,13 @@ export function createServices(
     visitorFiles,
     /** The chat window's entry: tokens, the visitor's feed and its live wake-ups. */
     window: {
-      tokens: createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now),
+      tokens: windowTokens,
+      /** The gateway's rules: the tokens it issues, and whether one may still be used. Its panel is served on WINDOW_PUBLIC_URL when set. */
+      gateway: createWindowGateway({ access, tokens: windowTokens, now, serviceOrigin: new URL(config.windowPublicUrl ?? config.publicUrl).origin }),
       store: windowStore,
       /** A visitor's and a messenger agent's messages: the window's routes and the CLI's `visitor say` and `agent say`. */
-      chat: createWindowChat({ db, conversations: conversationStore, messages, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
-      feed: createFeed({ store: windowStore, messages: windowMessages, mediaStore }),
+      chat: createWindowChat({ db, conversations: conversationStore, messages, messageStore, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
+      feed: createFeed({ conversations: conversationStore, messageStore, messages: windowMessages, mediaStore }),
       /** The window's messages and files: links on WINDOW_PUBLIC_URL when set (app.ts serves them there). */
       messages: windowMessages,
       media: windowMedia,

@@ -77,6 +77,30 @@ export function createConversationStore(db: Knex) {
       return locked && locked.state === 'open' ? locked : undefined;
     },
 
+    /** The visitor's conversation with this id (another visitor's is not found). */
+    async findOfVisitor(siteId: string, visitorId: string, id: string): Promise<ConversationRow | undefined> {
+      return normalise(await db<ConversationRow>('conversations').where({ site_id: siteId, visitor_id: visitorId, id }).first(COLUMNS));
+    },
+
+    /** The visitor's newest conversation (open, or the last one closed). */
+    async latestOfVisitor(siteId: string, visitorId: string): Promise<ConversationRow | undefined> {
+      return normalise(
+        await db<ConversationRow>('conversations')
+          .where({ site_id: siteId, visitor_id: visitorId })
+          .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+          .first(COLUMNS),
+      );
+    },
+
+    /** The visitor's conversation that started after `after` (or its first one), in (created_at, id) order. */
+    async nextOfVisitor(siteId: string, visitorId: string, after: { created_at: number; id: string } | null): Promise<ConversationRow | undefined> {
+      const q = db<ConversationRow>('conversations').where({ site_id: siteId, visitor_id: visitorId });
+      if (after) {
+        q.andWhere('created_at', '>=', after.created_at).andWhere((w) => w.where('created_at', '>', after.created_at).orWhere('id', '>', after.id));
+      }
+      return normalise(await q.orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }]).first(COLUMNS));
+    },
+
     insert: (trx: Knex.Transaction, row: ConversationRow) => trx('conversations').insert(row),
 
     touch: (trx: Knex.Transaction, id: string, at: number) =>

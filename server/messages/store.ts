@@ -24,7 +24,7 @@ export interface MessageRow {
   attachment_count: number;
 }
 
-/** The columns of a message row, named (the window's feed reads them too). */
+/** The columns of a message row, named. */
 export const MESSAGE_COLUMNS = ['id', 'conversation_id', 'site_id', 'direction', 'origin', 'api_key_id', 'content', 'format', 'created_at', 'attachment_count'] as const;
 
 /** The one row mapping of `messages`: mysql2 may hand BIGINT back as a string. */
@@ -53,6 +53,34 @@ export function createMessageStore(db: Knex) {
   };
   return {
     insert: (trx: Knex.Transaction, row: MessageRow) => trx('messages').insert(row),
+
+    async findById(id: string): Promise<MessageRow | undefined> {
+      const r: MessageRow | undefined = await db('messages').where({ id }).first(MESSAGE_COLUMNS);
+      return r && mapMessageRow(r);
+    },
+
+    /**
+     * Messages of a conversation from `createdAt` on (inclusive: messages written in the same
+     * millisecond as the last one delivered may sort before it by id), oldest first.
+     */
+    async fromTime(conversationId: string, createdAt: number, limit: number): Promise<MessageRow[]> {
+      const rows: MessageRow[] = await db('messages')
+        .where('conversation_id', conversationId)
+        .andWhere('created_at', '>=', createdAt)
+        .orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }])
+        .limit(limit)
+        .select(MESSAGE_COLUMNS);
+      return rows.map(mapMessageRow);
+    },
+
+    /** Newest message time of a conversation and every message id written at that millisecond. */
+    async tailOf(conversationId: string): Promise<{ createdAt: number; ids: string[] } | null> {
+      const last = await db<MessageRow>('messages').where('conversation_id', conversationId).max({ t: 'created_at' }).first();
+      const t = last?.t === null || last?.t === undefined ? null : Number(last.t);
+      if (t === null) return null;
+      const ids = await db<MessageRow>('messages').where({ conversation_id: conversationId, created_at: t }).orderBy('id').pluck('id');
+      return { createdAt: t, ids };
+    },
 
     /**
      * One page of a conversation of the site, oldest first (or newest with desc) by (created_at, id):

@@ -14,23 +14,20 @@
  * ever have is already committed, and the closed event can follow them.
  */
 import { ApiError } from '../platform/errors';
-import type { ConversationRow } from '../conversations/store';
+import type { ConversationRow, ConversationStore } from '../conversations/store';
 import { conversationToDto } from '../conversations/store';
 import type { MessageService } from '../messages/service';
-import type { Message } from '../messages/store';
+import type { Message, MessageStore } from '../messages/store';
 import type { MediaStore } from '../media/store';
-import type { WindowStore } from './store';
+import type { components } from './generated/api';
 
 export type FeedPosition =
   | { kind: 'start' }
   | { kind: 'at'; conversationId: string; createdAt: number; ids: string[] }
   | { kind: 'closed'; conversationId: string };
 
-export type WindowMessage = Omit<Message, 'origin' | 'apiKeyId'>;
-
-export type FeedEvent =
-  | { id: string; event: 'conversation.started' | 'conversation.closed'; data: { conversation: ReturnType<typeof conversationToDto> } }
-  | { id: string; event: 'message'; data: { message: WindowMessage } };
+export type WindowMessage = components['schemas']['WindowMessage'];
+export type FeedEvent = components['schemas']['FeedEvent'];
 
 const ID = '[0-9a-hjkmnp-tv-z]{26}';
 const POSITION = new RegExp(`^(conv_${ID})\\.(?:(closed)|(\\d{1,15})\\.((?:msg_${ID})(?:,msg_${ID}){0,99})?)$`);
@@ -58,13 +55,21 @@ export function toWindowMessage(m: Message): WindowMessage {
   return rest;
 }
 
-export function createFeed(deps: { store: WindowStore; messages: MessageService; mediaStore: MediaStore }) {
-  const { store } = deps;
+export function createFeed(deps: { conversations: ConversationStore; messageStore: MessageStore; messages: MessageService; mediaStore: MediaStore }) {
+  const { conversations, messageStore } = deps;
 
   async function ownConversation(siteId: string, visitorId: string, id: string, where: string): Promise<ConversationRow> {
-    const c = await store.conversationOfVisitor(siteId, visitorId, id);
+    const c = await conversations.findOfVisitor(siteId, visitorId, id);
     if (!c) throw new ApiError('invalid_request', `${where} names no conversation of this visitor; reconnect without it.`, [{ path: where, message: 'unknown event id' }]);
     return c;
+  }
+
+  async function tail(siteId: string, visitorId: string): Promise<FeedPosition> {
+    const latest = await conversations.latestOfVisitor(siteId, visitorId);
+    if (!latest) return { kind: 'start' };
+    if (latest.state === 'closed') return { kind: 'closed', conversationId: latest.id };
+    const t = await messageStore.tailOf(latest.id);
+    return t ? { kind: 'at', conversationId: latest.id, createdAt: t.createdAt, ids: t.ids } : { kind: 'at', conversationId: latest.id, createdAt: 0, ids: [] };
   }
 
   return {
@@ -76,13 +81,19 @@ export function createFeed(deps: { store: WindowStore; messages: MessageService;
     },
 
     /** The end of the feed right now: a stream or poll started here gets only what happens next. */
-    async tail(siteId: string, visitorId: string): Promise<FeedPosition> {
-      const latest = await store.latestConversation(siteId, visitorId);
-      if (!latest) return { kind: 'start' };
-      if (latest.state === 'closed') return { kind: 'closed', conversationId: latest.id };
-      const t = await store.tailOf(latest.id);
-      return t ? { kind: 'at', conversationId: latest.id, createdAt: t.createdAt, ids: t.ids } : { kind: 'at', conversationId: latest.id, createdAt: 0, ids: [] };
+    tail,
+
+    /**
+     * The visitor's newest conversation and the feed's end, read in that order after it: a
+     * conversation that starts in between is then in the feed after the end as well, never missed.
+     */
+    async current(siteId: string, visitorId: string): Promise<{ conversation: ConversationRow | undefined; position: FeedPosition }> {
+      const position = await tail(siteId, visitorId);
+      return { conversation: await conversations.latestOfVisitor(siteId, visitorId), position };
     },
+
+    /** The visitor's conversation with this id; another visitor's is not found, exactly like a missing one. */
+    conversationOf: (siteId: string, visitorId: string, id: string) => conversations.findOfVisitor(siteId, visitorId, id),
 
     /** Up to `max` events after `from` (more may follow: call again from `position`). */
     async read(siteId: string, visitorId: string, from: FeedPosition, max = 100): Promise<{ events: FeedEvent[]; position: FeedPosition; more: boolean }> {
@@ -92,7 +103,7 @@ export function createFeed(deps: { store: WindowStore; messages: MessageService;
       for (let turn = 0; turn < 50 && events.length < max; turn++) {
         if (pos.kind !== 'at') {
           const after = pos.kind === 'closed' ? await ownConversation(siteId, visitorId, pos.conversationId, 'Last-Event-ID') : null;
-          const next = await store.nextConversation(siteId, visitorId, after);
+          const next = await conversations.nextOfVisitor(siteId, visitorId, after);
           if (!next) break;
           pos = { kind: 'at', conversationId: next.id, createdAt: 0, ids: [] };
           events.push({ id: encodePosition(pos), event: 'conversation.started', data: { conversation: conversationToDto(next) } });
@@ -101,7 +112,7 @@ export function createFeed(deps: { store: WindowStore; messages: MessageService;
         const conversation = await ownConversation(siteId, visitorId, pos.conversationId, 'Last-Event-ID');
         const budget = max - events.length;
         const at = pos;
-        const rows = await store.messagesFrom(conversation.id, at.createdAt, budget + at.ids.length + 1);
+        const rows = await messageStore.fromTime(conversation.id, at.createdAt, budget + at.ids.length + 1);
         const fresh = rows.filter((r) => !(r.created_at === at.createdAt && at.ids.includes(r.id)));
         const taken = fresh.slice(0, budget);
         // Only messages that carry files cost a lookup (attachment_count is written with the message).

@@ -8,7 +8,7 @@ import { conversationToDto } from '../conversations/store';
 import type { MessageService, NewMessage } from '../messages/service';
 import { checkContent } from '../messages/service';
 import type { MediaService, IncomingFile } from '../media/service';
-import type { Message, MessageFormat } from '../messages/store';
+import type { Message, MessageFormat, MessageStore } from '../messages/store';
 import { emitEvent, OnEvents } from '../webhooks/outbox';
 import type { MediaStore } from '../media/store';
 import type { VisitorFiles } from '../media/visitor-files';
@@ -31,6 +31,7 @@ export function createWindowChat(deps: {
   db: Knex;
   conversations: ConversationStore;
   messages: MessageService;
+  messageStore: MessageStore;
   media: MediaService;
   mediaStore: MediaStore;
   visitorFiles: VisitorFiles;
@@ -62,7 +63,7 @@ export function createWindowChat(deps: {
     message.attachments.length ? { ...message, attachments: message.attachments.map((a) => ({ ...a, url: media.signedUrl(a.id) })) } : message;
 
   async function replayAnswer(messageId: string) {
-    const row = (await deps.window.findMessage(messageId))!;
+    const row = (await deps.messageStore.findById(messageId))!;
     const conversation = (await conversations.findById(row.conversation_id))!;
     const attachments = await deps.mediaStore.forMessages([row.id]);
     return { conversation: conversationToDto(conversation), message: forWindow(messages.toDto(row, attachments)), started: false, replayed: true };

@@ -3,30 +3,36 @@ import path from 'node:path';
 import fs from 'node:fs';
 import os from 'node:os';
 import YAML from 'yaml';
+import { DOCUMENTS } from '../../scripts/lib/documents';
 
 const root = path.resolve(__dirname, '../..');
 
-test('generated files are up to date with openapi/openapi.yaml', () => {
+test('generated files are up to date with the documents (openapi/openapi.yaml, openapi/window.yaml)', () => {
   // Throws (non-zero exit) and names the stale file when someone edits the document without
   // running `npm run generate`, or edits a generated file by hand.
   const out = execFileSync(path.join(root, 'node_modules/.bin/tsx'), [path.join(root, 'scripts/generate.ts'), '--check'], { cwd: root, encoding: 'utf8' });
   expect(out).toMatch(/up to date/);
 });
 
-test('the check notices a hand edit', () => {
+test('the check notices a hand edit, in the files of either document', () => {
   const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'gen-check-'));
   try {
-    for (const dir of ['openapi', 'scripts', 'sdk/src/generated', 'sdk/schemas']) {
+    for (const dir of ['openapi', 'scripts', 'sdk/src', 'sdk/schemas', ...DOCUMENTS.map((d) => path.dirname(d.types))]) {
       fs.cpSync(path.join(root, dir), path.join(copy, dir), { recursive: true });
     }
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(copy, 'node_modules'));
     fs.appendFileSync(path.join(copy, 'sdk/schemas/message.created.json'), ' ');
+    fs.appendFileSync(path.join(copy, 'server/window/generated/api.ts'), '// edited\n');
     let failed = false;
     try {
       execFileSync(path.join(root, 'node_modules/.bin/tsx'), [path.join(copy, 'scripts/generate.ts'), '--check'], { cwd: copy, stdio: 'pipe' });
     } catch (err) {
       failed = true;
-      expect(String((err as { stderr: Buffer }).stderr)).toContain('stale: sdk/schemas/message.created.json');
+      const stderr = String((err as { stderr: Buffer }).stderr);
+      expect(stderr).toContain('stale: sdk/schemas/message.created.json');
+      expect(stderr).toContain('stale: server/window/generated/api.ts');
+      expect(stderr).not.toContain('stale: sdk/src/generated/api.ts');
+      expect(stderr.match(/^stale: /gm)).toHaveLength(2);
     }
     expect(failed).toBe(true);
   } finally {

@@ -7,11 +7,18 @@
  * nothing may wait on a lock that never comes.
  */
 
-export interface FeedEvent {
-  id?: string;
-  event: string;
-  data: { message?: unknown; conversation?: unknown; lastEventId?: string };
-}
+import type { components, operations } from '../generated/api';
+
+/**
+ * What the stream carries: the visitor's feed (FeedEvent in openapi/window.yaml), and the stream's
+ * own `ready` (the position it starts from) and `token-expired`.
+ */
+export type FeedEvent =
+  | components['schemas']['FeedEvent']
+  | { id?: string; event: 'ready'; data: { lastEventId?: string } }
+  | { id?: undefined; event: 'token-expired'; data: object };
+
+type PollAnswer = operations['pollVisitorEvents']['responses'][200]['content']['application/json'];
 
 export interface LiveOptions {
   /** The lock's and the channel's name: one per site and visitor. */
@@ -150,7 +157,7 @@ async function readStream(body: ReadableStream<Uint8Array>, deliver: (e: FeedEve
       }
       if (!data.length) continue;
       try {
-        deliver({ id, event, data: JSON.parse(data.join('\n')) });
+        deliver({ id, event, data: JSON.parse(data.join('\n')) } as FeedEvent);
       } catch {
         // a malformed event is skipped, the stream goes on
       }
@@ -196,7 +203,7 @@ async function poll(o: LiveOptions, live: Live, deliver: (e: FeedEvent) => void,
     try {
       const res = await o.api(`/events/poll${q}`, {}, o.signal);
       if (res.ok) {
-        const body = (await res.json()) as { data: FeedEvent[]; lastEventId: string; hasMore: boolean };
+        const body = (await res.json()) as PollAnswer;
         for (const e of body.data) deliver(e);
         live.lastEventId = body.lastEventId;
         if (body.hasMore) continue;
