@@ -38,9 +38,9 @@ export interface Config {
    * socket's address), a hop count, or the proxies' addresses, subnets and names.
    */
   trustProxy: TrustProxy;
-  /** HTTPS listener limits against slow and abandoned clients (README: Failure behaviour). */
+  /** HTTPS listener limits against slow and abandoned clients (docs/operations.md, Failure behaviour). */
   http: HttpLimits;
-  /** Quotas on what the chat window's visitors send (README: Visitor files); 0 turns one off. */
+  /** Quotas on what the chat window's visitors send (docs/window.md, Visitor files); 0 turns one off. */
   visitorFiles: VisitorFileLimits;
   /** Media files (and their attachment rows) older than this are removed by maintenance; 0 keeps them. */
   mediaRetentionDays: number;

@@ -1,5 +1,5 @@
 /**
- * The arithmetic of visitor-file quotas (README: Visitor files), pure and with the clock passed in:
+ * The arithmetic of visitor-file quotas (docs/window.md, Visitor files), pure and with the clock passed in:
  * a site's bytes of the current UTC day and bytes stored, what a request may still upload, and the
  * site's allowed types. The per-address budgets are sliding windows (http/rate-limit/window.ts).
  */

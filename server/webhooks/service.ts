@@ -18,7 +18,7 @@ export function parseEventNames(value: string | undefined): EventName[] {
 }
 
 /**
- * The rules of event addresses, signing secrets and redelivery (README.md, Events and webhooks).
+ * The rules of event addresses, signing secrets and redelivery (docs/events.md).
  * One address per site. The secret is needed to sign, so it is stored encrypted (AES-256-GCM under
  * a key derived from the master key), never as a fingerprint, and shown only when it is made.
  */

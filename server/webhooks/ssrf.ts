@@ -1,5 +1,5 @@
 /*
- * The SSRF rules for event addresses (README.md, Event receivers). A customer chooses the
+ * The SSRF rules for event addresses (docs/operations.md, Event receivers). A customer chooses the
  * address, so without these rules a delivery could be aimed at our own network: the database, the
  * cloud metadata service, an admin port on localhost. An address is refused when ANY of the
  * addresses its name resolves to is in one of these ranges; the connection is then made to the

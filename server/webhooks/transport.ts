@@ -157,7 +157,7 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
            *
            * Can this deliver twice? Only if the receiver took the POST and then reset without
            * answering. undici and Bun refuse to replay non-idempotent requests for that reason; we
-           * accept it here because delivery is at least once by contract (README: "Retries"):
+           * accept it here because delivery is at least once by contract (docs/events.md, "Retries"):
            * every receiver must dedupe on X-Service-Delivery, and the alternative (a failed
            * attempt) resends the very same body a few seconds later anyway. The replay happens at
            * most once, only on a reused connection, only before any answer byte.

@@ -4,7 +4,7 @@ import { isBlockedAddress, Resolver } from '../../server/webhooks/ssrf';
 import { postOnce } from '../../server/webhooks/transport';
 import { attemptsOf, deliveryHarness, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
 
-/** Addresses are refused when saved and again at every connect (README.md, Event receivers). */
+/** Addresses are refused when saved and again at every connect (docs/operations.md, Event receivers). */
 let receiver: Receiver;
 let h: Harness;
 const workers = workerPool(() => h);
