@@ -19,7 +19,7 @@ import { mediaRoutes } from './media/routes';
 import { schemaRoutes } from './webhooks/schema-routes';
 import { windowRoutes, WINDOW_BASE_PATH } from './window/routes';
 import { windowAssetRoutes } from './window/assets';
-import { limitByAddress } from './http/rate-limit/answers';
+import { limitByClientIp } from './http/rate-limit/answers';
 
 export interface AppOptions {
   services: Services;
@@ -140,7 +140,7 @@ function windowSide(opts: AppOptions): express.Router {
   if (services.config.windowPublicUrl) {
     windowApp.get('/api/v1/media/:id', async (req, _res, next) => {
       try {
-        await limitByAddress(limiter, req);
+        await limitByClientIp(limiter, req);
         // No validator on this host: the link's two parameters are checked here, as single values.
         const { expires, signature } = req.query;
         if (typeof expires !== 'string' || typeof signature !== 'string' || !SIGNED_LINK.expires.test(expires) || !SIGNED_LINK.signature.test(signature)) {

@@ -35,12 +35,12 @@ export interface Config {
   embeddedWorker: boolean;
   /**
    * Which hops of X-Forwarded-For to believe, in Express's `trust proxy` terms: `false` (direct, the
-   * socket's address), a hop count, or the proxies' addresses, subnets and names.
+   * socket's peer IP), a hop count, or the proxies' IPs, subnets and names.
    */
   trustProxy: TrustProxy;
-  /** HTTPS listener limits against slow and abandoned clients (README: Failure behaviour). */
+  /** HTTPS listener limits against slow and abandoned clients (docs/operations.md, Failure behaviour). */
   http: HttpLimits;
-  /** Quotas on what the chat window's visitors send (README: Visitor files); 0 turns one off. */
+  /** Quotas on what the chat window's visitors send (docs/window.md, Visitor files); 0 turns one off. */
   visitorFiles: VisitorFileLimits;
   /** Media files (and their attachment rows) older than this are removed by maintenance; 0 keeps them. */
   mediaRetentionDays: number;
@@ -68,27 +68,27 @@ const proxyAddr = require('proxy-addr') as { compile(trusted: string[]): unknown
 
 /**
  * TRUST_PROXY takes what Express's `trust proxy` takes, except `true`: trusting every hop lets any
- * client write its own address into X-Forwarded-For, which defeats the per-address limits.
+ * client write its own IP into X-Forwarded-For, which defeats the per-client-IP limits.
  */
 export function trustProxyFrom(value: string | undefined): TrustProxy {
   const v = (value ?? '').trim();
   if (v === '' || v.toLowerCase() === 'false') return false;
   if (v.toLowerCase() === 'true') {
     throw new Error(
-      'TRUST_PROXY=true is refused: it would trust every X-Forwarded-For entry, so any client could choose its own address and escape the per-address limits. ' +
-        'Give the number of proxy hops in front of the service (TRUST_PROXY=1 for one reverse proxy) or the proxies\' addresses (TRUST_PROXY=loopback, or TRUST_PROXY=10.0.0.0/8,172.16.0.0/12).',
+      'TRUST_PROXY=true is refused: it would trust every X-Forwarded-For entry, so any client could choose its own IP and escape the per-client-IP limits. ' +
+        'Give the number of proxy hops in front of the service (TRUST_PROXY=1 for one reverse proxy) or the proxies\' IPs (TRUST_PROXY=loopback, or TRUST_PROXY=10.0.0.0/8,172.16.0.0/12).',
     );
   }
   if (/^\d+$/.test(v)) {
     const hops = Number(v);
-    if (hops > 100) throw new Error(`TRUST_PROXY must be a hop count of at most 100 or a list of proxy addresses, got "${v}"`);
+    if (hops > 100) throw new Error(`TRUST_PROXY must be a hop count of at most 100 or a list of proxy IPs, got "${v}"`);
     return hops === 0 ? false : hops;
   }
   const trusted = v.split(',').map((s) => s.trim()).filter(Boolean);
   try {
     proxyAddr.compile(trusted);
   } catch (err) {
-    throw new Error(`TRUST_PROXY must be a hop count or a comma-separated list of addresses, subnets or loopback/linklocal/uniquelocal: ${(err as Error).message}`);
+    throw new Error(`TRUST_PROXY must be a hop count or a comma-separated list of IPs, subnets or loopback/linklocal/uniquelocal: ${(err as Error).message}`);
   }
   return trusted;
 }
@@ -205,8 +205,8 @@ const MIB = 1024 * 1024;
 
 function visitorFileLimitsFrom(env: NodeJS.ProcessEnv): VisitorFileLimits {
   return {
-    messagesPerHourPerAddress: intFrom(env.VISITOR_MESSAGES_PER_HOUR_PER_ADDRESS, 1000, 'VISITOR_MESSAGES_PER_HOUR_PER_ADDRESS'),
-    bytesPerHourPerAddress: intFrom(env.VISITOR_FILE_BYTES_PER_HOUR_PER_ADDRESS, 200 * MIB, 'VISITOR_FILE_BYTES_PER_HOUR_PER_ADDRESS'),
+    messagesPerHourPerClientIp: intFrom(env.VISITOR_MESSAGES_PER_HOUR_PER_ADDRESS, 1000, 'VISITOR_MESSAGES_PER_HOUR_PER_ADDRESS'),
+    bytesPerHourPerClientIp: intFrom(env.VISITOR_FILE_BYTES_PER_HOUR_PER_ADDRESS, 200 * MIB, 'VISITOR_FILE_BYTES_PER_HOUR_PER_ADDRESS'),
     bytesPerDayPerSite: intFrom(env.VISITOR_FILE_BYTES_PER_DAY_PER_SITE, 1024 * MIB, 'VISITOR_FILE_BYTES_PER_DAY_PER_SITE'),
     storedBytesPerSite: intFrom(env.VISITOR_FILE_BYTES_PER_SITE, 10 * 1024 * MIB, 'VISITOR_FILE_BYTES_PER_SITE'),
   };

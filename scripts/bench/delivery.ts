@@ -120,7 +120,7 @@ function eventBody(id: string): string {
   return JSON.stringify({ id, event: 'message.created', createdAt: at, workspaceKey: 'ws_01m82c8ec8k0tm35z5cmcdh9ed', data: { conversation, message } });
 }
 
-/** The headers the worker sends, signed the same way (README "What arrives"). */
+/** The headers the worker sends, signed the same way (docs/events.md, "What arrives"). */
 function signed(secret: string, id: string, body: string): Record<string, string> {
   const timestamp = String(Math.floor(Date.now() / 1000));
   return {

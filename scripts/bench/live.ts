@@ -6,7 +6,7 @@
  *
  * Every visitor has a conversation, as one who wrote before and keeps the window open does. The
  * streams come from several loopback addresses (127.0.1.x), each below the service's 20 streams per
- * client address, and HTTP_MAX_CONNECTIONS is raised so the process takes 500. Replies go to 16
+ * client IP, and HTTP_MAX_CONNECTIONS is raised so the process takes 500. Replies go to 16
  * other visitors' conversations; the counts alternate within each round, on their own database.
  */
 import fs from 'node:fs';
@@ -30,15 +30,15 @@ export const STREAM_COUNTS = [0, 100, 500];
 const TARGETS = 16;
 const CONNECTIONS = 8;
 const ORIGIN = 'https://bench.example';
-/** Streams opened from one loopback address: below the service's default of 20 per client address. */
-const STREAMS_PER_ADDRESS = 16;
+/** Streams opened from one loopback address: below the service's default of 20 per client IP. */
+const STREAMS_PER_CLIENT_IP = 16;
 const SETUP_PARALLEL = 16;
 /** How long the service's CPU is sampled with the streams open and nothing written: one heartbeat period (15 s). */
 const IDLE_MS = 15_000;
 
-/** The loopback address stream `i` is opened from, so no address holds more than `perAddress`. */
-export function clientAddress(i: number, perAddress = STREAMS_PER_ADDRESS): string {
-  const k = Math.floor(i / perAddress);
+/** The loopback IP stream `i` is opened from, so no client IP holds more than `perClientIp`. */
+export function clientIp(i: number, perClientIp = STREAMS_PER_CLIENT_IP): string {
+  const k = Math.floor(i / perClientIp);
   return `127.0.${1 + Math.floor(k / 250)}.${1 + (k % 250)}`;
 }
 
@@ -164,7 +164,7 @@ export async function runLivePart(ctx: BenchContext, engine: Engine): Promise<Be
     for (let round = 1; round <= ctx.options.rounds; round++) {
       for (const count of STREAM_COUNTS) {
         // Tokens last 10 minutes: each run opens its streams with fresh ones.
-        const open = await inParallel(count, async (i) => openStream(base, site.id, (await token(service!.url, site.id, bystanders[i].credential)).token, clientAddress(i)));
+        const open = await inParallel(count, async (i) => openStream(base, site.id, (await token(service!.url, site.id, bystanders[i].credential)).token, clientIp(i)));
         try {
           const busy = (await ctx.quiet()) !== '';
           // What the open streams cost with nothing written (their heartbeats), beside the figure.

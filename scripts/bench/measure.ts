@@ -153,7 +153,7 @@ function formatNumber(value: number | undefined, digits = 2): string {
   return value.toFixed(digits);
 }
 
-/** The rows as a markdown table, for stdout and the README. */
+/** The rows as a markdown table, for stdout and bench-results.md. */
 export function formatTable(rows: BenchRow[]): string {
   const header = ['what', 'value', 'bare baseline', 'ratio', 'p50 ms', 'p99 ms', 'CPU ms/op', 'peak RSS MiB', 'note'];
   const escape = (text: string) => text.replace(/\|/g, '\\|');

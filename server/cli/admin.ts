@@ -1,5 +1,5 @@
 /**
- * The operator CLI: the dashboard's functions (README.md, "Access keys and the operator CLI").
+ * The operator CLI: the dashboard's functions (docs/api.md, "Access keys and the operator CLI").
  * `npm run --silent admin -- <command> [--json]`. With --json every command prints exactly one
  * JSON object on stdout; errors go to stderr with a non-zero exit.
  */

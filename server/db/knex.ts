@@ -196,7 +196,7 @@ export function isConnectionError(err: unknown): boolean {
 }
 
 /**
- * Time-outs of the MySQL/MariaDB connections (README: Failure behaviour). A server that is down
+ * Time-outs of the MySQL/MariaDB connections (docs/operations.md, Failure behaviour). A server that is down
  * refuses connections and costs nothing to detect; a server that hangs (stopped, overloaded
  * storage, a network black hole) accepts TCP and then never answers, which without these would
  * hold every request forever.

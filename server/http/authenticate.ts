@@ -2,8 +2,8 @@ import type { Request, RequestHandler } from 'express';
 import { ApiError } from '../platform/errors';
 import type { AccessService } from '../access/service';
 import type { RateLimiter } from './rate-limit/limiter';
-import { addressBucket } from './rate-limit/client-address';
-import { limitByAddress as limitAddress, rateHeaders, rateLimited } from './rate-limit/answers';
+import { clientIpBucket } from './rate-limit/client-ip';
+import { limitByClientIp as limitClientIp, rateHeaders, rateLimited } from './rate-limit/answers';
 import './request-context';
 
 /** Paths under /api/v1 that open without a key: published schemas, and media by signed link. */
@@ -15,31 +15,31 @@ function isKeyless(req: Request): boolean {
 
 /**
  * Authentication, then the per-key rate limit. Requests without a valid key are limited per client
- * address (`addressBucket`: IPv4, or the IPv6 /64), so keys cannot be guessed at speed.
+ * IP (`clientIpBucket`: IPv4, or the IPv6 /64), so keys cannot be guessed at speed.
  *
- * A presented key takes a slot in its address's window before it is looked up, and gives it back
- * when it proves valid: an address whose window is full is answered 429 without touching the
- * database, and one address can never have more than the limit of lookups running or failed in a
- * minute, however many it sends at once. A valid key from such an address is refused too; letting
+ * A presented key takes a slot in its client IP's window before it is looked up, and gives it back
+ * when it proves valid: a client IP whose window is full is answered 429 without touching the
+ * database, and one client IP can never have more than the limit of lookups running or failed in a
+ * minute, however many it sends at once. A valid key from such a client IP is refused too; letting
  * it through would tell a guesser which of its keys work.
  */
 export function authenticate(access: AccessService, limiter: RateLimiter): RequestHandler {
-  /** Counts a request that holds no valid key against its client address. */
-  const limitByAddress = (req: Request) => limitAddress(limiter, req);
+  /** Counts a request that holds no valid key against its client IP. */
+  const limitByClientIp = (req: Request) => limitClientIp(limiter, req);
   return async (req, res, next) => {
     try {
       if (isKeyless(req)) {
-        await limitByAddress(req);
+        await limitByClientIp(req);
         req.mediaLink = req.path.startsWith('/media/');
         return next();
       }
       const header = req.headers.authorization;
       const match = typeof header === 'string' ? /^Bearer[ ]+(\S+)\s*$/i.exec(header) : null;
       if (!match) {
-        await limitByAddress(req);
+        await limitByClientIp(req);
         throw new ApiError('unauthorized', 'Missing API key: send Authorization: Bearer wck_...');
       }
-      const slot = await limiter.reserve(addressBucket(req.ip));
+      const slot = await limiter.reserve(clientIpBucket(req.ip));
       if (!slot.allowed) throw rateLimited(slot);
       try {
         req.principal = await access.authenticate(match[1]);

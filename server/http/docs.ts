@@ -34,7 +34,7 @@ function swaggerUiOptions(persistAuthorization: boolean): SwaggerUiOptions {
       persistAuthorization,
       tryItOutEnabled: true,
       displayRequestDuration: true,
-      validatorUrl: null, // the default sends the document's address to validator.swagger.io
+      validatorUrl: null, // the default sends the document's URL to validator.swagger.io
     },
   };
 }

@@ -1,7 +1,7 @@
 /**
- * The arithmetic of visitor-file quotas (README: Visitor files), pure and with the clock passed in:
+ * The arithmetic of visitor-file quotas (docs/window.md, Visitor files), pure and with the clock passed in:
  * a site's bytes of the current UTC day and bytes stored, what a request may still upload, and the
- * site's allowed types. The per-address budgets are sliding windows (http/rate-limit/window.ts).
+ * site's allowed types. The per-client-IP budgets are sliding windows (http/rate-limit/window.ts).
  */
 import { invalid } from '../platform/errors';
 
@@ -10,10 +10,10 @@ export const DAY_MS = 86_400_000;
 
 /** The operator's limits (config.ts); 0 turns a limit off. */
 export interface VisitorFileLimits {
-  /** Messages from one client address an hour, over all its visitors and sites. */
-  messagesPerHourPerAddress: number;
-  /** File bytes received from one client address an hour, over all its visitors and sites. */
-  bytesPerHourPerAddress: number;
+  /** Messages from one client IP an hour, over all its visitors and sites. */
+  messagesPerHourPerClientIp: number;
+  /** File bytes received from one client IP an hour, over all its visitors and sites. */
+  bytesPerHourPerClientIp: number;
   /** File bytes a site stores from its visitors in one UTC day. */
   bytesPerDayPerSite: number;
   /** File bytes of a site's visitors stored at once (retention frees them). */

@@ -1,7 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import { ApiError } from '../platform/errors';
 import type { RateLimiter, Spent } from '../http/rate-limit/limiter';
-import { addressBucket } from '../http/rate-limit/client-address';
+import { clientIpBucket } from '../http/rate-limit/client-ip';
 import type { UploadGuard } from '../http/bodies';
 import { checkFileAllowed, filesOffError, siteQuotaError, VisitorFiles } from './visitor-files';
 import { expectedFileBytes, HOUR_MS, limitOf, nextGrant } from './quota';
@@ -9,7 +9,7 @@ import { expectedFileBytes, HOUR_MS, limitOf, nextGrant } from './quota';
 /** The smallest extra budget an upload asks for once it has used what it was granted. */
 export const GRANT_STEP = 1024 * 1024;
 
-function addressQuotaError(what: 'messages' | 'file bytes', retryAfterSeconds: number): ApiError {
+function clientIpQuotaError(what: 'messages' | 'file bytes', retryAfterSeconds: number): ApiError {
   return new ApiError('quota_exceeded', `Too many ${what} from this network in the last hour; retry in ${retryAfterSeconds} s.`, undefined, {
     'Retry-After': String(retryAfterSeconds),
   });
@@ -26,11 +26,11 @@ function contentLength(req: Request): number | undefined {
 }
 
 /**
- * The chat window's quotas on a visitor's message, before its body is read (README: Visitor files):
- * messages an hour per client address over all visitors; for a multipart body the site's setting
- * and what its quotas and the address's hourly file bytes leave, judged from Content-Length. Then,
+ * The chat window's quotas on a visitor's message, before its body is read (docs/window.md, Visitor files):
+ * messages an hour per client IP over all visitors; for a multipart body the site's setting
+ * and what its quotas and the client IP's hourly file bytes leave, judged from Content-Length. Then,
  * as the file bytes arrive (`req.uploadGuard`, see multipartBody), the same limits on the bytes
- * themselves: an upload that passes them stops there and leaves nothing behind. The address's
+ * themselves: an upload that passes them stops there and leaves nothing behind. The client IP's
  * budget is spent as the bytes are granted; what the request did not use goes back when it ends.
  * The site's quotas are charged for good where the files are stored (VisitorFiles.charge).
  */
@@ -43,16 +43,16 @@ export function visitorUploadQuotas(opts: { limiter: RateLimiter; visitorFiles: 
       // validator or the route (a malformed site id in the path has no visitor).
       const visitor = req.windowVisitor;
       if (!visitor) return next();
-      const address = addressBucket(req.ip);
-      if (limits.messagesPerHourPerAddress > 0) {
-        const m = await limiter.spend(`visitor-messages:${address}`, 1, limits.messagesPerHourPerAddress, HOUR_MS);
-        if (!m.allowed) throw addressQuotaError('messages', m.retryAfterSeconds);
+      const clientIp = clientIpBucket(req.ip);
+      if (limits.messagesPerHourPerClientIp > 0) {
+        const m = await limiter.spend(`visitor-messages:${clientIp}`, 1, limits.messagesPerHourPerClientIp, HOUR_MS);
+        if (!m.allowed) throw clientIpQuotaError('messages', m.retryAfterSeconds);
       }
       if (!req.is('multipart/form-data')) return next();
 
       const { settings, room } = await visitorFiles.state(visitor.siteId);
       const expected = expectedFileBytes(contentLength(req));
-      const perHour = limitOf(limits.bytesPerHourPerAddress);
+      const perHour = limitOf(limits.bytesPerHourPerClientIp);
       const perDay = limitOf(limits.bytesPerDayPerSite);
       const tooLarge = (bytes: number) => {
         if (bytes > perHour) throw neverFits(perHour, 'one network may send in an hour');
@@ -63,8 +63,8 @@ export function visitorUploadQuotas(opts: { limiter: RateLimiter; visitorFiles: 
       if (expected > 0 && !settings.enabled) throw filesOffError();
       if (expected > room.bytes) throw siteQuotaError(room.binding!, now());
 
-      const bucket = `visitor-file-bytes:${address}`;
-      const budget = limitOf(limits.bytesPerHourPerAddress);
+      const bucket = `visitor-file-bytes:${clientIp}`;
+      const budget = limitOf(limits.bytesPerHourPerClientIp);
       const spends: { spent: Spent; amount: number }[] = [];
       let granted = budget === Infinity ? Infinity : 0;
       const take = async (amount: number) => {
@@ -77,7 +77,7 @@ export function visitorUploadQuotas(opts: { limiter: RateLimiter; visitorFiles: 
       };
       if (expected > 0 && granted < expected) {
         const first = await take(expected);
-        if (!first.allowed) throw addressQuotaError('file bytes', first.retryAfterSeconds);
+        if (!first.allowed) throw clientIpQuotaError('file bytes', first.retryAfterSeconds);
       }
 
       let received = 0;
@@ -85,7 +85,7 @@ export function visitorUploadQuotas(opts: { limiter: RateLimiter; visitorFiles: 
         const needed = total - granted;
         let spent = await take(nextGrant(total, granted, GRANT_STEP));
         if (!spent.allowed && needed < GRANT_STEP) spent = await take(needed);
-        if (!spent.allowed) throw addressQuotaError('file bytes', spent.retryAfterSeconds);
+        if (!spent.allowed) throw clientIpQuotaError('file bytes', spent.retryAfterSeconds);
       };
       const guard: UploadGuard = {
         checkPart: (mimeType) => checkFileAllowed(settings, mimeType),

@@ -1,13 +1,14 @@
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import type { SecureContext } from 'node:tls';
-import type { ResolvedAddress } from './ssrf';
+import type { ResolvedIp } from './ssrf';
 
-/** A `lookup` that answers with the addresses we already checked, so the socket cannot go elsewhere. */
-export function pinnedLookup(addresses: ResolvedAddress[]): LookupFunction {
+/** A `lookup` that answers with the resolved IPs we already checked, so the socket cannot go elsewhere. */
+export function pinnedLookup(resolvedIps: ResolvedIp[]): LookupFunction {
   return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (options?.all) callback(null, addresses.map((a) => ({ address: a.address, family: a.family })));
-    else callback(null, addresses[0].address, addresses[0].family);
+    // Node's lookup contract names the IP `address`.
+    if (options?.all) callback(null, resolvedIps.map((r) => ({ address: r.ip, family: r.family })));
+    else callback(null, resolvedIps[0].ip, resolvedIps[0].family);
   }) as unknown as LookupFunction;
 }
 
@@ -20,7 +21,7 @@ export interface PinnedAgentPoolOptions {
    * A shorter `Keep-Alive: timeout=N` from the receiver wins (Node's agent honours it, minus 1 s).
    */
   keepAliveMs: number;
-  /** Idle connections kept per pinned address; more in flight at once is allowed, they just close afterwards. */
+  /** Idle connections kept per agent (one event address's host, port and resolved IPs); more in flight at once is allowed, they just close afterwards. */
   maxIdleSocketsPerAddress: number;
   /** Agents kept at most; past it the least recently used idle one is closed. */
   maxAgents: number;
@@ -34,10 +35,10 @@ export interface PinnedAgentLease {
 
 export interface PinnedAgentPool {
   /**
-   * The keep-alive agent for (host, port, the exact set of checked addresses). Its connections can
-   * only ever go to those addresses; when DNS answers something else, another agent is used.
+   * The keep-alive agent for (host, port, the exact set of checked resolved IPs). Its connections can
+   * only ever go to those IPs; when DNS answers something else, another agent is used.
    */
-  acquire(host: string, port: number, addresses: ResolvedAddress[]): PinnedAgentLease;
+  acquire(host: string, port: number, resolvedIps: ResolvedIp[]): PinnedAgentLease;
   /** Forgets the idle connections of the agent (after one of them turned out to be closed by the receiver). */
   dropIdleSockets(agent: https.Agent): void;
   /** Agents held now (diagnostics and tests). */
@@ -53,12 +54,12 @@ interface Entry {
 }
 
 /**
- * Keep-alive agents keyed by the checked addresses (issue 8: "a pinned agent per checked address").
+ * Keep-alive agents keyed by the checked resolved IPs (a pinned agent per checked set of IPs).
  * The SSRF check runs before every attempt (server/webhooks/ssrf.ts, resolveChecked); an idle
- * connection is reused only when that fresh check produced the same addresses as the ones the
+ * connection is reused only when that fresh check produced the same IPs as the ones the
  * connection was opened to, because the key of its agent is exactly that set. Idle agents are
  * closed after `keepAliveMs` without use, and at most `maxAgents` are kept, so a worker that talks
- * to many addresses over time holds no more than a bounded number of agents and sockets.
+ * to many event addresses over time holds no more than a bounded number of agents and sockets.
  */
 export function createPinnedAgentPool(opts: PinnedAgentPoolOptions, now: () => number = Date.now): PinnedAgentPool {
   // A Map keeps insertion order: re-inserting on use makes the first idle entry the least recently used.
@@ -85,7 +86,7 @@ export function createPinnedAgentPool(opts: PinnedAgentPoolOptions, now: () => n
     }
   }
 
-  function newAgent(addresses: ResolvedAddress[]): https.Agent {
+  function newAgent(resolvedIps: ResolvedIp[]): https.Agent {
     return new https.Agent({
       keepAlive: true,
       // Idle sockets only: a queue inside the agent would spend the attempt's time-out waiting for a
@@ -95,20 +96,20 @@ export function createPinnedAgentPool(opts: PinnedAgentPoolOptions, now: () => n
       timeout: opts.keepAliveMs, // Node's agent closes a free socket that stays idle this long
       scheduling: 'lifo', // reuse the freshest connection, let the others time out
       // Agent options override the request's, so every connection of this agent is pinned.
-      lookup: pinnedLookup(addresses),
+      lookup: pinnedLookup(resolvedIps),
       secureContext: opts.secureContext,
       rejectUnauthorized: true,
     });
   }
 
   return {
-    acquire(host, port, addresses) {
-      const key = JSON.stringify([host.toLowerCase(), port, addresses.map((a) => a.address).sort()]);
+    acquire(host, port, resolvedIps) {
+      const key = JSON.stringify([host.toLowerCase(), port, resolvedIps.map((r) => r.ip).sort()]);
       let entry = entries.get(key);
       if (entry) entries.delete(key);
       else {
         makeRoom();
-        entry = { agent: newAgent(addresses), active: 0, lastUsedAt: now() };
+        entry = { agent: newAgent(resolvedIps), active: 0, lastUsedAt: now() };
       }
       entries.set(key, entry);
       entry.active++;

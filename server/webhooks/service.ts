@@ -2,7 +2,7 @@ import { newId } from '../platform/ids';
 import { encrypt, randomBase62 } from '../platform/crypto';
 import { ApiError, invalid, notFound } from '../platform/errors';
 import { EVENT_NAMES, EventName } from './outbox';
-import { BlockedAddressError, hostOf, resolveChecked, Resolver } from './ssrf';
+import { BlockedIpError, hostOf, resolveChecked, Resolver } from './ssrf';
 import { attemptToDto, EndpointRow, EventStore } from './store';
 import type { AccessStore } from '../access/store';
 
@@ -18,7 +18,7 @@ export function parseEventNames(value: string | undefined): EventName[] {
 }
 
 /**
- * The rules of event addresses, signing secrets and redelivery (README.md, Events and webhooks).
+ * The rules of event addresses, signing secrets and redelivery (docs/events.md).
  * One address per site. The secret is needed to sign, so it is stored encrypted (AES-256-GCM under
  * a key derived from the master key), never as a fingerprint, and shown only when it is made.
  */
@@ -49,8 +49,8 @@ export function createWebhookService(deps: {
     try {
       await resolveChecked(host, { allowPrivate: deps.allowPrivateNetworks, resolve: deps.resolve });
     } catch (err) {
-      if (err instanceof BlockedAddressError) {
-        throw invalid(`${host} resolves to a loopback, private, link-local or otherwise reserved address; event addresses must be public (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows them, for development only).`);
+      if (err instanceof BlockedIpError) {
+        throw invalid(`${host} resolves to a loopback, private, link-local or otherwise reserved IP; event addresses must be public (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows them, for development only).`);
       }
       throw invalid(`${host} does not resolve (${(err as { code?: string }).code ?? (err as Error).message}).`);
     }

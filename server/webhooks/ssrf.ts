@@ -1,9 +1,9 @@
 /*
- * The SSRF rules for event addresses (README.md, Event receivers). A customer chooses the
- * address, so without these rules a delivery could be aimed at our own network: the database, the
- * cloud metadata service, an admin port on localhost. An address is refused when ANY of the
- * addresses its name resolves to is in one of these ranges; the connection is then made to the
- * address that was checked, so a second DNS answer (rebinding) cannot slip in between.
+ * The SSRF rules for event addresses (docs/operations.md, Event receivers). A customer chooses the
+ * event address, so without these rules a delivery could be aimed at our own network: the database,
+ * the cloud metadata service, an admin port on localhost. An event address is refused when ANY of
+ * the IPs its host name resolves to is in one of these ranges; the connection is then made to the
+ * resolved IP that was checked, so a second DNS answer (rebinding) cannot slip in between.
  */
 import dns from 'node:dns';
 import net from 'node:net';
@@ -39,8 +39,8 @@ for (const [a, p] of V4) BLOCKED.addSubnet(a, p, 'ipv4');
 for (const [a, p] of V6) BLOCKED.addSubnet(a, p, 'ipv6');
 
 /** The eight 16-bit groups of an IPv6 literal (with a dotted IPv4 tail converted). */
-function groups(address: string): number[] | null {
-  let text = address.toLowerCase();
+function groups(ip: string): number[] | null {
+  let text = ip.toLowerCase();
   const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
   if (dotted) {
     const o = dotted[1].split('.').map(Number);
@@ -59,11 +59,11 @@ const v4Of = (hi: number, lo: number) => [hi >> 8, hi & 255, lo >> 8, lo & 255].
 /**
  * An IPv4 address carried inside an IPv6 one, so the IPv4 rules apply to it: IPv4-compatible
  * (::/96), IPv4-mapped (::ffff:0:0/96), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96) and
- * 6to4 (2002::/16). Returns 'blocked' for ranges that hide an address we cannot see: local-use
+ * 6to4 (2002::/16). Returns 'blocked' for ranges that hide an IP we cannot see: local-use
  * NAT64 (64:ff9b:1::/48) and Teredo (2001::/32).
  */
-function embeddedV4(address: string): string | 'blocked' | null {
-  const g = groups(address);
+function embeddedV4(ip: string): string | 'blocked' | null {
+  const g = groups(ip);
   if (!g) return 'blocked';
   const zeros = (n: number) => g.slice(0, n).every((x) => x === 0);
   if (zeros(6) && !(g[6] === 0 && g[7] <= 1)) return v4Of(g[6], g[7]); // ::a.b.c.d (not :: or ::1)
@@ -77,25 +77,26 @@ function embeddedV4(address: string): string | 'blocked' | null {
 }
 
 /** Is this IP literal in a range event deliveries must never reach? Unparseable counts as blocked. */
-export function isBlockedAddress(address: string): boolean {
-  const family = net.isIP(address);
-  if (family === 4) return BLOCKED.check(address, 'ipv4');
+export function isBlockedIp(ip: string): boolean {
+  const family = net.isIP(ip);
+  if (family === 4) return BLOCKED.check(ip, 'ipv4');
   if (family === 6) {
-    const v4 = embeddedV4(address);
+    const v4 = embeddedV4(ip);
     if (v4 === 'blocked') return true;
-    if (v4) return isBlockedAddress(v4);
-    return BLOCKED.check(address, 'ipv6');
+    if (v4) return isBlockedIp(v4);
+    return BLOCKED.check(ip, 'ipv6');
   }
   return true;
 }
 
-export interface ResolvedAddress {
-  address: string;
+/** One IP an event address's host name resolved to. */
+export interface ResolvedIp {
+  ip: string;
   family: 4 | 6;
 }
 
 /** Name resolution of event addresses; replaceable in tests. */
-export type Resolver = (hostname: string) => Promise<ResolvedAddress[]>;
+export type Resolver = (hostname: string) => Promise<ResolvedIp[]>;
 
 /** How long one name may take to resolve (both record types) before the attempt gives up on it. */
 export const DNS_TIMEOUT_MS = 5000;
@@ -130,15 +131,15 @@ export function createDnsResolver(opts: { timeoutMs?: number; servers?: string[]
       timer = setTimeout(() => reject(new DnsTimeoutError(hostname, timeoutMs)), timeoutMs);
     });
     // Both families at once, as getaddrinfo does; a family that fails or has no records is left out
-    // (only the addresses returned here are checked, and only they are connected to).
+    // (only the IPs returned here are checked, and only they are connected to).
     const lookups = Promise.allSettled([resolver.resolve4(hostname), resolver.resolve6(hostname)]);
     try {
       const [v4, v6] = await Promise.race([lookups, deadline]);
-      const addresses: ResolvedAddress[] = [
-        ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 as const })) : []),
-        ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 as const })) : []),
+      const resolvedIps: ResolvedIp[] = [
+        ...(v4.status === 'fulfilled' ? v4.value.map((ip) => ({ ip, family: 4 as const })) : []),
+        ...(v6.status === 'fulfilled' ? v6.value.map((ip) => ({ ip, family: 6 as const })) : []),
       ];
-      if (addresses.length > 0) return addresses;
+      if (resolvedIps.length > 0) return resolvedIps;
       const codes = [v4, v6].map((r) => (r.status === 'rejected' ? (r.reason as { code?: string }).code : 'ENODATA'));
       if (codes.includes('ETIMEOUT')) throw new DnsTimeoutError(hostname, timeoutMs);
       // NXDOMAIN, no records, a server that refused or failed: the name does not resolve.
@@ -151,21 +152,22 @@ export function createDnsResolver(opts: { timeoutMs?: number; servers?: string[]
 
 let defaultResolver: Resolver | undefined;
 /** The resolver used when none is given: the system's DNS servers, DNS_TIMEOUT_MS per name. */
-export function systemResolver(hostname: string): Promise<ResolvedAddress[]> {
+export function systemResolver(hostname: string): Promise<ResolvedIp[]> {
   defaultResolver ??= createDnsResolver();
   return defaultResolver(hostname);
 }
 
 /** RFC 6761: `localhost` and its subdomains are loopback whatever a resolver says. */
 const LOCALHOST = /(^|\.)localhost\.?$/i;
-// IPv4 only: with a second address the connect would race both families (250 ms per try), and a
+// IPv4 only: with a second IP the connect would race both families (250 ms per try), and a
 // busy local receiver listening on 127.0.0.1 alone then fails with ETIMEDOUT. An IPv6-only
 // receiver is reachable as https://[::1]:port.
-const LOOPBACK: ResolvedAddress[] = [{ address: '127.0.0.1', family: 4 }];
+const LOOPBACK: ResolvedIp[] = [{ ip: '127.0.0.1', family: 4 }];
 
-export class BlockedAddressError extends Error {
+/** An event address whose host name resolves to a blocked IP; the delivery log says `blocked address`. */
+export class BlockedIpError extends Error {
   constructor(readonly hostname: string) {
-    super(`${hostname} resolves to a loopback, private, link-local or otherwise reserved address`);
+    super(`${hostname} resolves to a loopback, private, link-local or otherwise reserved IP`);
   }
 }
 
@@ -175,19 +177,19 @@ export function hostOf(url: URL): string {
 }
 
 /**
- * Resolves `hostname` and returns its addresses, all checked. Throws BlockedAddressError when any
+ * Resolves `hostname` and returns its resolved IPs, all checked. Throws BlockedIpError when any
  * of them is blocked (unless private networks are allowed), the resolver's error (ENOTFOUND...)
  * when the name does not resolve, and DnsTimeoutError when DNS does not answer in time.
  */
-export async function resolveChecked(hostname: string, opts: { allowPrivate: boolean; resolve?: Resolver }): Promise<ResolvedAddress[]> {
+export async function resolveChecked(hostname: string, opts: { allowPrivate: boolean; resolve?: Resolver }): Promise<ResolvedIp[]> {
   const family = net.isIP(hostname);
   if (LOCALHOST.test(hostname)) {
-    if (!opts.allowPrivate) throw new BlockedAddressError(hostname);
+    if (!opts.allowPrivate) throw new BlockedIpError(hostname);
     // Answered here, not by DNS (which does not know it) or the hosts file (which is not read).
     return LOOPBACK.map((a) => ({ ...a }));
   }
-  const addresses: ResolvedAddress[] = family ? [{ address: hostname, family: family as 4 | 6 }] : await (opts.resolve ?? systemResolver)(hostname);
-  if (addresses.length === 0) throw Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' });
-  if (!opts.allowPrivate && addresses.some((a) => isBlockedAddress(a.address))) throw new BlockedAddressError(hostname);
-  return addresses;
+  const resolvedIps: ResolvedIp[] = family ? [{ ip: hostname, family: family as 4 | 6 }] : await (opts.resolve ?? systemResolver)(hostname);
+  if (resolvedIps.length === 0) throw Object.assign(new Error(`${hostname} has no IP`), { code: 'ENOTFOUND' });
+  if (!opts.allowPrivate && resolvedIps.some((r) => isBlockedIp(r.ip))) throw new BlockedIpError(hostname);
+  return resolvedIps;
 }

@@ -2,7 +2,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import type { ClientRequest } from 'node:http';
 import { createPinnedAgentPool, PinnedAgentLease, pinnedLookup } from './agents';
-import { BlockedAddressError, DnsTimeoutError, hostOf, resolveChecked, ResolvedAddress, Resolver } from './ssrf';
+import { BlockedIpError, DnsTimeoutError, hostOf, resolveChecked, ResolvedIp, Resolver } from './ssrf';
 
 export interface TransportOptions {
   /** The whole attempt (name resolution, connect, TLS, answer) must end within this. */
@@ -13,7 +13,7 @@ export interface TransportOptions {
   resolve?: Resolver;
   /** Idle connections are closed after this (default 4000 ms; see PinnedAgentPoolOptions). */
   keepAliveMs?: number;
-  /** Idle connections kept per checked address (default 4, the worker's per-address cap). */
+  /** Idle connections kept per event address's agent (default 4, the worker's per-address cap). */
   maxIdleSocketsPerAddress?: number;
   /** Pinned agents kept at most (default 64). */
   maxAgents?: number;
@@ -34,7 +34,7 @@ export interface PostResult {
 export interface DeliveryTransport {
   /**
    * One delivery attempt: an HTTPS POST of `body` to `url`, SSRF-checked before every attempt, sent
-   * only to the checked addresses, TLS verified against the name, no redirect followed (a 3xx is
+   * only to the checked resolved IPs, TLS verified against the name, no redirect followed (a 3xx is
    * just an answer). Never throws: every outcome becomes a PostResult.
    */
   post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<PostResult>;
@@ -54,7 +54,7 @@ export const DRAIN_LIMIT_BYTES = 64 * 1024;
 
 /** Maps a transport failure to the short, stable texts of the delivery log. */
 export function describeError(err: unknown): string {
-  if (err instanceof BlockedAddressError) return 'blocked address';
+  if (err instanceof BlockedIpError) return 'blocked address';
   if (err instanceof DnsTimeoutError) return 'dns timeout';
   const e = err as { code?: string; message?: string };
   const code = e?.code ?? '';
@@ -70,7 +70,7 @@ export function describeError(err: unknown): string {
 /**
  * The delivery transport of one worker, made once: one TLS secure context (Node's roots plus
  * WEBHOOK_CA_FILE's CA, parsed once instead of at every attempt) and keep-alive connections per
- * checked address (server/webhooks/agents.ts).
+ * checked set of resolved IPs (server/webhooks/agents.ts).
  */
 export function createDeliveryTransport(opts: TransportOptions): DeliveryTransport {
   const secureContext = tls.createSecureContext(opts.ca?.length ? { ca: [...tls.rootCertificates, ...opts.ca] } : {});
@@ -111,7 +111,7 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
         current?.destroy();
       }, opts.timeoutMs);
 
-      const send = (addresses: ResolvedAddress[], via: 'pool' | 'fresh socket') => {
+      const send = (resolvedIps: ResolvedIp[], via: 'pool' | 'fresh socket') => {
         let responded = false;
         const req = https.request(
           {
@@ -121,7 +121,7 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
             path: target.pathname + target.search,
             headers: { ...headers, 'Content-Length': contentLength },
             // The retry below needs a connection of its own, outside the pool, pinned all the same.
-            ...(via === 'pool' ? { agent: lease!.agent } : { agent: false, lookup: pinnedLookup(addresses), secureContext, rejectUnauthorized: true }),
+            ...(via === 'pool' ? { agent: lease!.agent } : { agent: false, lookup: pinnedLookup(resolvedIps), secureContext, rejectUnauthorized: true }),
           },
           (res) => {
             responded = true;
@@ -157,14 +157,14 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
            *
            * Can this deliver twice? Only if the receiver took the POST and then reset without
            * answering. undici and Bun refuse to replay non-idempotent requests for that reason; we
-           * accept it here because delivery is at least once by contract (README: "Retries"):
+           * accept it here because delivery is at least once by contract (docs/events.md, "Retries"):
            * every receiver must dedupe on X-Service-Delivery, and the alternative (a failed
            * attempt) resends the very same body a few seconds later anyway. The replay happens at
            * most once, only on a reused connection, only before any answer byte.
            */
           if (via === 'pool' && req.reusedSocket && describeError(err) === 'connection reset') {
             pool.dropIdleSockets(lease!.agent); // its siblings were likely closed by the receiver too
-            send(addresses, 'fresh socket');
+            send(resolvedIps, 'fresh socket');
             return;
           }
           report({ status: null, error: describeError(err), response: null });
@@ -173,10 +173,10 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
       };
 
       resolveChecked(hostname, { allowPrivate: opts.allowPrivate, resolve: opts.resolve }).then(
-        (addresses) => {
+        (resolvedIps) => {
           if (settled) return;
-          lease = pool.acquire(hostname, port, addresses);
-          send(addresses, 'pool');
+          lease = pool.acquire(hostname, port, resolvedIps);
+          send(resolvedIps, 'pool');
         },
         (err) => report({ status: null, error: describeError(err), response: null }),
       );

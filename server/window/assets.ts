@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { Request, Response, Router } from 'express';
 import { ApiError } from '../platform/errors';
 import { fromProjectRoot } from '../platform/project-root';
-import { limitByAddress } from '../http/rate-limit/answers';
+import { limitByClientIp } from '../http/rate-limit/answers';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
@@ -231,7 +231,7 @@ export function windowAssetRoutes(opts: { services: Services; limiter: RateLimit
   });
 
   router.get('/sites/:siteId/panel', async (req: Request, res: Response) => {
-    await limitByAddress(opts.limiter, req, 'window-');
+    await limitByClientIp(opts.limiter, req, 'window-');
     const siteId = req.params.siteId as string;
     if (!SITE_ID.test(siteId)) throw new ApiError('not_found', 'No such site.');
     const a = ready();

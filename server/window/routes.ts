@@ -2,7 +2,7 @@ import { Request, Response, Router } from 'express';
 import { ApiError } from '../platform/errors';
 import { canonicalContentType, jsonBody, multipartBody } from '../http/bodies';
 import { validateAgainst, windowDocument } from '../http/openapi-document';
-import { limitByAddress as limitAddress, rateHeaders, rateLimited } from '../http/rate-limit/answers';
+import { limitByClientIp as limitClientIp, rateHeaders, rateLimited } from '../http/rate-limit/answers';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
@@ -48,7 +48,7 @@ export interface WindowRouteOptions {
 
 /**
  * The chat window's entry, mounted at /window/v1 (openapi/window.yaml). In order: the rate limit
- * (of the visitor for a valid token used from its own page, else of the client address), counted
+ * (of the visitor for a valid token used from its own page, else of the client IP), counted
  * before anything is looked up; the site's origin rule and CORS; the window token against the
  * site's settings (one read); bodies, the document's validation, then the operations.
  */
@@ -99,11 +99,11 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
         return next();
       }
 
-      // Everything else counts against its client address before any lookup, so a flood of
+      // Everything else counts against its client IP before any lookup, so a flood of
       // refused requests is throttled before it costs the database anything. A 429 is readable
       // by a page whose origin this process saw allowed in the last minute.
       try {
-        await limitAddress(limiter, req, 'window-');
+        await limitClientIp(limiter, req, 'window-');
       } catch (err) {
         if (foreign && site && allowedLately.has(site, foreign)) allowCors(res, foreign);
         throw err;

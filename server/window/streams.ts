@@ -4,7 +4,7 @@ import type { Logger } from '../platform/logger';
 import type { WindowClaims } from './tokens';
 import { encodePosition, Feed, FeedEvent, FeedPosition } from './feed';
 import type { LiveHub } from './live';
-import { addressBucket } from '../http/rate-limit/client-address';
+import { clientIpBucket } from '../http/rate-limit/client-ip';
 
 export interface StreamLimits {
   /** Streams one visitor may hold; a new one beyond this, once accepted, ends the visitor's oldest (a reload leaves one behind). */
@@ -12,17 +12,17 @@ export interface StreamLimits {
   /** Streams this process holds at most; beyond it the answer is 503 and the window polls. Keep it
    * well below HTTP_MAX_CONNECTIONS, or live streams alone could take every connection of the API. */
   total: number;
-  /** Streams one client address (IPv6 by /64) may hold: minting anonymous visitors must not reach `total`. */
-  perAddress: number;
+  /** Streams one client IP (IPv6 by /64) may hold: minting anonymous visitors must not reach `total`. */
+  perClientIp: number;
   /** A comment line this often keeps proxies from closing an idle stream; the feed is re-read then too. */
   heartbeatMs: number;
 }
 
-const DEFAULTS: StreamLimits = { perVisitor: 5, total: 500, perAddress: 20, heartbeatMs: 15_000 };
+const DEFAULTS: StreamLimits = { perVisitor: 5, total: 500, perClientIp: 20, heartbeatMs: 15_000 };
 
 interface OpenStream {
   visitorKey: string;
-  addressKey: string;
+  clientIpKey: string;
   end(): void;
 }
 
@@ -33,16 +33,16 @@ interface OpenStream {
  * expires (the window reconnects with a fresh token and Last-Event-ID) or when the client goes.
  */
 export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
-  const { perVisitor, total, perAddress, heartbeatMs } = { ...DEFAULTS, ...limits };
+  const { perVisitor, total, perClientIp, heartbeatMs } = { ...DEFAULTS, ...limits };
   const open = new Set<OpenStream>();
   const byVisitor = new Map<string, OpenStream[]>();
-  const byAddress = new Map<string, number>();
+  const byClientIp = new Map<string, number>();
 
   function remove(s: OpenStream) {
     open.delete(s);
-    const n = (byAddress.get(s.addressKey) ?? 1) - 1;
-    if (n > 0) byAddress.set(s.addressKey, n);
-    else byAddress.delete(s.addressKey);
+    const n = (byClientIp.get(s.clientIpKey) ?? 1) - 1;
+    if (n > 0) byClientIp.set(s.clientIpKey, n);
+    else byClientIp.delete(s.clientIpKey);
     const list = byVisitor.get(s.visitorKey);
     if (!list) return;
     const i = list.indexOf(s);
@@ -69,14 +69,14 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
     ) {
       const { claims, feed } = ctx;
       const visitorKey = `${claims.siteId}:${claims.visitorId}`;
-      const addressKey = addressBucket(req.ip ?? '');
+      const clientIpKey = clientIpBucket(req.ip ?? '');
       const mine = byVisitor.get(visitorKey) ?? [];
       // The visitor's oldest stream makes room only for a new one that will be accepted: its slot
       // counts as free in the checks, and it ends after them.
       const replaced = mine.length >= perVisitor ? mine[0] : undefined;
       const totalAfter = open.size - (replaced ? 1 : 0);
-      const addressAfter = (byAddress.get(addressKey) ?? 0) - (replaced?.addressKey === addressKey ? 1 : 0);
-      if (totalAfter >= total || addressAfter >= perAddress) {
+      const clientIpAfter = (byClientIp.get(clientIpKey) ?? 0) - (replaced?.clientIpKey === clientIpKey ? 1 : 0);
+      if (totalAfter >= total || clientIpAfter >= perClientIp) {
         throw new ApiError('service_unavailable', 'Too many live connections right now; poll /events/poll instead.', undefined, { 'Retry-After': '10' });
       }
       // The client may have gone during the checks before this (their 'close' is past): not a stream.
@@ -129,7 +129,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
 
       const stream: OpenStream = {
         visitorKey,
-        addressKey,
+        clientIpKey,
         end() {
           if (ended) return;
           ended = true;
@@ -141,7 +141,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         },
       };
       open.add(stream);
-      byAddress.set(addressKey, (byAddress.get(addressKey) ?? 0) + 1);
+      byClientIp.set(clientIpKey, (byClientIp.get(clientIpKey) ?? 0) + 1);
       mine.push(stream);
       byVisitor.set(visitorKey, mine);
 

@@ -2,7 +2,7 @@ import { createHarness, Harness } from '../helpers/harness';
 import { TEST_DB } from '../helpers/db';
 import { MYSQL_TIMEOUTS } from '../../server/db/knex';
 
-/** Session settings the service relies on for bounded waits (see README, Failure behaviour). */
+/** Session settings the service relies on for bounded waits (see docs/operations.md, Failure behaviour). */
 let h: Harness;
 beforeAll(async () => {
   h = await createHarness();

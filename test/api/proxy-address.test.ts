@@ -1,12 +1,11 @@
 /**
- * Issue 7, defect 4: behind a proxy the client address comes from X-Forwarded-For, but only from
- * the hops TRUST_PROXY names, so a client cannot pick its own address and escape the per-address
- * limit on bad keys. IPv6 clients are limited per /64.
+ * Behind a proxy the client IP comes from X-Forwarded-For, but only from the hops TRUST_PROXY
+ * names, so a client cannot pick its own IP and escape the per-client-IP limit on bad keys. IPv6 clients are limited per /64.
  */
 import request from 'supertest';
 import { createHarness, Harness, bearer } from '../helpers/harness';
 import { loadConfig } from '../../server/config';
-import { addressBucket } from '../../server/http/rate-limit/client-address';
+import { clientIpBucket } from '../../server/http/rate-limit/client-ip';
 
 const BAD_KEY = 'Bearer wck_doesNotExist000000000000000000000000000';
 
@@ -25,7 +24,7 @@ describe('TRUST_PROXY parsing', () => {
     }
   });
 
-  test('a hop count, a list of addresses, subnets and names, or direct', () => {
+  test('a hop count, a list of IPs, subnets and names, or direct', () => {
     expect(parse(undefined)).toBe(false);
     expect(parse('')).toBe(false);
     expect(parse('false')).toBe(false);
@@ -43,33 +42,33 @@ describe('TRUST_PROXY parsing', () => {
   });
 });
 
-describe('addressBucket', () => {
-  test('IPv4 as is; IPv4-mapped IPv6 is the IPv4 address', () => {
-    expect(addressBucket('198.51.100.7')).toBe('ip:198.51.100.7');
-    expect(addressBucket('::ffff:198.51.100.7')).toBe('ip:198.51.100.7');
-    expect(addressBucket('::FFFF:c633:6407')).toBe('ip:198.51.100.7');
-    expect(addressBucket('0:0:0:0:0:ffff:198.51.100.7')).toBe('ip:198.51.100.7');
+describe('clientIpBucket', () => {
+  test('IPv4 as is; IPv4-mapped IPv6 is its IPv4 form', () => {
+    expect(clientIpBucket('198.51.100.7')).toBe('ip:198.51.100.7');
+    expect(clientIpBucket('::ffff:198.51.100.7')).toBe('ip:198.51.100.7');
+    expect(clientIpBucket('::FFFF:c633:6407')).toBe('ip:198.51.100.7');
+    expect(clientIpBucket('0:0:0:0:0:ffff:198.51.100.7')).toBe('ip:198.51.100.7');
   });
 
   test('IPv6 addresses in one /64 share a bucket, other /64s do not', () => {
-    const a = addressBucket('2001:db8:1:2::1');
+    const a = clientIpBucket('2001:db8:1:2::1');
     expect(a).toBe('ip:2001:db8:1:2::/64');
-    expect(addressBucket('2001:db8:1:2:ffff:ffff:ffff:fffe')).toBe(a);
-    expect(addressBucket('2001:DB8:0001:0002:a:b:c:d')).toBe(a);
-    expect(addressBucket('[2001:db8:1:2::9]')).toBe(a);
-    expect(addressBucket('2001:db8:1:2::1.2.3.4')).toBe(a);
-    expect(addressBucket('2001:db8:1:3::1')).not.toBe(a);
-    expect(addressBucket('2001:db8:2:2::1')).not.toBe(a);
-    expect(addressBucket('fe80::1%eth0')).toBe(addressBucket('fe80::2'));
+    expect(clientIpBucket('2001:db8:1:2:ffff:ffff:ffff:fffe')).toBe(a);
+    expect(clientIpBucket('2001:DB8:0001:0002:a:b:c:d')).toBe(a);
+    expect(clientIpBucket('[2001:db8:1:2::9]')).toBe(a);
+    expect(clientIpBucket('2001:db8:1:2::1.2.3.4')).toBe(a);
+    expect(clientIpBucket('2001:db8:1:3::1')).not.toBe(a);
+    expect(clientIpBucket('2001:db8:2:2::1')).not.toBe(a);
+    expect(clientIpBucket('fe80::1%eth0')).toBe(clientIpBucket('fe80::2'));
   });
 
-  test('no address, or something that is not one, still gets a bounded bucket', () => {
-    expect(addressBucket(undefined)).toBe('ip:unknown');
-    expect(addressBucket('x'.repeat(500)).length).toBeLessThan(80);
+  test('no IP, or something that is not one, still gets a bounded bucket', () => {
+    expect(clientIpBucket(undefined)).toBe('ip:unknown');
+    expect(clientIpBucket('x'.repeat(500)).length).toBeLessThan(80);
   });
 });
 
-describe('per-address limit behind proxies', () => {
+describe('per-client-IP limit behind proxies', () => {
   const harnesses: Harness[] = [];
   const harness = async (env: Record<string, string>) => {
     const h = await createHarness({ env });
@@ -85,7 +84,7 @@ describe('per-address limit behind proxies', () => {
     const lookups = jest.spyOn(h.runtime.services.access, 'authenticate');
     const counts: Record<number, number> = {};
     for (let i = 0; i < 330; i++) {
-      // The client forges a fresh address each time; the one proxy hop appends the address it saw.
+      // The client forges a fresh IP each time; the one proxy hop appends the IP it saw.
       const res = await badKey(h, `10.${i >> 8}.${i & 255}.1, 203.0.113.9`);
       counts[res.status] = (counts[res.status] ?? 0) + 1;
       if (res.status === 429) expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
@@ -123,7 +122,7 @@ describe('per-address limit behind proxies', () => {
     expect((await badKey(h, '198.51.100.7')).status).toBe(429);
   });
 
-  test('a valid key from an exhausted address is refused without a lookup; from another address it works', async () => {
+  test('a valid key from an exhausted client IP is refused without a lookup; from another client IP it works', async () => {
     const h = await harness({ TRUST_PROXY: 'loopback', RATE_LIMIT_PER_MINUTE: '2' });
     expect((await badKey(h, '203.0.113.9')).status).toBe(401);
     expect((await badKey(h, '203.0.113.9')).status).toBe(401);

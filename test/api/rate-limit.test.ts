@@ -51,7 +51,7 @@ test('the window slides: a slot frees when the oldest request is a minute old', 
   }
 });
 
-test('wrong keys are limited per client address, so keys cannot be guessed at speed', async () => {
+test('wrong keys are limited per client IP, so keys cannot be guessed at speed', async () => {
   const limited = await createHarness({ env: { RATE_LIMIT_PER_MINUTE: '5' } });
   try {
     const codes = [];
@@ -61,15 +61,15 @@ test('wrong keys are limited per client address, so keys cannot be guessed at sp
     }
     expect(codes.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
     expect(codes.slice(5)).toEqual([429, 429]);
-    // A valid key from that address is refused too: a 200 would tell a guesser which keys are real.
-    // (From another address it works: test/api/proxy-address.test.ts.)
+    // A valid key from that client IP is refused too: a 200 would tell a guesser which keys are real.
+    // (From another client IP it works: test/api/proxy-address.test.ts.)
     expect((await request(limited.app).get('/api/v1/conversations').set(bearer(limited.site.key))).status).toBe(429);
   } finally {
     await limited.close();
   }
 });
 
-test('missing and malformed headers count against the address like wrong keys', async () => {
+test('missing and malformed headers count against the client IP like wrong keys', async () => {
   const limited = await createHarness({ env: { RATE_LIMIT_PER_MINUTE: '3' } });
   try {
     const send = (auth?: string) => {
@@ -87,16 +87,16 @@ test('missing and malformed headers count against the address like wrong keys', 
   }
 });
 
-test('an address never gets more key lookups than its budget, even all at once; valid keys give their slot back', async () => {
+test('a client IP never gets more key lookups than its budget, even all at once; valid keys give their slot back', async () => {
   const limited = await createHarness({ env: { RATE_LIMIT_PER_MINUTE: '5' } });
   try {
     const lookups = jest.spyOn(limited.runtime.services.access, 'authenticate');
-    // Valid keys first: they are looked up, and their address slots are returned.
+    // Valid keys first: they are looked up, and their client IP slots are returned.
     const keys = await Promise.all([1, 2, 3, 4, 5, 6].map(() => limited.newKey(limited.site.id, ['conversations:read'])));
     for (const k of keys) expect((await request(limited.app).get('/api/v1/conversations').set(bearer(k.key))).status).toBe(200);
     await new Promise((r) => setImmediate(r)); // the un-awaited slot releases
     lookups.mockClear();
-    // Then 60 wrong keys at once from the same address.
+    // Then 60 wrong keys at once from the same client IP.
     const answers = await Promise.all(
       Array.from({ length: 60 }, (_, i) => request(limited.app).get('/api/v1/conversations').set('Authorization', `Bearer wck_guess${i}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx`)),
     );

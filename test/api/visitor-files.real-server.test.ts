@@ -1,6 +1,6 @@
 /**
  * Visitor files against the real server process (server/main.ts), on SQLite and on MariaDB: the
- * site's setting changed by the operator CLI while it runs, the per-address budgets over several
+ * site's setting changed by the operator CLI while it runs, the per-client-IP budgets over several
  * visitors (refused before the body, and while a chunked body arrives), the site's quotas, the
  * media retention run by the server's own maintenance, and a real full disk (tmpfs) while spooling
  * and while storing: 507 in the envelope and no partial file left.
@@ -41,18 +41,18 @@ async function windowToken(server: RealServer, siteId: string): Promise<string> 
   return (r.json().data as { token: string }).token;
 }
 
-function sendFiles(server: RealServer, siteId: string, token: string, address: string, files: FilePart[], content?: string) {
+function sendFiles(server: RealServer, siteId: string, token: string, clientIp: string, files: FilePart[], content?: string) {
   const m = multipart(files, content);
-  return request(server, 'POST', `/window/v1/sites/${siteId}/messages`, { Authorization: `Bearer ${token}`, 'Content-Type': m.contentType, 'X-Forwarded-For': address }, m.body);
+  return request(server, 'POST', `/window/v1/sites/${siteId}/messages`, { Authorization: `Bearer ${token}`, 'Content-Type': m.contentType, 'X-Forwarded-For': clientIp }, m.body);
 }
 
 /** The request line and headers of an upload only: an answer that comes now came before the body. */
-async function answerBeforeBody(server: RealServer, siteId: string, token: string, address: string, fileSize: number) {
+async function answerBeforeBody(server: RealServer, siteId: string, token: string, clientIp: string, fileSize: number) {
   const m = multipart([{ size: fileSize }]);
   const conn = await connectRaw(server);
   try {
     await conn.write(
-      `POST /window/v1/sites/${siteId}/messages HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nX-Forwarded-For: ${address}\r\n` +
+      `POST /window/v1/sites/${siteId}/messages HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nX-Forwarded-For: ${clientIp}\r\n` +
         `Content-Type: ${m.contentType}\r\nContent-Length: ${Buffer.byteLength(m.body)}\r\n\r\n`,
     );
     return await conn.answer(10_000);
@@ -70,7 +70,7 @@ async function noSpoolFiles(server: RealServer) {
   expect(uploadsIn(dir)).toEqual([]);
 }
 
-describe('server A: the setting, the per-address budgets and a full disk', () => {
+describe('server A: the setting, the per-client-IP budgets and a full disk', () => {
   let server: RealServer;
   const sites: Record<'settings' | 'budgets' | 'disk', string> = { settings: '', budgets: '', disk: '' };
   const mounts: string[] = [];
@@ -106,9 +106,9 @@ describe('server A: the setting, the per-address budgets and a full disk', () =>
   test('the operator turns files off and limits their types with the CLI; the running server follows at once', async () => {
     const site = sites.settings;
     const token = await windowToken(server, site);
-    const address = '203.0.113.10';
+    const clientIp = '203.0.113.10';
     expect((await admin('site', 'update', '--site', site, '--visitor-files', 'off')).visitorFiles).toEqual({ enabled: false, types: null });
-    const off = await sendFiles(server, site, token, address, [{ name: 'r.pdf', type: 'application/pdf', size: 10 }]);
+    const off = await sendFiles(server, site, token, clientIp, [{ name: 'r.pdf', type: 'application/pdf', size: 10 }]);
     expect(off.status).toBe(415);
     expect(off.json().error).toMatchObject({ code: 'unsupported_media_type', message: 'This site does not take files from visitors.' });
 
@@ -117,15 +117,15 @@ describe('server A: the setting, the per-address budgets and a full disk', () =>
     const listed = await admin('site', 'list');
     expect(listed.sites.find((s: { id: string }) => s.id === site).visitorFiles).toEqual({ enabled: true, types: ['image/*', 'application/pdf'] });
 
-    const js = await sendFiles(server, site, token, address, [{ name: 'x.js', type: 'text/javascript', size: 10 }]);
+    const js = await sendFiles(server, site, token, clientIp, [{ name: 'x.js', type: 'text/javascript', size: 10 }]);
     expect(js.status).toBe(415);
     expect(js.json().error?.code).toBe('unsupported_media_type');
-    const png = await sendFiles(server, site, token, address, [{ name: 'a.png', type: 'image/png', size: 10 }]);
+    const png = await sendFiles(server, site, token, clientIp, [{ name: 'a.png', type: 'image/png', size: 10 }]);
     expect(png.status).toBe(201);
     await noSpoolFiles(server);
   }, 60_000);
 
-  test('messages an hour per address, over five new visitors and a sixth', async () => {
+  test('messages an hour per client IP, over five new visitors and a sixth', async () => {
     const codes: number[] = [];
     for (let i = 0; i < 6; i++) {
       const token = await windowToken(server, sites.budgets);
@@ -139,10 +139,10 @@ describe('server A: the setting, the per-address budgets and a full disk', () =>
     expect(codes).toEqual([201, 201, 201, 201, 201, 429]);
   });
 
-  test('file bytes an hour per address: refused before the body from Content-Length, by another visitor', async () => {
-    const address = '203.0.113.30';
-    expect((await sendFiles(server, sites.budgets, await windowToken(server, sites.budgets), address, [{ size: 700 * KB }])).status).toBe(201);
-    const early = await answerBeforeBody(server, sites.budgets, await windowToken(server, sites.budgets), address, 500 * KB);
+  test('file bytes an hour per client IP: refused before the body from Content-Length, by another visitor', async () => {
+    const clientIp = '203.0.113.30';
+    expect((await sendFiles(server, sites.budgets, await windowToken(server, sites.budgets), clientIp, [{ size: 700 * KB }])).status).toBe(201);
+    const early = await answerBeforeBody(server, sites.budgets, await windowToken(server, sites.budgets), clientIp, 500 * KB);
     expect(early.status).toBe(429);
     expect(early.json().error).toMatchObject({ code: 'quota_exceeded' });
     expect(early.json().error?.message).toMatch(/^Too many file bytes from this network in the last hour/);
@@ -150,16 +150,16 @@ describe('server A: the setting, the per-address budgets and a full disk', () =>
     await noSpoolFiles(server);
   });
 
-  test('file bytes an hour per address: a chunked body (no length) is stopped as its bytes pass the budget, leaving nothing', async () => {
-    const address = '203.0.113.40';
-    expect((await sendFiles(server, sites.budgets, await windowToken(server, sites.budgets), address, [{ size: 700 * KB }])).status).toBe(201);
+  test('file bytes an hour per client IP: a chunked body (no length) is stopped as its bytes pass the budget, leaving nothing', async () => {
+    const clientIp = '203.0.113.40';
+    expect((await sendFiles(server, sites.budgets, await windowToken(server, sites.budgets), clientIp, [{ size: 700 * KB }])).status).toBe(201);
     const token = await windowToken(server, sites.budgets);
     const mediaBefore = fs.readdirSync(path.join(server.dataDir, 'media')).length;
     const m = multipart([{ size: 400 * KB }]);
     const conn = await connectRaw(server);
     try {
       await conn.write(
-        `POST /window/v1/sites/${sites.budgets}/messages HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nX-Forwarded-For: ${address}\r\n` +
+        `POST /window/v1/sites/${sites.budgets}/messages HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${token}\r\nX-Forwarded-For: ${clientIp}\r\n` +
           `Content-Type: ${m.contentType}\r\nTransfer-Encoding: chunked\r\n\r\n`,
       );
       const body = Buffer.from(m.body);
@@ -186,21 +186,21 @@ describe('server A: the setting, the per-address budgets and a full disk', () =>
       mounts.push(dir);
     }
     fs.writeFileSync(path.join(media, 'ballast'), Buffer.alloc(200 * 1024)); // leaves about 56 KiB for files
-    const address = '203.0.113.50';
+    const clientIp = '203.0.113.50';
     const token = await windowToken(server, sites.disk);
 
-    const spooling = await sendFiles(server, sites.disk, token, address, [{ name: 'big.pdf', type: 'application/pdf', size: 300 * KB }], 'too big for the spool');
+    const spooling = await sendFiles(server, sites.disk, token, clientIp, [{ name: 'big.pdf', type: 'application/pdf', size: 300 * KB }], 'too big for the spool');
     expect(spooling.status).toBe(507);
     expect(spooling.json().error).toEqual({ code: 'insufficient_storage', message: 'The service has no room to store this right now; retry later.' });
     await noSpoolFiles(server);
 
-    const storing = await sendFiles(server, sites.disk, token, address, [{ name: 'mid.pdf', type: 'application/pdf', size: 100 * KB }], 'too big for the media');
+    const storing = await sendFiles(server, sites.disk, token, clientIp, [{ name: 'mid.pdf', type: 'application/pdf', size: 100 * KB }], 'too big for the media');
     expect(storing.status).toBe(507);
     expect(storing.json().error?.code).toBe('insufficient_storage');
     await noSpoolFiles(server);
     expect(fs.readdirSync(media)).toEqual(['ballast']);
 
-    const small = await sendFiles(server, sites.disk, token, address, [{ name: 'small.pdf', type: 'application/pdf', size: 20 * KB }], 'fits');
+    const small = await sendFiles(server, sites.disk, token, clientIp, [{ name: 'small.pdf', type: 'application/pdf', size: 20 * KB }], 'fits');
     expect(small.status).toBe(201);
     const sent = small.json().data as unknown as { conversation: { id: string }; message: { attachments: { id: string }[] } };
     expect(fs.readdirSync(media).sort()).toEqual([sent.message.attachments[0].id, 'ballast'].sort());

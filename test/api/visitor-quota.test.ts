@@ -1,6 +1,6 @@
 /**
  * The arithmetic of visitor-file quotas, without a database or a server: sliding-window budgets
- * (per client address), a site's day and stored quotas, what a body may carry before it is read,
+ * (per client IP), a site's day and stored quotas, what a body may carry before it is read,
  * allowed types, the types media is served with, and stored file names.
  */
 import fc from 'fast-check';
@@ -110,7 +110,7 @@ describe('sliding-window budgets', () => {
     const b = await limiter.spend('visitor-file-bytes:ip:198.51.100.7', 400, 1000, HOUR_MS);
     expect(b).toMatchObject({ allowed: false, used: 700 });
     expect(b.retryAfterSeconds).toBeGreaterThan(3600);
-    expect((await limiter.spend('visitor-file-bytes:ip:198.51.100.8', 400, 1000, HOUR_MS)).allowed).toBe(true); // another address
+    expect((await limiter.spend('visitor-file-bytes:ip:198.51.100.8', 400, 1000, HOUR_MS)).allowed).toBe(true); // another client IP
     await a.refund(300);
     await a.refund(10_000); // at most what was taken, in total
     expect((await limiter.spend('visitor-file-bytes:ip:198.51.100.7', 1000, 1000, HOUR_MS)).allowed).toBe(true);
@@ -120,7 +120,7 @@ describe('sliding-window budgets', () => {
 });
 
 describe("a site's quotas", () => {
-  const limits: VisitorFileLimits = { messagesPerHourPerAddress: 0, bytesPerHourPerAddress: 0, bytesPerDayPerSite: 1000, storedBytesPerSite: 3000 };
+  const limits: VisitorFileLimits = { messagesPerHourPerClientIp: 0, bytesPerHourPerClientIp: 0, bytesPerDayPerSite: 1000, storedBytesPerSite: 3000 };
 
   test('bytes count against the UTC day and the stored total; a new day starts from zero', () => {
     const first = chargeSite(NO_USAGE, 600, limits, T0);

@@ -2,7 +2,7 @@ import { formatTable, percentile, sampleProcess, summarize } from '../../scripts
 import { parseOptions } from '../../scripts/bench/options';
 import { filterCombinations } from '../../scripts/bench/depth';
 import type { Dataset } from '../../scripts/bench/dataset';
-import { clientAddress, STREAM_COUNTS } from '../../scripts/bench/live';
+import { clientIp, STREAM_COUNTS } from '../../scripts/bench/live';
 
 // The benchmark's own arithmetic and options; the timed runs are exercised by `npm run bench`.
 describe('bench harness', () => {
@@ -44,18 +44,18 @@ describe('bench harness', () => {
     expect(() => parseOptions(['--parts=reads'])).toThrow(/unknown part/);
   });
 
-  it('has a live part whose streams stay under the per-address limit of the service', () => {
+  it('has a live part whose streams stay under the per-client-IP limit of the service', () => {
     expect(parseOptions(['--parts=live']).parts).toEqual(['live']);
     expect(parseOptions([]).parts).toContain('live');
     expect(STREAM_COUNTS).toEqual([0, 100, 500]);
-    const perAddress = new Map<string, number>();
-    for (let i = 0; i < 500; i++) perAddress.set(clientAddress(i), (perAddress.get(clientAddress(i)) ?? 0) + 1);
-    expect(Math.max(...perAddress.values())).toBeLessThanOrEqual(16);
-    for (const address of perAddress.keys()) {
-      const [, , third, fourth] = address.split('.').map(Number);
-      expect(address.startsWith('127.0.')).toBe(true); // loopback, and never the 127.0.0.1 of other clients
+    const perClientIp = new Map<string, number>();
+    for (let i = 0; i < 500; i++) perClientIp.set(clientIp(i), (perClientIp.get(clientIp(i)) ?? 0) + 1);
+    expect(Math.max(...perClientIp.values())).toBeLessThanOrEqual(16);
+    for (const ip of perClientIp.keys()) {
+      const [, , third, fourth] = ip.split('.').map(Number);
+      expect(ip.startsWith('127.0.')).toBe(true); // loopback, and never the 127.0.0.1 of other clients
       expect(third >= 1 && fourth >= 1 && fourth <= 250).toBe(true);
     }
-    expect(clientAddress(16 * 250)).toBe('127.0.2.1');
+    expect(clientIp(16 * 250)).toBe('127.0.2.1');
   });
 });

@@ -188,14 +188,14 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       await call(limited.app, 'get', '/schemas', null);
       return call(limited.app, 'get', '/schemas', null);
     },
-    // The per-address limiter is the one dependency of the keyless operations.
+    // The per-client-IP limiter is the one dependency of the keyless operations.
     500: failing(() => h.limiter, 'hit', () => call(h.app, 'get', '/schemas', null)),
   },
   getEventSchema: {
     200: () => call(h.app, 'get', '/schemas/message.created.json', null),
     400: () => call(h.app, 'get', '/schemas/secrets.json', null),
     429: async () => {
-      // keyless requests share one budget per client address (1 a minute on this app)
+      // keyless requests share one budget per client IP (1 a minute on this app)
       await call(limited.app, 'get', '/schemas/message.created.json', null);
       return call(limited.app, 'get', '/schemas/message.created.json', null);
     },

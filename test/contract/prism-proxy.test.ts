@@ -62,10 +62,10 @@ const started: ChildProcess[] = [];
 
 // Rate limits through the real authenticate path; a test marks a bucket exhausted to get a 429.
 const exhausted = new Set<string>();
-let addressesExhausted = false;
+let clientIpsExhausted = false;
 const base = createMemoryLimiter(100_000);
 const full = (): RateDecision => ({ allowed: false, limit: 300, remaining: 0, resetSeconds: 42 });
-const isExhausted = (bucket: string) => exhausted.has(bucket) || (addressesExhausted && !bucket.startsWith('key:'));
+const isExhausted = (bucket: string) => exhausted.has(bucket) || (clientIpsExhausted && !bucket.startsWith('key:'));
 const limiter: RateLimiter = {
   ...base,
   hit: async (bucket) => (isExhausted(bucket) ? full() : base.hit(bucket)),
@@ -302,7 +302,7 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
 
     const byLink = expectAnswer(await send(strict, 'GET', apiPath(fileConv.mediaUrl), { key: null }), 200);
     expect(byLink.text).toBe(FILE_TEXT);
-    expect(byLink.headers.get('x-ratelimit-limit')).toBeNull(); // keyless: limited per address, no key counters
+    expect(byLink.headers.get('x-ratelimit-limit')).toBeNull(); // keyless: limited per client IP, no key counters
 
     const tampered = new URL(fileConv.mediaUrl);
     tampered.searchParams.set('expires', String(Number(tampered.searchParams.get('expires')) + 1));
@@ -330,7 +330,7 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
     expectAnswer(await send(strict, 'GET', `/media/${other.mediaId}`, { key: h.site.key }), 404, 'not_found');
   });
 
-  test('429 on a key and on a client address', async () => {
+  test('429 on a key and on a client IP', async () => {
     exhausted.add(`key:${throttled.keyId}`);
     try {
       const limited = expectAnswer(await send(strict, 'GET', '/conversations', { key: throttled.key }), 429, 'rate_limit_exceeded');
@@ -340,13 +340,13 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
     } finally {
       exhausted.clear();
     }
-    addressesExhausted = true;
+    clientIpsExhausted = true;
     try {
       expectAnswer(await send(strict, 'GET', '/schemas'), 429, 'rate_limit_exceeded');
       expectAnswer(await send(strict, 'GET', '/schemas/message.created.json'), 429, 'rate_limit_exceeded');
       expectAnswer(await send(strict, 'GET', apiPath(fileConv.mediaUrl)), 429, 'rate_limit_exceeded');
     } finally {
-      addressesExhausted = false;
+      clientIpsExhausted = false;
     }
   });
 

@@ -13,7 +13,7 @@ import { Sample, startTraffic } from './traffic';
  * stops with SIGSTOP (the server hangs: TCP still accepts, nothing answers). Reads and replies
  * answer 503 service_unavailable with Retry-After within a few seconds, never 500 or a hang;
  * /readyz says 503 at once and /healthz 200; when the server returns, the service recovers by
- * itself. The figures are printed for the README.
+ * itself. The figures are printed for docs/operations.md.
  */
 
 /** The bound on any answer during an outage: a hung server is detected in about 2 s + 1.5 s. */
@@ -47,7 +47,7 @@ drill('database outage under traffic (private MariaDB)', () => {
     await service?.kill('SIGKILL');
     await mariadb?.cleanup();
     if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-    // One line for the README's figures.
+    // One line for the figures in docs/operations.md.
     process.stdout.write(`database outage figures: ${JSON.stringify(figures)}\n`);
   }, 30_000);
 

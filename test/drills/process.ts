@@ -64,7 +64,7 @@ export interface CallOptions {
   agent?: https.Agent;
   /** The test's own bound: a hang fails with status 0 instead of blocking the test. */
   timeoutMs?: number;
-  /** Another loopback address (127.0.0.2, ...) makes this client a different client address. */
+  /** Another loopback address (127.0.0.2, ...) makes this client a different client IP. */
   localAddress?: string;
 }
 

@@ -89,7 +89,7 @@ describe('Redis dies and returns under traffic', () => {
     expect(during[LIMIT].res.body.error.code).toBe('rate_limit_exceeded');
     expect(Number(during[LIMIT].res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(limiter.backend!()).toBe('local');
-    // Bad keys are still limited per address meanwhile, and still answered quickly.
+    // Bad keys are still limited per client IP meanwhile, and still answered quickly.
     expect((await request(h.app).get('/api/v1/conversations').set('Authorization', 'Bearer wck_nope')).status).toBe(401);
 
     // One warning for the whole outage so far, however many failures were seen.

@@ -32,11 +32,11 @@ const STORM_MS = 5000;
 /** The good key's pace: it stays under its own 300 requests a minute. */
 const GOOD_EVERY_MS = 50;
 /**
- * The customer's own address. Wrong keys are limited per client address, and that bucket is
- * checked before the key: a flood from the customer's own address would lock the customer out
+ * The customer's own IP. Wrong keys are limited per client IP, and that bucket is
+ * checked before the key: a flood from the customer's own IP would lock the customer out
  * too (answered 429, cheaply), which is the limit doing its job, not starvation.
  */
-const GOOD_CLIENT_ADDRESS = '127.0.0.2';
+const GOOD_CLIENT_IP = '127.0.0.2';
 
 const drill = TEST_DB === 'sqlite' ? describe : describe.skip;
 if (TEST_DB !== 'sqlite') {
@@ -115,7 +115,7 @@ drill('floods and slow clients', () => {
     const silent: Held[] = [];
     try {
       // Warm up: the first request pays for the validator's document load.
-      expect((await call(service!, 'GET', '/api/v1/conversations', { key: seeded.key, agent, localAddress: GOOD_CLIENT_ADDRESS })).status).toBe(200);
+      expect((await call(service!, 'GET', '/api/v1/conversations', { key: seeded.key, agent, localAddress: GOOD_CLIENT_IP })).status).toBe(200);
 
       // The attackers, all from 127.0.0.1: slow connections, silent ones, and the flood.
       for (let i = 0; i < SLOW_CONNECTIONS; i++) slow.push(openSlow());
@@ -131,7 +131,7 @@ drill('floods and slow clients', () => {
       // The good key works in a loop through the storm.
       const until = Date.now() + STORM_MS;
       while (Date.now() < until) {
-        const a = await call(service!, 'GET', `/api/v1/conversations/${seeded.conversationIds[0]}/messages`, { key: seeded.key, agent, timeoutMs: 10_000, localAddress: GOOD_CLIENT_ADDRESS });
+        const a = await call(service!, 'GET', `/api/v1/conversations/${seeded.conversationIds[0]}/messages`, { key: seeded.key, agent, timeoutMs: 10_000, localAddress: GOOD_CLIENT_IP });
         goodStatuses.push(a.status);
         latencies.push(a.ms);
         await new Promise((r) => setTimeout(r, Math.max(0, GOOD_EVERY_MS - a.ms)));
@@ -164,7 +164,7 @@ drill('floods and slow clients', () => {
     expect(goodStatuses.every((s) => s === 200)).toBe(true);
     expect(latencies.length).toBeGreaterThan(20);
     expect(percentile(latencies, 95)).toBeLessThan(1000);
-    // The flood got answers (401, then 429 from the per-address limit), never a 5xx or a dropped connection.
+    // The flood got answers (401, then 429 from the per-client-IP limit), never a 5xx or a dropped connection.
     expect([...floodStatuses.keys()].every((s) => s === 401 || s === 429)).toBe(true);
     // Slow connections were held until the headers time-out (from the end of the handshake) and closed no
     // later than one check interval (1 s) after it.
@@ -188,7 +188,7 @@ drill('floods and slow clients', () => {
     expect(full.status).toBe(0);
     // ... and once the silent ones hit the handshake time-out, the service answers again.
     await waitFor('the silent connections to time out', () => opened.every((h) => h.closedAt !== undefined), HANDSHAKE_TIMEOUT_MS + 5000);
-    const again = await call(service!, 'GET', '/api/v1/conversations', { key: seeded.key, timeoutMs: 5000, localAddress: GOOD_CLIENT_ADDRESS });
+    const again = await call(service!, 'GET', '/api/v1/conversations', { key: seeded.key, timeoutMs: 5000, localAddress: GOOD_CLIENT_IP });
     expect(again.status).toBe(200);
     figures.cap = { opened: opened.length, droppedAtOnce: dropped.length };
     expect(service!.output()).toContain('connection cap reached');

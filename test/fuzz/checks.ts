@@ -3,7 +3,7 @@ import type { WireAnswer, WireOutcome } from './wire';
 import type { World } from './world';
 
 /**
- * The decided error codes (README.md, Errors) with the status each maps to, written out here rather than
+ * The decided error codes (docs/api.md, Errors) with the status each maps to, written out here rather than
  * imported from the server, so a change on the server side cannot quietly widen what passes.
  */
 export const DECIDED_ERRORS: Record<string, number> = {

@@ -51,11 +51,11 @@ async function blackHoleDns() {
 }
 
 /** IPv6 text to its 16 bytes (enough for the literals used here). */
-function v6Bytes(address: string): Buffer {
-  const [head, tail = ''] = address.split('::');
+function v6Bytes(ip: string): Buffer {
+  const [head, tail = ''] = ip.split('::');
   const h = head ? head.split(':') : [];
   const t = tail ? tail.split(':') : [];
-  const groups = address.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h;
+  const groups = ip.includes('::') ? [...h, ...Array(8 - h.length - t.length).fill('0'), ...t] : h;
   const out = Buffer.alloc(16);
   groups.forEach((g, i) => out.writeUInt16BE(parseInt(g, 16), i * 2));
   return out;
@@ -139,7 +139,7 @@ function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
 
 /** Saves a site's address without asking any DNS (the name is made up; the worker resolves it later). */
 const saveAddress = (siteId: string, url: string) =>
-  webhooks(h, { allowPrivateNetworks: false, resolve: async () => [{ address: '93.184.215.14', family: 4 }] }).setEndpoint(siteId, url, 'message.created');
+  webhooks(h, { allowPrivateNetworks: false, resolve: async () => [{ ip: '93.184.215.14', family: 4 }] }).setEndpoint(siteId, url, 'message.created');
 
 test('a black-holed DNS zone ends the attempt with "dns timeout" within the configured time', async () => {
   const hole = await blackHoleDns();
@@ -165,10 +165,10 @@ test('names are asked of DNS directly: both families, checked and pinned; an unk
   });
   const resolve = createDnsResolver({ timeoutMs: 2000, servers: [stub.server] });
   expect(await resolveChecked('public.example.test', { allowPrivate: false, resolve })).toEqual([
-    { address: '93.184.215.14', family: 4 },
-    { address: '2606:2800:21f:cb07:6820:80da:af6b:8b2c', family: 6 },
+    { ip: '93.184.215.14', family: 4 },
+    { ip: '2606:2800:21f:cb07:6820:80da:af6b:8b2c', family: 6 },
   ]);
-  expect(await resolveChecked('v6only.example.test', { allowPrivate: false, resolve })).toEqual([{ address: '2606:4700:4700::1111', family: 6 }]);
+  expect(await resolveChecked('v6only.example.test', { allowPrivate: false, resolve })).toEqual([{ ip: '2606:4700:4700::1111', family: 6 }]);
   // The private-range rules are unchanged: one private answer in either family refuses the name.
   await expect(resolveChecked('sneaky.example.test', { allowPrivate: false, resolve })).rejects.toThrow(/loopback, private/);
   const missing = await postOnce('https://missing.example.test/in', Buffer.from('{}'), {}, { timeoutMs: 5000, allowPrivate: false, resolve });
@@ -179,10 +179,10 @@ test('localhost and IP literals need no DNS at all', async () => {
   const never: Resolver = async (name) => {
     throw new Error(`asked DNS for ${name}`);
   };
-  expect(await resolveChecked('localhost', { allowPrivate: true, resolve: never })).toEqual([{ address: '127.0.0.1', family: 4 }]);
-  expect(await resolveChecked('api.localhost.', { allowPrivate: true, resolve: never })).toEqual([{ address: '127.0.0.1', family: 4 }]);
-  expect(await resolveChecked('::1', { allowPrivate: true, resolve: never })).toEqual([{ address: '::1', family: 6 }]);
-  expect(await resolveChecked('203.0.113.9', { allowPrivate: true, resolve: never })).toEqual([{ address: '203.0.113.9', family: 4 }]);
+  expect(await resolveChecked('localhost', { allowPrivate: true, resolve: never })).toEqual([{ ip: '127.0.0.1', family: 4 }]);
+  expect(await resolveChecked('api.localhost.', { allowPrivate: true, resolve: never })).toEqual([{ ip: '127.0.0.1', family: 4 }]);
+  expect(await resolveChecked('::1', { allowPrivate: true, resolve: never })).toEqual([{ ip: '::1', family: 6 }]);
+  expect(await resolveChecked('203.0.113.9', { allowPrivate: true, resolve: never })).toEqual([{ ip: '203.0.113.9', family: 4 }]);
   await expect(resolveChecked('localhost', { allowPrivate: false, resolve: never })).rejects.toThrow(/loopback/);
 });
 
@@ -200,7 +200,7 @@ test("with libuv's thread pool full, addresses are still checked and deliveries 
   // Saving an address, and a name asked of DNS, with every pool thread taken.
   await within(3000, 'saving a localhost address', webhooks(h).setEndpoint(site.id, receiver.url('/pool-full'), 'message.created'));
   const resolve = createDnsResolver({ timeoutMs: 2000, servers: [stub.server] });
-  expect(await within(3000, 'resolving through c-ares', resolve('hooks.example.test'))).toEqual([{ address: '93.184.215.14', family: 4 }]);
+  expect(await within(3000, 'resolving through c-ares', resolve('hooks.example.test'))).toEqual([{ ip: '93.184.215.14', family: 4 }]);
   // A worker with the default resolver delivers to localhost.
   workers.start();
   await h.visitorSay(site.id, 'v', 'hello');

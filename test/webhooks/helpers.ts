@@ -87,7 +87,7 @@ export async function startReceiver(): Promise<Receiver> {
 
 export { waitFor } from '../helpers/wait';
 
-/** A receiver's check of a delivery, written from README.md (Verify it) with node:crypto only. */
+/** A receiver's check of a delivery, written from docs/events.md (Verify it) with node:crypto only. */
 export function signatureValid(secret: string, headers: IncomingHttpHeaders, body: Buffer): boolean {
   const timestamp = String(headers['x-service-timestamp'] ?? '');
   const header = String(headers['x-service-signature'] ?? '');

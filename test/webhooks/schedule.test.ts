@@ -2,7 +2,7 @@ import type { Harness } from '../helpers/harness';
 import { answer, attemptsOf, deliveryHarness, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
 
 /**
- * The real schedule (README.md, Retries): three attempts with pauses of 5 s and then 10 s (the
+ * The real schedule (docs/events.md, Retries): three attempts with pauses of 5 s and then 10 s (the
  * default WEBHOOK_RETRY_DELAYS_MS). The only test that measures time; it allows for the attempt's
  * own duration and timer jitter.
  */

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import type { Harness } from '../helpers/harness';
-import { isBlockedAddress, Resolver } from '../../server/webhooks/ssrf';
+import { isBlockedIp, Resolver } from '../../server/webhooks/ssrf';
 import { postOnce } from '../../server/webhooks/transport';
 import { attemptsOf, deliveryHarness, deliveryOf, eventIdsOf, Receiver, startReceiver, waitFor, webhooks, workerPool } from './helpers';
 
-/** Addresses are refused when saved and again at every connect (README.md, Event receivers). */
+/** Addresses are refused when saved and again at every connect (docs/operations.md, Event receivers). */
 let receiver: Receiver;
 let h: Harness;
 const workers = workerPool(() => h);
@@ -24,11 +24,11 @@ function fakeDns(table: Record<string, string[]>): Resolver {
   return async (name) => {
     const answers = table[name];
     if (!answers) throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${name}`), { code: 'ENOTFOUND' });
-    return answers.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+    return answers.map((ip) => ({ ip, family: ip.includes(':') ? 6 : 4 }));
   };
 }
 
-describe('address ranges', () => {
+describe('IP ranges', () => {
   test.each([
     ['127.0.0.1', 'loopback'],
     ['127.255.0.9', 'loopback'],
@@ -64,13 +64,13 @@ describe('address ranges', () => {
     ['2002:7f00:1::1', '6to4 of loopback'],
     ['2002:a9fe:a9fe::1', '6to4 of cloud metadata'],
     ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'Teredo'],
-    ['not-an-ip', 'not an address'],
-  ])('%s (%s) is blocked', (address) => {
-    expect(isBlockedAddress(address)).toBe(true);
+    ['not-an-ip', 'not an IP'],
+  ])('%s (%s) is blocked', (ip) => {
+    expect(isBlockedIp(ip)).toBe(true);
   });
 
-  test.each([['93.184.215.14'], ['8.8.8.8'], ['1.1.1.1'], ['172.32.0.1'], ['100.128.0.1'], ['2606:4700:4700::1111'], ['::ffff:8.8.8.8'], ['2002:808:808::1'], ['64:ff9b::808:808']])('%s is public', (address) => {
-    expect(isBlockedAddress(address)).toBe(false);
+  test.each([['93.184.215.14'], ['8.8.8.8'], ['1.1.1.1'], ['172.32.0.1'], ['100.128.0.1'], ['2606:4700:4700::1111'], ['::ffff:8.8.8.8'], ['2002:808:808::1'], ['64:ff9b::808:808']])('%s is public', (ip) => {
+    expect(isBlockedIp(ip)).toBe(false);
   });
 });
 
@@ -104,7 +104,7 @@ describe('when an address is saved', () => {
     'https://[fd00:ec2::254]/',
     'https://100.64.0.1/',
     'https://sneaky.example.com/in', // a public-looking name that resolves to 127.0.0.1
-    'https://mixed.example.com/in', // one public and one private address: any private one refuses
+    'https://mixed.example.com/in', // one public and one private resolved IP: any private one refuses
     'https://metadata.example.com/in',
   ])('%s is refused while private networks are not allowed', async (url) => {
     await expect(strict().setEndpoint(h.site.id, url)).rejects.toThrow(/loopback, private, link-local/);
@@ -159,9 +159,9 @@ describe('at every connect', () => {
     expect(receiver.at('/rebound')).toHaveLength(0);
   });
 
-  test('a name whose DNS answer changes to a private address after it was saved is refused (DNS rebinding)', async () => {
+  test('a name whose DNS answer changes to a private IP after it was saved is refused (DNS rebinding)', async () => {
     let answer = '93.184.215.14';
-    const dns: Resolver = async () => [{ address: answer, family: 4 }];
+    const dns: Resolver = async () => [{ ip: answer, family: 4 }];
     const site = await h.newSite('rebinding');
     const service = webhooks(h, { allowPrivateNetworks: false, resolve: dns });
     await service.setEndpoint(site.id, 'https://rebind.example.com/in', 'message.created');
@@ -173,11 +173,11 @@ describe('at every connect', () => {
     expect((await attemptsOf(h, id)).map((a) => a.error)).toEqual(['blocked address']);
   });
 
-  test('the connection goes to the address that was checked, with the name kept for TLS', async () => {
+  test('the connection goes to the resolved IP that was checked, with the name kept for TLS', async () => {
     // The name resolves (in our fake DNS) to the receiver's 127.0.0.1; the certificate is for
     // `localhost`, which is the name we asked for, so TLS verifies.
     const { port } = new URL(receiver.url('/'));
-    const dns: Resolver = async (name) => (name === 'localhost' ? [{ address: '127.0.0.1', family: 4 }] : []);
+    const dns: Resolver = async (name) => (name === 'localhost' ? [{ ip: '127.0.0.1', family: 4 }] : []);
     const result = await postOnce(`https://localhost:${port}/pinned`, Buffer.from('{}'), { 'Content-Type': 'application/json' }, {
       timeoutMs: 2000,
       allowPrivate: true,

@@ -1,6 +1,6 @@
 /**
- * Issue 8, delivery: the worker's transport. One secure context, keep-alive connections per
- * checked address (a changed DNS answer never reuses a connection to the old address), the
+ * The worker's delivery transport. One secure context, keep-alive connections per checked set
+ * of resolved IPs (a changed DNS answer never reuses a connection to the old IP), the
  * attempt's time-out, the reused-connection reset rule, trusted CAs, and bounded agents.
  * Receivers are local HTTPS servers; names are answered by a fake DNS.
  */
@@ -96,7 +96,7 @@ function transport(extra: Partial<TransportOptions> = {}): DeliveryTransport {
 }
 const post = (t: DeliveryTransport, url: string) => t.post(url, Buffer.from('{"id":"message.created:1"}'), { 'Content-Type': 'application/json' });
 /** A fake DNS that answers every name with `answer.current`. */
-const dnsAnswering = (answer: { current: string[] }): Resolver => async () => answer.current.map((address) => ({ address, family: 4 as const }));
+const dnsAnswering = (answer: { current: string[] }): Resolver => async () => answer.current.map((ip) => ({ ip, family: 4 as const }));
 
 beforeAll(async () => {
   pair = await receiverCert();
@@ -119,8 +119,8 @@ describe('connections', () => {
     expect(server.servernames.at(-1)).toBe('localhost');
   });
 
-  test('a changed DNS answer gets a new connection to the new address; the old one is reused when the answer returns', async () => {
-    // A second receiver on the same port of another loopback address.
+  test('a changed DNS answer gets a new connection to the new resolved IP; the old one is reused when the answer returns', async () => {
+    // A second receiver on the same port of another loopback IP.
     const other = await startServer(pair, '127.0.0.2', server.port).catch(() => null);
     if (!other) return console.warn('127.0.0.2 cannot be bound here; skipped');
     try {
@@ -168,7 +168,7 @@ describe('connections', () => {
     expect(server.requests.length - before).toBe(1);
   });
 
-  test('agents stay bounded over many addresses and are closed once idle', async () => {
+  test('agents stay bounded over many event addresses and are closed once idle', async () => {
     const t = transport({ resolve: dnsAnswering({ current: ['127.0.0.1'] }), maxAgents: 8, keepAliveMs: 300 });
     const openBefore = server.open;
     for (let i = 0; i < 60; i++) {

@@ -308,8 +308,8 @@ describe('rate limits', () => {
   });
   afterAll(() => small?.close());
 
-  test('per visitor for requests with a token, per address for the gateway and refused requests', async () => {
-    const a = await getToken(small.app, small.site.id); // address: 1 of 3
+  test('per visitor for requests with a token, per client IP for the gateway and refused requests', async () => {
+    const a = await getToken(small.app, small.site.id); // client IP: 1 of 3
     for (let i = 0; i < 3; i++) {
       const ok = await request(small.app).get(w(small.site.id, '/conversation')).set(auth(a.token));
       expect(ok.status).toBe(200);
@@ -319,10 +319,10 @@ describe('rate limits', () => {
     expect(limited.status).toBe(429);
     expect(limited.body.error.code).toBe('rate_limit_exceeded');
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
-    // Another visitor behind the same address has its own budget.
-    const b = await getToken(small.app, small.site.id); // address: 2 of 3
+    // Another visitor behind the same client IP has its own budget.
+    const b = await getToken(small.app, small.site.id); // client IP: 2 of 3
     expect((await request(small.app).get(w(small.site.id, '/conversation')).set(auth(b.token))).status).toBe(200);
-    // Tokens that are refused count against the address, like the gateway itself.
+    // Tokens that are refused count against the client IP, like the gateway itself.
     expect((await request(small.app).get(w(small.site.id, '/conversation')).set(auth('wwt1.x.y'))).status).toBe(401); // 3 of 3
     const gateway = await request(small.app).post(w(small.site.id, '/token')).set('Origin', ORIGIN).send({});
     expect(gateway.status).toBe(429);
@@ -351,7 +351,7 @@ describe('rate limits', () => {
     } finally {
       small.runtime.db.removeListener('query', count);
     }
-    // The address may have spent part of its budget (3 a minute here) in the test before: each
+    // The client IP may have spent part of its budget (3 a minute here) in the test before: each
     // request it still allowed is refused after one lookup, every later one is 429 before any.
     const refused = statuses.filter((s) => s === 401).length;
     expect(refused).toBeLessThanOrEqual(3);

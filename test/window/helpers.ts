@@ -79,7 +79,7 @@ export function openSse(base: { url: string; ca: string }, path: string, headers
     let buffer = '';
     let endResolve: () => void;
     const ended = new Promise<void>((r) => (endResolve = r));
-    // A local address of 127.0.0.0/8 other than 127.0.0.1 stands for another client address.
+    // A local address of 127.0.0.0/8 other than 127.0.0.1 stands for another client IP.
     const client = from.localAddress ? { localAddress: from.localAddress, family: 4 } : {};
     const req = https.request(new URL(path, base.url), { method: 'GET', ca: base.ca, headers: { Accept: 'text/event-stream', ...headers }, ...client }, (res) => {
       res.setEncoding('utf8');

@@ -193,7 +193,7 @@ describe('live updates by Server-Sent Events', () => {
 
   test.each([
     ['the process', { total: 2 }],
-    ['one client address (minting anonymous visitors does not reach the process limit)', { total: 100, perAddress: 2 }],
+    ['one client IP (minting anonymous visitors does not reach the process limit)', { total: 100, perClientIp: 2 }],
   ])('%s holds a bounded number of streams: beyond it, 503 with Retry-After (the window polls)', async (_who, limits) => {
     const small = await listenWithLimits(limits);
     try {
@@ -364,7 +364,7 @@ describe('each event wakes only the streams of its own visitor', () => {
   });
 
   test("a visitor's oldest stream ends only when the new one is accepted", async () => {
-    const small = await listenWithLimits({ perVisitor: 1, perAddress: 1, total: 100 });
+    const small = await listenWithLimits({ perVisitor: 1, perClientIp: 1, total: 100 });
     const open = async (token: string, localAddress: string) => {
       const s = await openSse(small, w(h.site.id, '/events'), { Authorization: `Bearer ${token}` }, { localAddress });
       streams.push(s);

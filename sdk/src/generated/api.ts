@@ -132,8 +132,8 @@ export interface paths {
         };
         /**
          * List the published event schemas
-         * @description The event payload schemas this service publishes, with their addresses. Needs no key (an
-         *     `Authorization` header is not read here); limited per client address.
+         * @description The event payload schemas this service publishes, with their URLs. Needs no key (an
+         *     `Authorization` header is not read here); limited per client IP.
          */
         get: operations["listEventSchemas"];
         put?: never;
@@ -155,7 +155,7 @@ export interface paths {
          * Download the JSON Schema of an event payload
          * @description The published JSON Schema (draft 2020-12) of one event's payload, self-contained, for
          *     integrators who validate deliveries. The same files ship in the SDK package under `schemas/`.
-         *     Needs no key (an `Authorization` header is not read here); limited per client address.
+         *     Needs no key (an `Authorization` header is not read here); limited per client IP.
          */
         get: operations["getEventSchema"];
         put?: never;
@@ -592,8 +592,8 @@ export interface components {
             };
         };
         /**
-         * @description `rate_limit_exceeded`: more than 300 requests in the last minute from this client address
-         *     (requests without a key are limited per address). No key is read, so no `X-RateLimit-*`.
+         * @description `rate_limit_exceeded`: more than 300 requests in the last minute from this client IP
+         *     (requests without a key are limited per client IP). No key is read, so no `X-RateLimit-*`.
          */
         KeylessRateLimited: {
             headers: {
@@ -658,7 +658,7 @@ export interface components {
         /**
          * @description `rate_limit_exceeded`: more than 300 requests in the last minute on this key (the
          *     `X-RateLimit-*` counters are those of the key), or, for a request without a valid key (media
-         *     by signed link), from this client address.
+         *     by signed link), from this client IP.
          */
         RateLimited: {
             headers: {

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { ApiError } from '../../platform/errors';
 import type { RateDecision, RateLimiter } from './limiter';
-import { addressBucket } from './client-address';
+import { clientIpBucket } from './client-ip';
 
 /** The X-RateLimit-* headers declared in openapi/openapi.yaml (every answer to a request counted against a budget). */
 export function rateHeaders(res: Response, d: RateDecision): void {
@@ -18,11 +18,11 @@ export function rateLimited(d: RateDecision): ApiError {
 }
 
 /**
- * Counts a request against its client address (IPv6 by /64) in the budget named `prefix` (empty
- * for the public API), and refuses it with 429 once the address has spent it.
+ * Counts a request against its client IP (IPv6 by /64) in the budget named `prefix` (empty
+ * for the public API), and refuses it with 429 once the client IP has spent it.
  */
-export async function limitByAddress(limiter: RateLimiter, req: Request, prefix = ''): Promise<void> {
-  const d = await limiter.hit(prefix + addressBucket(req.ip));
+export async function limitByClientIp(limiter: RateLimiter, req: Request, prefix = ''): Promise<void> {
+  const d = await limiter.hit(prefix + clientIpBucket(req.ip));
   if (!d.allowed) throw rateLimited(d);
 }
 

@@ -21,8 +21,8 @@ export interface RateLimiter {
   hit(bucket: string): Promise<RateDecision>;
   /**
    * Counts like `hit`, and lets the caller take the request back once it proves not to need
-   * counting. The per-address limit uses it: a key lookup holds a slot while it runs, so the
-   * number of lookups one address can start is bounded even when it sends them all at once.
+   * counting. The per-client-IP limit uses it: a key lookup holds a slot while it runs, so the
+   * number of lookups one client IP can start is bounded even when it sends them all at once.
    */
   reserve(bucket: string): Promise<Reservation>;
   /**

@@ -2,8 +2,8 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { memoised } from '../../platform/memo';
 
 /** Eight 16-bit groups of an IPv6 address that `isIPv6` accepted (embedded IPv4 tail included). */
-function ipv6Groups(address: string): number[] {
-  let text = address;
+function ipv6Groups(ip: string): number[] {
+  let text = ip;
   const tail = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
   if (tail) {
     const [a, b, c, d] = tail[1].split('.').map(Number);
@@ -18,21 +18,21 @@ function ipv6Groups(address: string): number[] {
 }
 
 /**
- * The per-address rate-limit bucket of a client address. An IPv6 client usually holds a whole /64
- * (one customer, one LAN, privacy addresses rotating inside it), so the /64 is the unit: otherwise
- * one host could pick a fresh address per request. An IPv4-mapped address (`::ffff:a.b.c.d`, what a
+ * The rate-limit bucket of a client IP. An IPv6 client usually holds a whole /64 (one customer, one
+ * LAN, privacy addresses rotating inside it), so the /64 is the unit: otherwise one host could pick a
+ * fresh IP per request. An IPv4-mapped address (`::ffff:a.b.c.d`, what a
  * dual-stack listener reports for IPv4 clients) is the IPv4 address itself.
  */
-export function addressBucket(address: string | undefined): string {
-  if (!address) return 'ip:unknown';
-  return rememberedBucketOf(address);
+export function clientIpBucket(clientIp: string | undefined): string {
+  if (!clientIp) return 'ip:unknown';
+  return rememberedBucketOf(clientIp);
 }
 
-// A client sends many requests from one address (keep-alive): its bucket is worked out once.
-const rememberedBucketOf = memoised(4096, (address: string) => bucketOf(address));
+// A client sends many requests from one IP (keep-alive): its bucket is worked out once.
+const rememberedBucketOf = memoised(4096, (clientIp: string) => bucketOf(clientIp));
 
-function bucketOf(address: string): string {
-  let a = address.trim();
+function bucketOf(clientIp: string): string {
+  let a = clientIp.trim();
   if (a.startsWith('[') && a.endsWith(']')) a = a.slice(1, -1);
   const zone = a.indexOf('%');
   if (zone >= 0) a = a.slice(0, zone);
@@ -44,6 +44,6 @@ function bucketOf(address: string): string {
     }
     return `ip:${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`;
   }
-  // Not an address (a proxy forwarded something odd): still one bucket per distinct value, bounded.
+  // Not an IP (a proxy forwarded something odd): still one bucket per distinct value, bounded.
   return `ip:other:${a.slice(0, 64)}`;
 }
