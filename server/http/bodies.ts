@@ -62,7 +62,7 @@ export const jsonBody = express.json({
   },
 });
 
-/** A multipart body's limits beyond the file size (README: Errors, 413 payload_too_large). */
+/** A multipart body's limits beyond the file size (docs/api.md: Errors, 413 payload_too_large). */
 const LIMITS = { files: 10, fields: 10, fieldSize: 64 * 1024, parts: 30 };
 
 /** A limit of the multipart body passed: 413, naming which. */
@@ -71,7 +71,7 @@ const overLimit = (what: string) => new ApiError('payload_too_large', `The uploa
 /**
  * multipart/form-data for replies with files: text parts become `req.body`, file parts are
  * spooled to DATA_DIR/tmp (never whole in memory) and listed in `req.uploadedFiles`, within the
- * limits README.md lists (Errors: 413 payload_too_large). Every spool file a request wrote is
+ * limits docs/api.md lists (Errors: 413 payload_too_large). Every spool file a request wrote is
  * removed when its answer is sent or its connection goes away, including a file that was still
  * being written (see RequestSpool).
  */

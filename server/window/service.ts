@@ -56,7 +56,7 @@ export function createWindowChat(deps: {
 
   /**
    * The visitor's answer carries links for the window (its own origin when WINDOW_PUBLIC_URL is
-   * set), while the message and its events are written with the API's links: webhook receivers
+   * set), while the message and its events are written with the API's links: event receivers
    * fetch files from the API's host, visitors from the window's.
    */
   const forWindow = (message: Message): Message =>

@@ -112,7 +112,7 @@ export interface paths {
          *
          *     Files are checked before they are written: a site may take no files from visitors, or only
          *     some types (`415 unsupported_media_type`, by the part's declared `Content-Type`). Quotas
-         *     (the service's README, "Visitor files"): messages and file bytes an hour per client address
+         *     (the service's docs/window.md, "Visitor files"): messages and file bytes an hour per client IP
          *     over all visitors, file bytes a day per site (`429 quota_exceeded` with `Retry-After`), and
          *     file bytes stored per site (`507 insufficient_storage`). They are checked against
          *     `Content-Length` before the body is read and against the bytes as they arrive; a refused
@@ -350,8 +350,8 @@ export interface components {
         };
         /**
          * @description `rate_limit_exceeded`: over 300 requests a minute for this visitor (with a token) or this
-         *     client address (without one). `quota_exceeded` (sending messages only): a visitor-file quota
-         *     is spent (messages or file bytes an hour from this client address, file bytes a day for the
+         *     client IP (without one). `quota_exceeded` (sending messages only): a visitor-file quota
+         *     is spent (messages or file bytes an hour from this client IP, file bytes a day for the
          *     site); `Retry-After` says when it has room again.
          */
         RateLimited: {
