@@ -195,8 +195,10 @@ export function createAccountsService(opts: AccountsOptions) {
     async createAccount(rawEmail: string, password: string) {
       return accountToDto(await createAccountRow(checkEmail(rawEmail), password));
     },
+    /** Every account with its sites (the CLI's `account list`). */
     async listAccounts() {
-      return (await store.listAccounts()).map(accountToDto);
+      const accounts = await store.listAccounts();
+      return Promise.all(accounts.map(async (a) => ({ ...accountToDto(a), sites: (await store.listMembershipsOf(a.id)).map(siteToDto) })));
     },
     /** The CLI's `member add`: an existing account joins the site with `role`, or its role changes. */
     async addMember(actor: Actor, siteId: string, rawEmail: string, role: Role) {
