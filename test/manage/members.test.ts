@@ -4,7 +4,7 @@
  */
 import request from 'supertest';
 import type { Harness } from '../helpers/harness';
-import { M, manageHarness, newAccount, newMember, newToken, PASSWORD, SAME_ORIGIN, signIn } from './helpers';
+import { M, manageHarness, newMember, newToken, PASSWORD, SAME_ORIGIN, signIn } from './helpers';
 import { sha256Hex } from '../../server/platform/crypto';
 
 let h: Harness;
