@@ -8,7 +8,7 @@ import { runInTransaction } from '../db/transaction';
 import type { AccessStore } from '../access/store';
 import { createPasswordHasher, normaliseEmail, PasswordHasher, passwordProblem } from './passwords';
 import { cookieMaxAgeSeconds, sessionExpiry, sessionState, shouldTouch } from './session-rules';
-import type { AccountRow, AccountStore, AuditRow, MemberRow, Role, SessionRow, SiteMembershipRow, TokenRow } from './store';
+import type { AccountRow, AccountStore, AuditRow, InvitationRow, MemberRow, Role, SessionRow, SiteMembershipRow, TokenRow } from './store';
 
 export const MANAGEMENT_TOKEN_PREFIX = 'wcm_';
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
@@ -314,7 +314,7 @@ export function createAccountsService(opts: AccountsOptions) {
       };
       const sites = (await store.listMembershipsOf(row.account_id)).map((m) => m.site_id);
       await runInTransaction(store.db, async (trx) => {
-        await trx('management_tokens').insert(row);
+        await store.insertToken(row, trx);
         await audit(actor, sites, 'token.created', row.id, trx);
       });
       return { ...tokenToDto(row), token };
@@ -376,7 +376,7 @@ export function createAccountsService(opts: AccountsOptions) {
       const email = checkEmail(rawEmail);
       const token = randomBase62(32);
       const at = now();
-      const row = {
+      const row: InvitationRow = {
         id: newId('inv', at),
         token_hash: sha256Hex(token),
         site_id: siteId,
@@ -389,7 +389,7 @@ export function createAccountsService(opts: AccountsOptions) {
         accepted_by: null,
       };
       await runInTransaction(store.db, async (trx) => {
-        await trx('invitations').insert(row);
+        await store.insertInvitation(row, trx);
         await audit(actor, [siteId], `invitation.created.${role}`, row.id, trx);
       });
       return { id: row.id, siteId, email, role, expiresAt: toIsoRequired(row.expires_at), token, url: `${opts.publicUrl}${INVITATION_PATH}#token=${token}` };

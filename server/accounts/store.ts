@@ -140,7 +140,7 @@ export function createAccountStore(db: Knex) {
     /** Sessions past either limit; they can never be used again. */
     purgeSessions: (now: number) => db('sessions').where('idle_expires_at', '<=', now).orWhere('expires_at', '<=', now).del(),
 
-    insertToken: (row: TokenRow) => db('management_tokens').insert(row),
+    insertToken: (row: TokenRow, trx: Knex = db) => trx('management_tokens').insert(row),
     findTokenByFingerprint: (fingerprint: string) => first<TokenRow>(db('management_tokens').where({ fingerprint }).first(TOKEN_COLUMNS), mapToken),
     findToken: (id: string) => first<TokenRow>(db('management_tokens').where({ id }).first(TOKEN_COLUMNS), mapToken),
     listTokensOf: async (accountId: string) =>
@@ -150,7 +150,7 @@ export function createAccountStore(db: Knex) {
     touchToken: (id: string, at: number) =>
       db('management_tokens').where({ id }).andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', at - 60_000)).update({ last_used_at: at }),
 
-    insertInvitation: (row: InvitationRow) => db('invitations').insert(row),
+    insertInvitation: (row: InvitationRow, trx: Knex = db) => trx('invitations').insert(row),
     findInvitationByHash: (hash: string, trx: Knex = db) => first<InvitationRow>(trx('invitations').where({ token_hash: hash }).first(INVITATION_COLUMNS), mapInvitation),
     /** Takes the invitation once: true for the one caller whose update found it unused and unexpired. */
     consumeInvitation: async (id: string, accountId: string, at: number, trx: Knex = db) =>

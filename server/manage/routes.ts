@@ -36,6 +36,8 @@ export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle
     const attempt = await throttle.attempt(email, req.ip);
     const signed = await accounts.signIn(email, password, meta(req));
     await attempt.succeeded();
+    // The session the browser held until now ends: one browser, one session (no fixation).
+    if (req.manager?.sessionId) await accounts.signOut(req.manager);
     res.setHeader('Set-Cookie', sessionCookie(signed.token, signed.cookieMaxAge));
     send<'SignInResponse'>(res, 200, { data: { account: signed.account, session: signed.session } });
   });

@@ -1,42 +1,22 @@
 /** The account commands of the operator CLI, as operators run them: a separate process on the server's database. */
 import request from 'supertest';
-import { spawnTs } from '../helpers/spawn';
-import { createTestDatabase, TestDatabase } from '../helpers/db';
-import { loadConfig } from '../../server/config';
-import { openRuntime, Runtime } from '../../server/runtime';
+import { adminCli, AdminCli } from '../helpers/admin-cli';
+import type { Runtime } from '../../server/runtime';
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/platform/logger';
 import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
 import { M, SAME_ORIGIN } from './helpers';
 
-let database: TestDatabase;
+let cli: AdminCli;
 let runtime: Runtime;
-let env: Record<string, string>;
-
-async function admin(args: string[], stdin?: string) {
-  const p = spawnTs('server/cli/admin.ts', args, env);
-  if (stdin !== undefined) p.child.stdin.end(stdin);
-  const code = await p.exited();
-  return { code, stdout: p.stdout(), stderr: p.stderr() };
-}
-
-async function adminJson(args: string[], stdin?: string) {
-  const r = await admin([...args, '--json'], stdin);
-  expect(r.stderr).toBe('');
-  expect(r.code).toBe(0);
-  expect(r.stdout.trim().split('\n')).toHaveLength(1); // exactly one JSON object
-  return JSON.parse(r.stdout);
-}
+const admin: AdminCli['admin'] = (args, stdin) => cli.admin(args, stdin);
+const adminJson: AdminCli['adminJson'] = (args, stdin) => cli.adminJson(args, stdin);
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  env = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? '', LOG_LEVEL: 'silent' };
-  runtime = await openRuntime(loadConfig({ ...env } as NodeJS.ProcessEnv));
+  cli = await adminCli();
+  runtime = cli.runtime;
 });
-afterAll(async () => {
-  await runtime.close();
-  await database.drop();
-});
+afterAll(() => cli.close());
 
 test('the first owner: account create, member add, account list, then sign in through /manage/v1', async () => {
   const site = await adminJson(['site', 'create', '--name', 'Acme']);
