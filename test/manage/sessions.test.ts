@@ -6,6 +6,10 @@ import request from 'supertest';
 import type { Harness } from '../helpers/harness';
 import { cookieOf, M, manageHarness, newAccount, newMember, newToken, PASSWORD, SAME_ORIGIN, signIn } from './helpers';
 import { sha256Hex } from '../../server/platform/crypto';
+import Redis from 'ioredis';
+import { createApp } from '../../server/app';
+import { createLogger } from '../../server/platform/logger';
+import { createRedisLimiter } from '../../server/http/rate-limit/limiter';
 
 let h: Harness;
 let clock = Date.UTC(2026, 10, 26, 9, 0, 0);
@@ -141,6 +145,30 @@ test('sign-in is throttled per client address across emails', async () => {
     await limited.close();
   }
 }, 60_000);
+
+test('with Redis, two instances count one email\'s sign-in attempts together', async () => {
+  const prefix = `test:signin:${Date.now()}:${Math.random()}:`;
+  const connections = [new Redis('redis://127.0.0.1:6379'), new Redis('redis://127.0.0.1:6379')];
+  try {
+    const [a, b] = connections.map((redis) =>
+      createApp({ services: h.runtime.services, logger: createLogger('silent'), limiter: createRedisLimiter(redis, 300, prefix), validateResponses: true, ready: async () => true }),
+    );
+    for (let i = 0; i < 10; i++) {
+      const res = await request(i % 2 ? a : b).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'shared@example.com', password: `guess number ${i}` });
+      expect(res.status).toBe(401);
+    }
+    for (const app of [a, b]) {
+      const res = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'shared@example.com', password: 'one more guess' });
+      expect(res.status).toBe(429);
+    }
+  } finally {
+    for (const redis of connections) {
+      const keys = await redis.keys(`${prefix}*`);
+      if (keys.length) await redis.del(...keys);
+      await redis.quit();
+    }
+  }
+});
 
 test('a password change ends every other session of the account and keeps the current one', async () => {
   await newAccount(h, 'fa@example.com');
