@@ -153,12 +153,15 @@ export function createAccountsService(opts: AccountsOptions) {
     return { token, session: sessionToDto(row, row.id), account: accountToDto(account), cookieMaxAge: cookieMaxAgeSeconds({ createdAt: at, lastSeenAt: at }, at) };
   }
 
-  async function createAccountRow(email: string, password: string) {
+  /** A new account's row, its password checked and hashed (slow: outside any transaction). */
+  async function newAccountRow(email: string, password: string): Promise<AccountRow> {
     checkPassword(password);
     const at = now();
-    const row: AccountRow = { id: newId('usr', at), email, password_hash: await hasher.hash(password), created_at: at, password_changed_at: at };
+    return { id: newId('usr', at), email, password_hash: await hasher.hash(password), created_at: at, password_changed_at: at };
+  }
+  async function insertAccount(row: AccountRow, trx = store.db) {
     try {
-      await store.insertAccount(row);
+      await store.insertAccount(row, trx);
     } catch (err) {
       if (isUniqueViolation(err)) throw invalid('An account with this email already exists.', [{ path: '/body/email', message: 'is taken' }]);
       throw err;
@@ -193,7 +196,7 @@ export function createAccountsService(opts: AccountsOptions) {
     // ---- Accounts (the CLI makes the first ones) ----
 
     async createAccount(rawEmail: string, password: string) {
-      return accountToDto(await createAccountRow(checkEmail(rawEmail), password));
+      return accountToDto(await insertAccount(await newAccountRow(checkEmail(rawEmail), password)));
     },
     /** Every account with its sites (the CLI's `account list`). */
     async listAccounts() {
@@ -411,6 +414,8 @@ export function createAccountsService(opts: AccountsOptions) {
       const inv = await store.findInvitationByHash(hash);
       if (!inv || !safeEqual(inv.token_hash, hash) || inv.accepted_at !== null || inv.expires_at <= now()) throw gone();
       let account: AccountRow | undefined;
+      /** A new account, written in the transaction that takes the invitation: both or neither. */
+      let created: AccountRow | undefined;
       let signedIn = false;
       if ('manager' in who) {
         account = await store.findAccount(who.manager.accountId);
@@ -421,7 +426,7 @@ export function createAccountsService(opts: AccountsOptions) {
         if (account) {
           if (!(await hasher.verify(who.password, account.password_hash))) throw wrongCredentials();
         } else {
-          account = await createAccountRow(email, who.password);
+          account = created = await newAccountRow(email, who.password);
         }
         signedIn = true;
       }
@@ -431,6 +436,7 @@ export function createAccountsService(opts: AccountsOptions) {
       const actor: Actor = { manager: { accountId: joined.id, email: joined.email, via: 'session' }, clientIp: meta.clientIp ?? null };
       await runInTransaction(store.db, async (trx) => {
         if (!(await store.consumeInvitation(inv.id, joined.id, now(), trx))) throw gone();
+        if (created) await insertAccount(created, trx);
         const existing = await store.findMembership(joined.id, inv.site_id, trx);
         if (existing) {
           if (existing.role !== inv.role && inv.role === 'owner') {

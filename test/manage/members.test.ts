@@ -145,6 +145,10 @@ test('an invitation: shown once, hash stored, single use, for its email only', a
   const accept = (body: object) => request(h.app).post(`${M}/invitations/accept`).set(SAME_ORIGIN).send(body);
   const otherEmail = await accept({ token: inv.token, email: 'someone@example.com', password: PASSWORD });
   expect(otherEmail.status).toBe(400);
+  const weak = await accept({ token: inv.token, email: 'newbie@example.com', password: 'short' });
+  expect(weak.status).toBe(400);
+  // Refusals take nothing: no account was made, and the invitation is still there to accept.
+  expect(await h.runtime.db('accounts').whereIn('email', ['someone@example.com', 'newbie@example.com'])).toHaveLength(0);
   const joined = await accept({ token: inv.token, email: 'newbie@example.com', password: PASSWORD });
   expect(joined.status).toBe(200);
   expect(joined.body.data).toMatchObject({ account: { email: 'newbie@example.com' }, site: { id: h.site.id, role: 'agent' }, session: { current: true } });
