@@ -2,13 +2,14 @@ import { ApiError, invalid } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
 import { toIso, toIsoRequired } from '../platform/time';
-import { CursorCodec, toPage } from '../platform/cursor';
+import type { CursorCodec } from '../platform/cursor';
 import { isUniqueViolation } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
 import type { AccessStore } from '../access/store';
 import { createPasswordHasher, normaliseEmail, PasswordHasher, passwordProblem } from './passwords';
 import { cookieMaxAgeSeconds, sessionExpiry, sessionState, shouldTouch } from './session-rules';
-import type { AccountRow, AccountStore, AuditRow, InvitationRow, MemberRow, Role, SessionRow, SiteMembershipRow, TokenRow } from './store';
+import { AuditActor, createAuditLog } from './audit';
+import type { AccountRow, AccountStore, InvitationRow, MemberRow, Role, SessionRow, SiteMembershipRow, TokenRow } from './store';
 
 export const MANAGEMENT_TOKEN_PREFIX = 'wcm_';
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
@@ -28,9 +29,8 @@ export interface Manager {
 }
 
 /** Who did something, for the audit log; `manager` null is the operator CLI. */
-export interface Actor {
+export interface Actor extends AuditActor {
   manager: Manager | null;
-  clientIp: string | null;
 }
 
 export const CLI_ACTOR: Actor = { manager: null, clientIp: null };
@@ -66,17 +66,6 @@ function tokenToDto(t: TokenRow) {
 const memberToDto = (m: MemberRow) => ({ accountId: m.account_id, email: m.email, role: m.role, joinedAt: toIsoRequired(m.created_at) });
 const siteToDto = (m: SiteMembershipRow) => ({ id: m.site_id, name: m.site_name, role: m.role, joinedAt: toIsoRequired(m.created_at) });
 
-function auditToDto(r: AuditRow) {
-  return {
-    id: r.id,
-    createdAt: toIsoRequired(r.created_at),
-    actor: r.actor_token_id ? { type: 'token' as const, accountId: r.actor_account_id, tokenId: r.actor_token_id } : r.actor_account_id ? { type: 'account' as const, accountId: r.actor_account_id, tokenId: null } : { type: 'operator' as const, accountId: null, tokenId: null },
-    action: r.action,
-    objectId: r.object_id,
-    clientAddress: r.client_ip,
-  };
-}
-
 export interface AccountsOptions {
   store: AccountStore;
   sites: AccessStore;
@@ -105,23 +94,8 @@ export function createAccountsService(opts: AccountsOptions) {
     if (problem) throw invalid(`The password ${problem}.`, [{ path, message: problem }]);
   }
 
-  /** Audit entries for `siteIds`, in the caller's transaction when given. */
-  function audit(actor: Actor, siteIds: string[], action: string, objectId: string | null, trx = store.db) {
-    const at = now();
-    return store.insertAudit(
-      siteIds.map((siteId) => ({
-        id: newId('aud', at),
-        site_id: siteId,
-        created_at: at,
-        actor_account_id: actor.manager?.accountId ?? null,
-        actor_token_id: actor.manager?.tokenId ?? null,
-        action,
-        object_id: objectId,
-        client_ip: actor.clientIp,
-      })),
-      trx,
-    );
-  }
+  const auditLog = createAuditLog({ store, cursors: opts.cursors, now });
+  const audit = auditLog.record;
 
   /**
    * The caller's membership of the site, or 404 when it has none (a site one is not a member of
@@ -192,6 +166,13 @@ export function createAccountsService(opts: AccountsOptions) {
 
   const service = {
     hasher,
+    /**
+     * For the management API's other features (keys, the event address, the inbox): the caller's
+     * membership of a site or 404, and 403 `forbidden` when `owner` is needed and it is an agent.
+     */
+    requireRole,
+    /** For the same features: an entry in the sites' audit log, in the change's transaction when given. */
+    audit,
 
     // ---- Accounts (the CLI makes the first ones) ----
 
@@ -456,10 +437,7 @@ export function createAccountsService(opts: AccountsOptions) {
 
     async auditLog(manager: Manager, siteId: string, query: { limit?: number; cursor?: string }) {
       await requireRole(manager, siteId, 'owner');
-      const limit = query.limit ?? 25;
-      const scope = { log: 'audit', siteId };
-      const after = query.cursor ? opts.cursors.decode(query.cursor, scope) : undefined;
-      return toPage(await store.listAudit(siteId, limit + 1, after), limit, (rows) => rows.map(auditToDto), opts.cursors, scope);
+      return auditLog.page(siteId, query);
     },
 
     /** Maintenance: sessions past their limits, invitations nobody can take, audit entries over a year old. */
