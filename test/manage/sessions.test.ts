@@ -7,6 +7,7 @@ import type { Harness } from '../helpers/harness';
 import { cookieOf, M, manageHarness, newAccount, newMember, newToken, PASSWORD, SAME_ORIGIN, signIn } from './helpers';
 import { sha256Hex } from '../../server/platform/crypto';
 import Redis from 'ioredis';
+import { Writable } from 'node:stream';
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/platform/logger';
 import { createRedisLimiter } from '../../server/http/rate-limit/limiter';
@@ -211,6 +212,30 @@ test('a member lists their sessions and ends one; another account\'s session is 
   const ended = await request(h.app).delete(`${M}/sessions/${theirs.id}`).set(SAME_ORIGIN).set('Cookie', one.cookie);
   expect(ended.status).toBe(204);
   expect((await me(two.cookie)).status).toBe(401);
+});
+
+test('logs never carry passwords, session tokens or management tokens, even when a request fails', async () => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const app = createApp({ services: h.runtime.services, logger: createLogger('info', sink), limiter: h.limiter, validateResponses: true, ready: async () => true });
+  await newAccount(h, 'lo@example.com');
+  const signed = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'lo@example.com', password: PASSWORD });
+  const cookie = cookieOf(signed);
+  await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'lo@example.com', password: 'a wrong password guess' });
+  const token = (await request(app).post(`${M}/tokens`).set(SAME_ORIGIN).set('Cookie', cookie).send({ label: 'x' })).body.data.token;
+  const failing = jest.spyOn(h.runtime.services.accounts, 'me').mockRejectedValueOnce(new Error('kaboom'));
+  expect((await request(app).get(`${M}/me`).set('Authorization', `Bearer ${token}`)).status).toBe(500);
+  failing.mockRestore();
+  await request(app).post(`${M}/password`).set(SAME_ORIGIN).set('Cookie', cookie).send({ currentPassword: PASSWORD, newPassword: 'the next long password' });
+  await new Promise((r) => setTimeout(r, 50));
+  const all = lines.join('');
+  expect(all).toContain('kaboom'); // the log was written, and the failure is in it
+  for (const secret of [PASSWORD, 'a wrong password guess', 'the next long password', cookie.split('=')[1], token]) expect(all).not.toContain(secret);
 });
 
 describe('cross-site requests', () => {
