@@ -165,6 +165,7 @@ export function createAccountsService(opts: AccountsOptions) {
   }
 
   const service = {
+    /** The password hasher, visible so a test can see that an unknown email costs a hash too. */
     hasher,
     /**
      * For the management API's other features (keys, the event address, the inbox): the caller's

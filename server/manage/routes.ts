@@ -2,7 +2,6 @@ import { Request, Response, Router } from 'express';
 import type { components } from './generated/api';
 import type { AccountsService, Actor, Manager } from '../accounts/service';
 import type { SignInThrottle } from '../accounts/throttle';
-import type { Role } from '../accounts/store';
 import { clearedSessionCookie, sessionCookie } from './guards';
 import { invalid } from '../platform/errors';
 
@@ -94,7 +93,7 @@ export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle
 
   router.patch('/sites/:siteId/members/:accountId', async (req, res) => {
     const { role } = req.body as Body<'ChangeRoleRequest'>;
-    send<'MemberResponse'>(res, 200, { data: await accounts.changeRole(actor(req), req.params.siteId, req.params.accountId, role as Role) });
+    send<'MemberResponse'>(res, 200, { data: await accounts.changeRole(actor(req), req.params.siteId, req.params.accountId, role) });
   });
 
   router.delete('/sites/:siteId/members/:accountId', async (req, res) => {
@@ -108,7 +107,7 @@ export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle
 
   router.post('/sites/:siteId/invitations', async (req, res) => {
     const { email, role } = req.body as Body<'InvitationRequest'>;
-    send<'InvitationResponse'>(res, 201, { data: await accounts.createInvitation(actor(req), req.params.siteId, email, role as Role) });
+    send<'InvitationResponse'>(res, 201, { data: await accounts.createInvitation(actor(req), req.params.siteId, email, role) });
   });
 
   router.post('/invitations/accept', async (req, res) => {
