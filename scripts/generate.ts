@@ -3,6 +3,7 @@
  *   the types of each document (openapi-typescript), in one file each:
  *     sdk/src/generated/api.ts            openapi/openapi.yaml, for the SDK and the server alike (one copy)
  *     server/window/generated/api.ts      openapi/window.yaml, for the window's routes and its browser code
+ *     server/manage/generated/api.ts      openapi/manage.yaml, for the management API's entry (and the dashboard)
  *   from openapi/openapi.yaml also:
  *     sdk/schemas/<event>.json  one self-contained JSON Schema (2020-12) per event payload
  *     sdk/src/event-schemas.ts  the same schemas embedded for the SDK's validator (no fs, no JSON import)

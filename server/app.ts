@@ -20,6 +20,7 @@ import { schemaRoutes } from './webhooks/schema-routes';
 import { windowRoutes, WINDOW_BASE_PATH } from './window/routes';
 import { windowAssetRoutes } from './window/assets';
 import { limitByClientIp } from './http/rate-limit/answers';
+import { manageEntry, MANAGE_BASE_PATH } from './manage/entry';
 
 export interface AppOptions {
   services: Services;
@@ -119,6 +120,10 @@ function mainRoutes(opts: AppOptions): express.Router {
   api.use(messageRoutes(services.messages));
   api.use(mediaRoutes(services.media));
   main.use('/api/v1', api);
+
+  // 4c. The management API (openapi/manage.yaml): accounts by session cookie or management token,
+  //     its own pipeline in manage/entry.ts.
+  main.use(MANAGE_BASE_PATH, manageEntry({ services, limiter, validateResponses: opts.validateResponses }));
   return main;
 }
 

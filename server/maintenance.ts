@@ -19,7 +19,9 @@ const HOUR = 3600_000;
  *  - per-visitor window revocations are forgotten once every credential they void has expired
  *    (the credential's 180 days, plus a day for clocks; sessions are capped far below that);
  *  - the delivery log keeps 30 days: older attempt rows, finished deliveries and the events nobody
- *    can redeliver any more are removed (webhooks/retention.ts; `npm run worker` runs it too).
+ *    can redeliver any more are removed (webhooks/retention.ts; `npm run worker` runs it too);
+ *  - sign-in sessions past their limits, invitations past their week, and audit log entries older
+ *    than a year are removed (accounts/service.ts, `purge`).
  * Every step is idempotent, so several instances may run it at once.
  */
 export async function runMaintenance(services: Services, now = Date.now()) {
@@ -42,7 +44,8 @@ export async function runMaintenance(services: Services, now = Date.now()) {
   }
   const purgedRevocations = Number(await services.stores.access.purgeVisitorRevocations(now - VISITOR_CREDENTIAL_TTL_SECONDS * 1000 - 24 * HOUR));
   const removedDeliveryLog = await removeExpiredDeliveryLog(services.stores.events, now);
-  return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations, removedDeliveryLog };
+  const accounts = await services.accounts.purge(now);
+  return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations, removedDeliveryLog, accounts };
 }
 
 function listOlderThan(dir: string, before: number): string[] {

@@ -9,6 +9,7 @@ import { createFailOpenLimiter } from './http/rate-limit/fail-open';
 import { FAIL_FAST_REDIS_OPTIONS, redisUrlSecrets } from './platform/redis';
 import { createLogger, Logger } from './platform/logger';
 import { createWakeChannel } from './webhooks/wake';
+import type { PasswordHasher } from './accounts/passwords';
 
 /**
  * What the server, the worker and the CLI share: config, a migrated database, the services and the
@@ -22,7 +23,7 @@ export interface Runtime {
   close(): Promise<void>;
 }
 
-export async function openRuntime(config: Config, opts: { onEvents?: () => void; now?: () => number } = {}): Promise<Runtime> {
+export async function openRuntime(config: Config, opts: { onEvents?: () => void; now?: () => number; passwordHasher?: PasswordHasher } = {}): Promise<Runtime> {
   const db = createDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const master = loadMasterKey(config.dataDir, config.masterKey);

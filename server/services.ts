@@ -27,6 +27,9 @@ import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './webhooks/
 import { withDeliveryLogRetention } from './webhooks/retention';
 import type { WakeChannel } from './webhooks/wake';
 import type { EmittedEvent } from './webhooks/outbox';
+import { createAccountStore } from './accounts/store';
+import { createAccountsService } from './accounts/service';
+import type { PasswordHasher } from './accounts/passwords';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -42,6 +45,8 @@ export function createServices(
     onEvents?: () => void;
     /** Tells delivery workers in this and other processes that events were committed (runtime.ts makes it). */
     wake?: WakeChannel;
+    /** Password hashing (tests pass cheaper scrypt parameters; the default is OWASP's). */
+    passwordHasher?: PasswordHasher;
   } = {},
 ) {
   const now = opts.now ?? Date.now;
@@ -127,6 +132,8 @@ export function createServices(
       now,
     },
     idempotency: createIdempotencyService(createIdempotencyStore(db), now),
+    /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
+    accounts: createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher }),
     /** Event addresses, signing secrets, the delivery log and redelivery (the CLI's `webhook` commands). */
     webhooks: createWebhookService({
       store: eventStore,

@@ -11,4 +11,5 @@ export interface GeneratedDocument {
 export const DOCUMENTS: GeneratedDocument[] = [
   { document: 'openapi/openapi.yaml', types: 'sdk/src/generated/api.ts', eventSchemas: true },
   { document: 'openapi/window.yaml', types: 'server/window/generated/api.ts' },
+  { document: 'openapi/manage.yaml', types: 'server/manage/generated/api.ts' },
 ];

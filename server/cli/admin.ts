@@ -12,6 +12,7 @@ import { keyCommands } from './commands/keys';
 import { chatCommands } from './commands/chat';
 import { webhookCommands } from './commands/webhooks';
 import { visitorCommands } from './commands/visitors';
+import { accountCommands } from './commands/accounts';
 
 const commands: Record<string, Command> = {
   ...siteCommands,
@@ -19,6 +20,7 @@ const commands: Record<string, Command> = {
   ...chatCommands,
   ...webhookCommands,
   ...visitorCommands,
+  ...accountCommands,
 };
 
 const USAGE = `usage: npm run --silent admin -- <command> [options] [--json]
@@ -34,6 +36,9 @@ commands:
   visitor say --site S --visitor V --content C [--file F]...
   visitor revoke --site S (--visitor V | --all)
   agent say --conversation C --content C
+  account create --email E [--password-stdin]
+  account list
+  member add --site S --email E --role owner|agent
 ${Object.keys(commands).filter((c) => c.startsWith('webhook')).map((c) => `  ${c} ...`).join('\n')}`;
 
 async function main(argv: string[]) {

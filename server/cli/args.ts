@@ -16,7 +16,7 @@ export interface Parsed {
 /** Minimal `--flag value` / `--flag=value` / `--switch` parser; no dependency needed. */
 export function parseArgs(argv: string[]): Parsed {
   const out: Parsed = { positional: [], flags: {}, lists: {} };
-  const switches = new Set(['json', 'help', 'failed', 'all']);
+  const switches = new Set(['json', 'help', 'failed', 'all', 'password-stdin']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (!a.startsWith('--')) {

@@ -9,6 +9,8 @@ export const OPENAPI_FILE = fromProjectRoot('openapi', 'openapi.yaml');
 
 export const WINDOW_OPENAPI_FILE = fromProjectRoot('openapi', 'window.yaml');
 
+export const MANAGE_OPENAPI_FILE = fromProjectRoot('openapi', 'manage.yaml');
+
 /**
  * A hand-written document, read once. Callers of `doc()` get a deep copy (the validator mutates
  * what it is given).
@@ -27,12 +29,15 @@ function documentFile(file: string) {
 
 const publicApi = documentFile(OPENAPI_FILE);
 const windowEntry = documentFile(WINDOW_OPENAPI_FILE);
+const manageEntry = documentFile(MANAGE_OPENAPI_FILE);
 
 /** The public API's document (openapi/openapi.yaml). */
 export const openApiDocument = publicApi.doc;
 export const openApiYaml = publicApi.yaml;
 /** The chat window entry's document (openapi/window.yaml). */
 export const windowDocument = windowEntry.doc;
+/** The management API's document (openapi/manage.yaml). */
+export const manageDocument = manageEntry.doc;
 
 /**
  * express-openapi-validator as both entries use it: every request checked against `document`

@@ -1,7 +1,13 @@
 import type { components } from '../../sdk/src/generated/api';
+import type { components as manageComponents } from '../manage/generated/api';
 
-/** The error codes: the `enum` of `Error.code` in openapi/openapi.yaml, the one list of them. */
-export type ErrorCode = components['schemas']['Error']['code'];
+/** The public API's error codes: the `enum` of `Error.code` in openapi/openapi.yaml, the one list of them. */
+export type PublicErrorCode = components['schemas']['Error']['code'];
+/**
+ * Every code the service answers: the public API's and the management API's own (`forbidden`,
+ * `cross_site_request`), the `enum` of `Error.code` in openapi/manage.yaml.
+ */
+export type ErrorCode = PublicErrorCode | manageComponents['schemas']['Error']['code'];
 
 /**
  * Each code's HTTP status. Typed by the document's list, so a code added there and missing here,
@@ -11,6 +17,8 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   invalid_request: 400,
   unauthorized: 401,
   insufficient_scope: 403,
+  forbidden: 403,
+  cross_site_request: 403,
   not_found: 404,
   method_not_allowed: 405,
   conversation_closed: 409,

@@ -7,8 +7,11 @@ import { randomFillSync } from 'node:crypto';
 // ids made by one process sort in creation order.
 const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 
-/** site (the `workspaceKey`), conversation, message, attachment, access key, event address, anonymous visitor */
-export type IdPrefix = 'ws' | 'conv' | 'msg' | 'med' | 'key' | 'whk' | 'vis';
+/**
+ * site (the `workspaceKey`), conversation, message, attachment, access key, event address, anonymous
+ * visitor; account, its sign-in session, management token, invitation, audit log entry
+ */
+export type IdPrefix = 'ws' | 'conv' | 'msg' | 'med' | 'key' | 'whk' | 'vis' | 'usr' | 'ses' | 'mtk' | 'inv' | 'aud';
 
 let lastTime = -1;
 let lastRandom: number[] = [];

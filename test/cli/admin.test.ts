@@ -2,41 +2,25 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import request from 'supertest';
-import { spawnTs } from '../helpers/spawn';
-import { createTestDatabase, TestDatabase } from '../helpers/db';
-import { loadConfig } from '../../server/config';
-import { openRuntime, Runtime } from '../../server/runtime';
+import { adminCli, AdminCli } from '../helpers/admin-cli';
+import type { TestDatabase } from '../helpers/db';
+import type { Runtime } from '../../server/runtime';
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/platform/logger';
 import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
 
+let cli: AdminCli;
 let database: TestDatabase;
 let runtime: Runtime;
-let env: Record<string, string>;
 
-async function admin(...args: string[]) {
-  const p = spawnTs('server/cli/admin.ts', args, env);
-  const code = await p.exited();
-  return { code, stdout: p.stdout(), stderr: p.stderr() };
-}
-
-async function adminJson(...args: string[]) {
-  const r = await admin(...args, '--json');
-  expect(r.stderr).toBe('');
-  expect(r.code).toBe(0);
-  expect(r.stdout.trim().split('\n')).toHaveLength(1); // exactly one JSON object
-  return JSON.parse(r.stdout);
-}
+const admin = (...args: string[]) => cli.admin(args);
+const adminJson = (...args: string[]) => cli.adminJson(args);
 
 beforeAll(async () => {
-  database = await createTestDatabase();
-  env = { DATA_DIR: database.dataDir, DATABASE_URL: database.databaseUrl ?? '', LOG_LEVEL: 'silent' };
-  runtime = await openRuntime(loadConfig({ ...env } as NodeJS.ProcessEnv));
+  cli = await adminCli();
+  ({ database, runtime } = cli);
 });
-afterAll(async () => {
-  await runtime.close();
-  await database.drop();
-});
+afterAll(() => cli.close());
 
 test('site, keys, visitor and agent, end to end with the API', async () => {
   const site = await adminJson('site', 'create', '--name', 'Acme shop');

@@ -6,24 +6,34 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { ERROR_STATUS, ErrorCode } from '../../server/platform/errors';
+import { ERROR_STATUS, ErrorCode, PublicErrorCode } from '../../server/platform/errors';
 import type { KnownErrorCode } from '../../sdk/src';
 
 const root = path.resolve(__dirname, '../..');
 const read = (file: string) => YAML.parse(fs.readFileSync(path.join(root, file), 'utf8'));
 const publicApi = read('openapi/openapi.yaml');
 const windowEntry = read('openapi/window.yaml');
+const manageApi = read('openapi/manage.yaml');
 
 // Fails type-checking (npx tsc -p tsconfig.json) unless the SDK's codes are exactly the server's.
 type SameCodes<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-const sdkCodesAreTheServers: SameCodes<KnownErrorCode, ErrorCode> = true;
+const sdkCodesAreTheServers: SameCodes<KnownErrorCode, PublicErrorCode> = true;
 
 const documented: string[] = publicApi.components.schemas.Error.properties.code.enum;
+/** The management API's codes: the public API's and its own two. */
+const manageCodes: string[] = manageApi.components.schemas.Error.properties.code.enum;
 
 test('the server has a status for every documented code and for no other', () => {
   expect(sdkCodesAreTheServers).toBe(true);
   expect(documented.length).toBeGreaterThan(10);
-  expect(Object.keys(ERROR_STATUS).sort()).toEqual([...documented].sort());
+  expect(Object.keys(ERROR_STATUS).sort()).toEqual([...manageCodes].sort());
+});
+
+test('the management API answers the public codes and its own two, both 403', () => {
+  expect(manageCodes.filter((c) => !documented.includes(c)).sort()).toEqual(['cross_site_request', 'forbidden']);
+  expect(documented.filter((c) => !manageCodes.includes(c))).toEqual([]);
+  expect(ERROR_STATUS.forbidden).toBe(403);
+  expect(ERROR_STATUS.cross_site_request).toBe(403);
 });
 
 test('the chat window\'s document answers with the same codes', () => {
@@ -35,10 +45,10 @@ test('every error example in the documents carries a code whose status is the on
   const seen: string[] = [];
   const wrong: string[] = [];
   // A code only the chat window's entry answers (quota_exceeded) has its example in window.yaml.
-  for (const document of [publicApi, windowEntry]) collectExamples(document, seen, wrong);
+  for (const document of [publicApi, windowEntry, manageApi]) collectExamples(document, seen, wrong);
   expect(wrong).toEqual([]);
   // Not a vacuous pass: every code has an example but 405's, which the documents list on no operation.
-  expect(documented.filter((code) => !seen.includes(code))).toEqual(['method_not_allowed']);
+  expect(manageCodes.filter((code) => !seen.includes(code))).toEqual(['method_not_allowed']);
 });
 
 function collectExamples(document: typeof publicApi, seen: string[], wrong: string[]) {

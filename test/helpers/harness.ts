@@ -9,6 +9,7 @@ import { createMemoryLimiter, RateLimiter } from '../../server/http/rate-limit/l
 import { makeSelfSignedCert } from '../../server/platform/tls';
 import { createTestDatabase, TestDatabase } from './db';
 import type { Scope } from '../../server/access/scopes';
+import type { PasswordHasher } from '../../server/accounts/passwords';
 
 export const ALL_SCOPES: Scope[] = ['conversations:read', 'conversations:write', 'media:read'];
 
@@ -32,6 +33,8 @@ export interface HarnessOptions {
   limiter?: RateLimiter;
   now?: () => number;
   onEvents?: () => void;
+  /** Password hashing for the accounts (cheaper scrypt parameters keep sign-in tests quick). */
+  passwordHasher?: PasswordHasher;
 }
 
 /** The real app (response validation on) on a fresh database, for supertest. */
@@ -44,7 +47,7 @@ export async function createHarness(opts: HarnessOptions = {}): Promise<Harness>
     LOG_LEVEL: 'silent',
     ...opts.env,
   } as NodeJS.ProcessEnv);
-  const runtime = await openRuntime(config, { now: opts.now, onEvents: opts.onEvents });
+  const runtime = await openRuntime(config, { now: opts.now, onEvents: opts.onEvents, passwordHasher: opts.passwordHasher });
   const limiter = opts.limiter ?? createMemoryLimiter(config.rateLimitPerMinute, opts.now);
   const app = createApp({
     services: runtime.services,

@@ -6,6 +6,7 @@ import * as m004 from './004_window';
 import * as m005 from './005_read_path';
 import * as m006 from './006_window_revocation';
 import * as m007 from './007_visitor_files';
+import * as m008 from './008_accounts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -21,6 +22,7 @@ const migrations: Record<string, Migration> = {
   '005_read_path': m005,
   '006_window_revocation': m006,
   '007_visitor_files': m007,
+  '008_accounts': m008,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -1,0 +1,57 @@
+import type { Knex } from 'knex';
+import { newId } from '../platform/ids';
+import { toIsoRequired } from '../platform/time';
+import { CursorCodec, toPage } from '../platform/cursor';
+import type { AccountStore, AuditRow } from './store';
+
+/** Who did something: an account (by session or management token), or `manager` null for the operator CLI. */
+export interface AuditActor {
+  manager: { accountId: string; tokenId?: string } | null;
+  clientIp: string | null;
+}
+
+export function auditToDto(r: AuditRow) {
+  const actor = r.actor_token_id
+    ? { type: 'token' as const, accountId: r.actor_account_id, tokenId: r.actor_token_id }
+    : r.actor_account_id
+      ? { type: 'account' as const, accountId: r.actor_account_id, tokenId: null }
+      : { type: 'operator' as const, accountId: null, tokenId: null };
+  return { id: r.id, createdAt: toIsoRequired(r.created_at), actor, action: r.action, objectId: r.object_id, clientAddress: r.client_ip };
+}
+
+/**
+ * The audit log of sites: what each management operation did, written in the transaction of the
+ * change it describes when it has one, so the log never claims a change that did not commit.
+ * Actions are `<object>.<verb>[.<detail>]`, for example `member.role_changed.agent`.
+ */
+export function createAuditLog(opts: { store: AccountStore; cursors: CursorCodec; now: () => number }) {
+  const { store, now } = opts;
+  return {
+    /** One entry per site in `siteIds`, in `trx` when given. */
+    record(actor: AuditActor, siteIds: string[], action: string, objectId: string | null, trx: Knex = store.db) {
+      const at = now();
+      return store.insertAudit(
+        siteIds.map((siteId) => ({
+          id: newId('aud', at),
+          site_id: siteId,
+          created_at: at,
+          actor_account_id: actor.manager?.accountId ?? null,
+          actor_token_id: actor.manager?.tokenId ?? null,
+          action,
+          object_id: objectId,
+          client_ip: actor.clientIp,
+        })),
+        trx,
+      );
+    },
+    /** A page of the site's entries, newest first; the cursor is bound to the site. */
+    async page(siteId: string, query: { limit?: number; cursor?: string }) {
+      const limit = query.limit ?? 25;
+      const scope = { log: 'audit', siteId };
+      const after = query.cursor ? opts.cursors.decode(query.cursor, scope) : undefined;
+      return toPage(await store.listAudit(siteId, limit + 1, after), limit, (rows) => rows.map(auditToDto), opts.cursors, scope);
+    },
+  };
+}
+
+export type AuditLog = ReturnType<typeof createAuditLog>;

@@ -1,0 +1,173 @@
+import type { Knex } from 'knex';
+import { withNumericColumns } from '../db/knex';
+
+export type Role = 'owner' | 'agent';
+export const ROLES: Role[] = ['owner', 'agent'];
+
+export interface AccountRow {
+  id: string;
+  email: string;
+  password_hash: string;
+  created_at: number;
+  password_changed_at: number;
+}
+
+export interface MembershipRow {
+  account_id: string;
+  site_id: string;
+  role: Role;
+  created_at: number;
+}
+
+export interface SessionRow {
+  id: string;
+  token_hash: string;
+  account_id: string;
+  created_at: number;
+  last_seen_at: number;
+  idle_expires_at: number;
+  expires_at: number;
+  user_agent: string | null;
+  client_ip: string | null;
+}
+
+export interface TokenRow {
+  id: string;
+  account_id: string;
+  fingerprint: string;
+  display_prefix: string;
+  label: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
+export interface InvitationRow {
+  id: string;
+  token_hash: string;
+  site_id: string;
+  role: Role;
+  email: string;
+  created_by: string;
+  created_at: number;
+  expires_at: number;
+  accepted_at: number | null;
+  accepted_by: string | null;
+}
+
+export interface AuditRow {
+  id: string;
+  site_id: string;
+  created_at: number;
+  actor_account_id: string | null;
+  actor_token_id: string | null;
+  action: string;
+  object_id: string | null;
+  client_ip: string | null;
+}
+
+/** A member of a site as the members list shows it: the membership with the account's email. */
+export interface MemberRow extends MembershipRow {
+  email: string;
+}
+
+/** A site the account belongs to, with its name. */
+export interface SiteMembershipRow extends MembershipRow {
+  site_name: string;
+}
+
+const ACCOUNT_COLUMNS = ['id', 'email', 'password_hash', 'created_at', 'password_changed_at'] as const;
+const SESSION_COLUMNS = ['id', 'token_hash', 'account_id', 'created_at', 'last_seen_at', 'idle_expires_at', 'expires_at', 'user_agent', 'client_ip'] as const;
+const TOKEN_COLUMNS = ['id', 'account_id', 'fingerprint', 'display_prefix', 'label', 'created_at', 'last_used_at', 'revoked_at'] as const;
+const INVITATION_COLUMNS = ['id', 'token_hash', 'site_id', 'role', 'email', 'created_by', 'created_at', 'expires_at', 'accepted_at', 'accepted_by'] as const;
+const AUDIT_COLUMNS = ['id', 'site_id', 'created_at', 'actor_account_id', 'actor_token_id', 'action', 'object_id', 'client_ip'] as const;
+
+/** The one row mapping of each table (mysql2 may hand BIGINT back as a string). */
+const mapAccount = (r: AccountRow) => withNumericColumns(r, ['created_at', 'password_changed_at']);
+const mapMembership = <R extends MembershipRow>(r: R) => withNumericColumns(r, ['created_at']);
+const mapSession = (r: SessionRow) => withNumericColumns(r, ['created_at', 'last_seen_at', 'idle_expires_at', 'expires_at']);
+const mapToken = (r: TokenRow) => withNumericColumns(r, ['created_at', 'last_used_at', 'revoked_at']);
+const mapInvitation = (r: InvitationRow) => withNumericColumns(r, ['created_at', 'expires_at', 'accepted_at']);
+const mapAudit = (r: AuditRow) => withNumericColumns(r, ['created_at']);
+
+export function createAccountStore(db: Knex) {
+  const first = async <R>(q: Knex.QueryBuilder, map: (r: R) => R) => {
+    const row = (await q) as R | undefined;
+    return row ? map(row) : undefined;
+  };
+  return {
+    db,
+    insertAccount: (row: AccountRow, trx: Knex = db) => trx('accounts').insert(row),
+    findAccount: (id: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ id }).first(ACCOUNT_COLUMNS), mapAccount),
+    findAccountByEmail: (email: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ email }).first(ACCOUNT_COLUMNS), mapAccount),
+    listAccounts: async () => ((await db('accounts').orderBy('created_at').select(ACCOUNT_COLUMNS)) as AccountRow[]).map(mapAccount),
+    setPassword: (id: string, hash: string, at: number, trx: Knex = db) => trx('accounts').where({ id }).update({ password_hash: hash, password_changed_at: at }),
+
+    insertMembership: (row: MembershipRow, trx: Knex = db) => trx('memberships').insert(row),
+    findMembership: (accountId: string, siteId: string, trx: Knex = db) =>
+      first<MembershipRow>(trx('memberships').where({ account_id: accountId, site_id: siteId }).first('account_id', 'site_id', 'role', 'created_at'), mapMembership),
+    /** The account's sites, by when it joined them. */
+    listMembershipsOf: async (accountId: string) =>
+      ((await db('memberships as m')
+        .join('sites as s', 's.id', 'm.site_id')
+        .where('m.account_id', accountId)
+        .orderBy([{ column: 'm.created_at' }, { column: 'm.site_id' }])
+        .select('m.account_id', 'm.site_id', 'm.role', 'm.created_at', 's.name as site_name')) as SiteMembershipRow[]).map(mapMembership),
+    listMembers: async (siteId: string) =>
+      ((await db('memberships as m')
+        .join('accounts as a', 'a.id', 'm.account_id')
+        .where('m.site_id', siteId)
+        .orderBy([{ column: 'm.created_at' }, { column: 'm.account_id' }])
+        .select('m.account_id', 'm.site_id', 'm.role', 'm.created_at', 'a.email')) as MemberRow[]).map(mapMembership),
+    countOwners: async (siteId: string, trx: Knex = db) => Number((await trx('memberships').where({ site_id: siteId, role: 'owner' }).count({ n: '*' }).first())?.n ?? 0),
+    setRole: (accountId: string, siteId: string, role: Role, trx: Knex = db) => trx('memberships').where({ account_id: accountId, site_id: siteId }).update({ role }),
+    deleteMembership: (accountId: string, siteId: string, trx: Knex = db) => trx('memberships').where({ account_id: accountId, site_id: siteId }).del(),
+
+    insertSession: (row: SessionRow) => db('sessions').insert(row),
+    findSessionByHash: (hash: string) => first<SessionRow>(db('sessions').where({ token_hash: hash }).first(SESSION_COLUMNS), mapSession),
+    listSessionsOf: async (accountId: string) =>
+      ((await db('sessions').where({ account_id: accountId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).select(SESSION_COLUMNS)) as SessionRow[]).map(mapSession),
+    /** Writes the use of a session, unless another request already wrote a later one. */
+    touchSession: (id: string, at: number, idleExpiresAt: number) =>
+      db('sessions').where({ id }).andWhere('last_seen_at', '<', at).update({ last_seen_at: at, idle_expires_at: idleExpiresAt }),
+    deleteSession: (id: string, accountId: string) => db('sessions').where({ id, account_id: accountId }).del(),
+    /** Ends every session of the account, but `keep` when given. */
+    deleteSessionsOf: (accountId: string, keep?: string, trx: Knex = db) => {
+      const q = trx('sessions').where({ account_id: accountId });
+      if (keep) q.whereNot({ id: keep });
+      return q.del();
+    },
+    /** Sessions past either limit; they can never be used again. */
+    purgeSessions: (now: number) => db('sessions').where('idle_expires_at', '<=', now).orWhere('expires_at', '<=', now).del(),
+
+    insertToken: (row: TokenRow, trx: Knex = db) => trx('management_tokens').insert(row),
+    findTokenByFingerprint: (fingerprint: string) => first<TokenRow>(db('management_tokens').where({ fingerprint }).first(TOKEN_COLUMNS), mapToken),
+    findToken: (id: string) => first<TokenRow>(db('management_tokens').where({ id }).first(TOKEN_COLUMNS), mapToken),
+    listTokensOf: async (accountId: string) =>
+      ((await db('management_tokens').where({ account_id: accountId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).select(TOKEN_COLUMNS)) as TokenRow[]).map(mapToken),
+    revokeToken: (id: string, accountId: string, at: number) => db('management_tokens').where({ id, account_id: accountId }).whereNull('revoked_at').update({ revoked_at: at }),
+    /** lastUsedAt moves at most once a minute, so reads do not become a write each. */
+    touchToken: (id: string, at: number) =>
+      db('management_tokens').where({ id }).andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', at - 60_000)).update({ last_used_at: at }),
+
+    insertInvitation: (row: InvitationRow, trx: Knex = db) => trx('invitations').insert(row),
+    findInvitationByHash: (hash: string, trx: Knex = db) => first<InvitationRow>(trx('invitations').where({ token_hash: hash }).first(INVITATION_COLUMNS), mapInvitation),
+    /** Takes the invitation once: true for the one caller whose update found it unused and unexpired. */
+    consumeInvitation: async (id: string, accountId: string, at: number, trx: Knex = db) =>
+      Number(await trx('invitations').where({ id }).whereNull('accepted_at').andWhere('expires_at', '>', at).update({ accepted_at: at, accepted_by: accountId })) === 1,
+    /** Invitations that expired (or were used) more than `before`: nothing can take them any more. */
+    purgeInvitations: (before: number) => db('invitations').where('expires_at', '<', before).del(),
+
+    insertAudit: (rows: AuditRow[], trx: Knex = db) => (rows.length ? trx('audit_log').insert(rows) : Promise.resolve()),
+    /** One page of a site's log, newest first by (created_at, id), after `after` when given. */
+    listAudit: async (siteId: string, limit: number, after?: { createdAt: number; id: string }) => {
+      const q = db('audit_log').where({ site_id: siteId });
+      if (after) q.andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '<', after.id)));
+      const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit).select(AUDIT_COLUMNS)) as AuditRow[];
+      return rows.map(mapAudit);
+    },
+    purgeAudit: (before: number) => db('audit_log').where('created_at', '<', before).del(),
+  };
+}
+
+export type AccountStore = ReturnType<typeof createAccountStore>;

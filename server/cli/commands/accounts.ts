@@ -1,0 +1,42 @@
+import { CliError, Command, required } from '../args';
+import { randomBase62 } from '../../platform/crypto';
+import { CLI_ACTOR } from '../../accounts/service';
+import { ROLES, Role } from '../../accounts/store';
+
+/** Everything on stdin, without its trailing line break (`printf '%s' "$PW" |` or `echo "$PW" |` alike). */
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
+
+/**
+ * Accounts of the management API, and the first owner of a site: `account create` then
+ * `member add --role owner`. The password never appears on the command line (where `ps` and the
+ * shell's history would show it): it is read from stdin with --password-stdin, or generated and
+ * printed once.
+ */
+export const accountCommands: Record<string, Command> = {
+  'account create': async (rt, args) => {
+    const email = required(args, 'email');
+    const fromStdin = args.flags['password-stdin'] === true;
+    const password = fromStdin ? await readStdin() : randomBase62(18);
+    const account = await rt.services.accounts.createAccount(email, password);
+    const json = fromStdin ? { account } : { account, password };
+    const text = `account ${account.id} <${account.email}> created` + (fromStdin ? '' : `\n\n  password: ${password}\n\nThis is the only time the password is shown; only its hash is stored.`);
+    return { json, text };
+  },
+  'account list': async (rt) => {
+    const accounts = await rt.services.accounts.listAccounts();
+    return {
+      json: { accounts },
+      text: accounts.map((a) => `${a.id}  ${a.email}  ${a.sites.map((s) => `${s.id}:${s.role}`).join(',') || '(no sites)'}`).join('\n') || '(no accounts)',
+    };
+  },
+  'member add': async (rt, args) => {
+    const role = required(args, 'role');
+    if (!ROLES.includes(role as Role)) throw new CliError(`--role is one of ${ROLES.join(', ')}`);
+    const member = await rt.services.accounts.addMember(CLI_ACTOR, required(args, 'site'), required(args, 'email'), role as Role);
+    return { json: member, text: `${member.email} (${member.accountId}) is ${member.role} of ${member.siteId}` };
+  },
+};

@@ -1,0 +1,99 @@
+import { Request, Router } from 'express';
+import { ApiError } from '../platform/errors';
+import { canonicalContentType, jsonBody } from '../http/bodies';
+import { manageDocument, validateAgainst } from '../http/openapi-document';
+import type { RateLimiter } from '../http/rate-limit/limiter';
+import { clientIpBucket } from '../http/rate-limit/client-ip';
+import { limitByClientIp, rateHeaders, rateLimited } from '../http/rate-limit/answers';
+import type { Services } from '../services';
+import { createSignInThrottle } from '../accounts/throttle';
+import { clearedSessionCookie, crossSiteRefusal, sessionCookieOf } from './guards';
+import { manageRoutes } from './routes';
+
+export const MANAGE_BASE_PATH = '/manage/v1';
+
+export interface ManageEntryOptions {
+  services: Services;
+  limiter: RateLimiter;
+  validateResponses: boolean;
+}
+
+/** The operations that open without a credential: they are how a person gets one. */
+const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept');
+
+/**
+ * The management API's entry, mounted at /manage/v1 (openapi/manage.yaml). In order:
+ *  1. a change without a management token must come from the service's own origin (403
+ *     `cross_site_request`), before anything is looked up;
+ *  2. the credential: `Authorization: Bearer wcm_...` (a wrong one is 401 at once), else the
+ *     `__Host-session` cookie; without a valid one, only signing in and accepting an invitation
+ *     pass. A signed-in account is limited per account, everything else per client IP;
+ *  3. the JSON body and the document's validation;
+ *  4. the operations (routes.ts), whose service checks membership and role on every site.
+ * No answer carries CORS headers (a browser on another origin cannot read any of them).
+ */
+export function manageEntry(opts: ManageEntryOptions): Router {
+  const { services, limiter } = opts;
+  const accounts = services.accounts;
+  const serviceOrigin = new URL(services.config.publicUrl).origin;
+  const router = Router();
+
+  // 1.
+  router.use((req, _res, next) => next(crossSiteRefusal(req, serviceOrigin) ?? undefined));
+
+  // 2.
+  router.use(async (req, res, next) => {
+    try {
+      const header = req.headers.authorization;
+      if (header !== undefined) {
+        const token = /^Bearer[ ]+(\S+)\s*$/i.exec(header)?.[1];
+        // A presented token holds a slot of its client IP's budget while it is looked up; a valid
+        // one gives it back (as the public API does with keys), so guessing tokens is slow.
+        const slot = await limiter.reserve('manage:' + clientIpBucket(req.ip));
+        if (!slot.allowed) throw rateLimited(slot);
+        if (!token) throw new ApiError('unauthorized', 'Send Authorization: Bearer wcm_...');
+        try {
+          req.manager = await accounts.authenticateToken(token);
+        } catch (err) {
+          if (!(err instanceof ApiError && err.code === 'unauthorized')) void slot.release();
+          throw err;
+        }
+        void slot.release();
+      } else {
+        const cookie = sessionCookieOf(req.headers.cookie);
+        if (cookie !== undefined) {
+          try {
+            req.manager = await accounts.authenticateSession(cookie);
+          } catch (err) {
+            if (!(err instanceof ApiError && err.code === 'unauthorized')) throw err;
+            // The browser may forget the cookie: it opens nothing any more.
+            res.setHeader('Set-Cookie', clearedSessionCookie());
+            if (!isCredentialFree(req)) {
+              await limitByClientIp(limiter, req, 'manage:');
+              throw err;
+            }
+          }
+        }
+      }
+      if (req.manager) {
+        const d = await limiter.hit(`manage:account:${req.manager.accountId}`);
+        rateHeaders(res, d);
+        if (!d.allowed) throw rateLimited(d);
+      } else {
+        await limitByClientIp(limiter, req, 'manage:');
+        if (!isCredentialFree(req)) throw new ApiError('unauthorized', 'Sign in (session cookie) or send Authorization: Bearer wcm_...');
+      }
+      next();
+    } catch (err) {
+      next(err);
+    }
+  });
+
+  // 3.
+  router.use(jsonBody, canonicalContentType);
+  router.use(validateAgainst(manageDocument(), opts.validateResponses));
+
+  // 4.
+  router.use(manageRoutes(accounts, createSignInThrottle(limiter)));
+  return router;
+}

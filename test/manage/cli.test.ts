@@ -1,0 +1,72 @@
+/** The account commands of the operator CLI, as operators run them: a separate process on the server's database. */
+import request from 'supertest';
+import { adminCli, AdminCli } from '../helpers/admin-cli';
+import type { Runtime } from '../../server/runtime';
+import { createApp } from '../../server/app';
+import { createLogger } from '../../server/platform/logger';
+import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
+import { M, SAME_ORIGIN } from './helpers';
+
+let cli: AdminCli;
+let runtime: Runtime;
+const admin: AdminCli['admin'] = (args, stdin) => cli.admin(args, stdin);
+const adminJson: AdminCli['adminJson'] = (args, stdin) => cli.adminJson(args, stdin);
+
+beforeAll(async () => {
+  cli = await adminCli();
+  runtime = cli.runtime;
+});
+afterAll(() => cli.close());
+
+test('the first owner: account create, member add, account list, then sign in through /manage/v1', async () => {
+  const site = await adminJson(['site', 'create', '--name', 'Acme']);
+
+  const generated = await adminJson(['account', 'create', '--email', 'Owner@Example.com']);
+  expect(generated.account).toMatchObject({ id: expect.stringMatching(/^usr_/), email: 'owner@example.com' });
+  expect(generated.password).toMatch(/^[0-9A-Za-z]{24,}$/);
+  const stored = await runtime.db('accounts').where({ id: generated.account.id }).first();
+  expect(stored.password_hash).toMatch(/^\$scrypt\$ln=17,r=8,p=1\$/); // the CLI hashes at OWASP's cost
+  expect(JSON.stringify(stored)).not.toContain(generated.password);
+
+  const typed = await adminJson(['account', 'create', '--email', 'agent@example.com', '--password-stdin'], 'a password typed on stdin\n');
+  expect(typed).toEqual({ account: expect.objectContaining({ email: 'agent@example.com' }) }); // nothing to show
+
+  expect(await adminJson(['member', 'add', '--site', site.id, '--email', 'owner@example.com', '--role', 'owner'])).toEqual({
+    siteId: site.id,
+    accountId: generated.account.id,
+    email: 'owner@example.com',
+    role: 'owner',
+  });
+  await adminJson(['member', 'add', '--site', site.id, '--email', 'agent@example.com', '--role', 'agent']);
+
+  const list = await adminJson(['account', 'list']);
+  expect(list.accounts.map((a: { email: string; sites: { role: string }[] }) => `${a.email}:${a.sites.map((s) => s.role).join(',')}`)).toEqual(['owner@example.com:owner', 'agent@example.com:agent']);
+
+  const app = createApp({ services: runtime.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const owner = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'owner@example.com', password: generated.password });
+  expect(owner.status).toBe(200);
+  const agent = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'agent@example.com', password: 'a password typed on stdin' });
+  expect(agent.status).toBe(200);
+  const cookie = (owner.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
+  const audit = await request(app).get(`${M}/sites/${site.id}/audit-log`).set('Cookie', cookie);
+  expect(audit.body.data.map((e: { action: string; actor: { type: string } }) => `${e.action}:${e.actor.type}`)).toEqual(['member.added.agent:operator', 'member.added.owner:operator']);
+}, 120_000);
+
+test('mistakes are refused with a clear message and no output', async () => {
+  const site = await adminJson(['site', 'create', '--name', 'Other']);
+  const cases: [string[], RegExp][] = [
+    [['account', 'create', '--email', 'not-an-email'], /invalid_request: The email address is not valid/],
+    [['account', 'create', '--email', 'owner@example.com'], /invalid_request: An account with this email already exists/],
+    [['member', 'add', '--site', site.id, '--email', 'nobody@example.com', '--role', 'agent'], /not_found: No account has this email/],
+    [['member', 'add', '--site', site.id, '--email', 'owner@example.com', '--role', 'admin'], /--role is one of owner, agent/],
+  ];
+  for (const [args, message] of cases) {
+    const r = await admin([...args, '--json']);
+    expect(r.code).not.toBe(0);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(message);
+  }
+  const short = await admin(['account', 'create', '--email', 'short@example.com', '--password-stdin', '--json'], 'short\n');
+  expect(short.code).not.toBe(0);
+  expect(short.stderr).toMatch(/at least 12 characters/);
+}, 120_000);
