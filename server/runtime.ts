@@ -8,13 +8,14 @@ import { createMemoryLimiter, RateLimiter } from './http/rate-limit/limiter';
 import { createFailOpenLimiter } from './http/rate-limit/fail-open';
 import { FAIL_FAST_REDIS_OPTIONS, redisUrlSecrets } from './platform/redis';
 import { createLogger, Logger } from './platform/logger';
-import { createWakeChannel } from './webhooks/wake';
+import { createEventChannel } from './webhooks/channel';
 import type { PasswordHasher } from './accounts/passwords';
 
 /**
  * What the server, the worker and the CLI share: config, a migrated database, the services and the
- * channel that wakes delivery workers (in every process, through Redis when REDIS_URL is set) after
- * a commit wrote events, so a reply made by the CLI or another instance is delivered at once too.
+ * event channel that tells delivery workers and the chat window's live streams of committed events
+ * (in every process, through Redis when REDIS_URL is set), so a reply made by the CLI or another
+ * instance is delivered, and shown in an open chat window, at once too.
  */
 export interface Runtime {
   config: Config;
@@ -27,14 +28,14 @@ export async function openRuntime(config: Config, opts: { onEvents?: () => void;
   const db = createDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const master = loadMasterKey(config.dataDir, config.masterKey);
-  const wake = createWakeChannel({ redisUrl: config.redisUrl, logger: createLogger(config.logLevel).child({ component: 'event-wake' }) });
-  const services = createServices(db, config, master, { ...opts, wake });
+  const channel = createEventChannel({ redisUrl: config.redisUrl, logger: createLogger(config.logLevel).child({ component: 'event-channel' }) });
+  const services = createServices(db, config, master, { ...opts, channel });
   return {
     config,
     db,
     services,
     close: async () => {
-      await wake.close();
+      await channel.close();
       await db.destroy();
     },
   };

@@ -25,8 +25,8 @@ import { createEventStore } from './webhooks/store';
 import { createWebhookService } from './webhooks/service';
 import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './webhooks/worker';
 import { withDeliveryLogRetention } from './webhooks/retention';
-import type { WakeChannel } from './webhooks/wake';
-import type { EmittedEvent } from './webhooks/outbox';
+import { createEventChannel, EventChannel } from './webhooks/channel';
+import { createOutbox } from './webhooks/outbox';
 import { createAccountStore } from './accounts/store';
 import { createAccountsService } from './accounts/service';
 import type { PasswordHasher } from './accounts/passwords';
@@ -41,15 +41,22 @@ export function createServices(
   master: Buffer,
   opts: {
     now?: () => number;
-    /** Called after every commit that wrote events (tests wake their worker with it). */
+    /** Called whenever the channel hears of committed events (tests wake their worker with it). */
     onEvents?: () => void;
-    /** Tells delivery workers in this and other processes that events were committed (runtime.ts makes it). */
-    wake?: WakeChannel;
+    /**
+     * How committed events reach delivery workers and live streams, in this process and (with
+     * Redis) the others; runtime.ts makes it from REDIS_URL. Unset: one of this process alone.
+     */
+    channel?: EventChannel;
     /** Password hashing (tests pass cheaper scrypt parameters; the default is OWASP's). */
     passwordHasher?: PasswordHasher;
   } = {},
 ) {
   const now = opts.now ?? Date.now;
+  const channel = opts.channel ?? createEventChannel();
+  const onEvents = opts.onEvents;
+  if (onEvents) channel.subscribe(() => onEvents());
+  const outbox = createOutbox(channel);
   const keys: Keys = deriveKeys(master);
   const cursors = createCursorCodec(keys.cursors);
   const conversationStore = createConversationStore(db);
@@ -74,16 +81,9 @@ export function createServices(
   const windowStore = createWindowStore(db);
   const access = createAccessService(accessStore, now, deriveKey(master, 'identity-secrets'));
   const windowTokens = createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now);
-  // The chat window's live streams hear of every commit that wrote events in this process at once,
-  // each event only by the streams of its own visitor.
-  const live = createLiveHub(windowStore, { now });
-  const hooks = {
-    onEvents: (events: EmittedEvent[]) => {
-      opts.onEvents?.();
-      opts.wake?.publish();
-      live.committed(events);
-    },
-  };
+  // The chat window's live streams hear of every committed event on the channel, each event only
+  // by the streams of its own visitor; the event store's poll covers what the channel does not carry.
+  const live = createLiveHub(eventStore, { now, channel });
   const messageDeps = {
     db,
     conversations: conversationStore,
@@ -92,7 +92,7 @@ export function createServices(
     mediaStore,
     cursors,
     now,
-    ...hooks,
+    outbox,
   };
   const messages = createMessageService(messageDeps);
   /** What the chat window reads and writes through: the same rules, its own file links. */
@@ -101,15 +101,15 @@ export function createServices(
     db,
     config,
     keys,
-    /** The wake-up channel of delivery workers, when the runtime made one (the worker subscribes). */
-    wake: opts.wake,
+    /** Where committed events are heard of: delivery workers and the live hub subscribe. */
+    channel,
     /**
      * Stores for what runs beside the services: the delivery worker (events), maintenance (media),
      * and a webhook service with an address policy of its own (tests: a fake DNS).
      */
     stores: { access: accessStore, events: eventStore, media: mediaStore },
     access,
-    conversations: createConversationService({ db, store: conversationStore, cursors, now, ...hooks }),
+    conversations: createConversationService({ db, store: conversationStore, cursors, now, outbox }),
     messages,
     media,
     /** Per site: visitor files on or off, their allowed types, and the site's quotas. */
@@ -121,7 +121,7 @@ export function createServices(
       gateway: createWindowGateway({ access, tokens: windowTokens, now, serviceOrigin: new URL(config.windowPublicUrl ?? config.publicUrl).origin }),
       store: windowStore,
       /** A visitor's and a messenger agent's messages: the window's routes and the CLI's `visitor say` and `agent say`. */
-      chat: createWindowChat({ db, conversations: conversationStore, messages, messageStore, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, ...hooks }),
+      chat: createWindowChat({ db, conversations: conversationStore, messages, messageStore, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, outbox }),
       feed: createFeed({ conversations: conversationStore, messageStore, messages: windowMessages, mediaStore }),
       /** The window's messages and files: links on WINDOW_PUBLIC_URL when set (app.ts serves them there). */
       messages: windowMessages,
@@ -163,7 +163,7 @@ export function deliveryWorkerFor(
   const store = options.store ?? services.stores.events;
   const worker = createDeliveryWorker({
     config: { ...services.config, ...config },
-    wake: services.wake,
+    channel: services.channel,
     secretKey: services.keys.webhookSecrets,
     logger,
     ...options,

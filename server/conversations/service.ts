@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { invalid, notFound } from '../platform/errors';
 import { CursorCodec, toPage } from '../platform/cursor';
 import { runInTransaction } from '../db/transaction';
-import { emitEvent, OnEvents } from '../webhooks/outbox';
+import type { Outbox } from '../webhooks/outbox';
 import type { operations } from '../../sdk/src/generated/api';
 import { ConversationFilters, ConversationStore, conversationToDto } from './store';
 
@@ -20,9 +20,9 @@ export function createConversationService(deps: {
   store: ConversationStore;
   cursors: CursorCodec;
   now: () => number;
-  onEvents?: OnEvents;
+  outbox: Outbox;
 }) {
-  const { db, store, cursors, now } = deps;
+  const { db, store, cursors, now, outbox } = deps;
   return {
     async list(siteId: string, query: ListConversationsQuery) {
       const filters: ConversationFilters = {
@@ -48,21 +48,19 @@ export function createConversationService(deps: {
 
     /** open -> closed once, with one `conversation.closed`; closing again answers the same card. */
     async close(siteId: string, id: string) {
-      const result = await runInTransaction(db, async (trx) => {
+      return runInTransaction(db, async (trx) => {
         const row = await store.findForUpdate(trx, siteId, id);
         if (!row) throw notFound('Conversation');
-        if (row.state === 'closed') return { conversation: conversationToDto(row), emitted: null };
+        if (row.state === 'closed') return conversationToDto(row);
         const at = Math.max(now(), row.updated_at);
         if (!(await store.close(trx, id, at))) {
           // Closed by a concurrent request between our read and our write (SQLite path): answer its card.
-          return { conversation: conversationToDto((await store.find(siteId, id, trx))!), emitted: null };
+          return conversationToDto((await store.find(siteId, id, trx))!);
         }
         const closed = conversationToDto({ ...row, state: 'closed', open_marker: null, closed_at: at, updated_at: at });
-        const emitted = await emitEvent(trx, { siteId, name: 'conversation.closed', conversation: closed, message: null }, at);
-        return { conversation: closed, emitted };
+        await outbox.emit(trx, { siteId, name: 'conversation.closed', conversation: closed, message: null }, at);
+        return closed;
       });
-      if (result.emitted) deps.onEvents?.([result.emitted]);
-      return result.conversation;
     },
   };
 }

@@ -29,6 +29,34 @@ export interface TransactionOptions {
   whenBusy?: 'unavailable' | 'rethrow';
 }
 
+const commitHooks = new WeakMap<Knex.Transaction, (() => void)[]>();
+
+/**
+ * Runs `callback` once the transaction `trx` belongs to has committed, right before
+ * runInTransaction returns; never when it rolled back, failed to commit, or lost to another writer
+ * and was retried (the retry registers its own). Only for transactions opened by runInTransaction,
+ * the one place that knows the commit happened; any other transaction is refused with an error,
+ * which rolls it back. A savepoint (`trx.transaction(...)`) counts as its outermost transaction.
+ */
+export function afterCommit(trx: Knex.Transaction, callback: () => void): void {
+  let outermost = trx;
+  while (outermost.parentTransaction) outermost = outermost.parentTransaction;
+  const hooks = commitHooks.get(outermost);
+  if (!hooks) throw new Error('afterCommit: the transaction was not opened by runInTransaction');
+  hooks.push(callback);
+}
+
+/** A hook's failure must not make a committed write look failed (its caller would retry it). */
+function runHooks(hooks: (() => void)[]) {
+  for (const hook of hooks) {
+    try {
+      hook();
+    } catch {
+      // the hook's own concern: the write is committed either way
+    }
+  }
+}
+
 /**
  * Runs `work` in a transaction and retries it (a few times, with a short random pause) when it lost
  * to another writer (see isContention); `whenBusy` says what happens when every attempt lost, by
@@ -39,8 +67,19 @@ export async function runInTransaction<T>(db: Knex, work: (trx: Knex.Transaction
   const { attempts = 4, isolation, whenBusy = 'unavailable' } = options;
   const config = isolation && dialectOf(db) === 'mysql' ? { isolationLevel: isolation } : undefined;
   for (let i = 1; ; i++) {
+    // Each attempt has hooks of its own: what a lost attempt registered is dropped with it.
+    const hooks: (() => void)[] = [];
     try {
-      return await db.transaction(work, config);
+      const value = await db.transaction(async (trx) => {
+        commitHooks.set(trx, hooks);
+        const result = await work(trx);
+        // `work` ended the transaction itself: knex settles a `trx.rollback()` without an error
+        // exactly like a commit, so whether anything was committed is not known here.
+        if (trx.isCompleted()) hooks.length = 0;
+        return result;
+      }, config);
+      runHooks(hooks);
+      return value;
     } catch (err) {
       if (!isContention(err)) throw err;
       if (i >= attempts) {

@@ -9,7 +9,7 @@ import type { ConversationStore, ConversationRow } from '../conversations/store'
 import { conversationToDto } from '../conversations/store';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MediaStore, AttachmentRow } from '../media/store';
-import { emitEvent, OnEvents } from '../webhooks/outbox';
+import type { Outbox } from '../webhooks/outbox';
 import type { Message, MessageFormat, MessageRow, MessageStore } from './store';
 
 export const MAX_CONTENT_LENGTH = 10_000;
@@ -33,8 +33,8 @@ interface Deps {
   mediaStore: MediaStore;
   cursors: CursorCodec;
   now: () => number;
-  /** Called after a commit that wrote events, so an in-process worker and live streams hear of them at once. */
-  onEvents?: OnEvents;
+  /** Where `message.created` is written, in the message's transaction. */
+  outbox: Outbox;
 }
 
 /** Content rules shared by every way a message enters (API reply, chat window, messenger). */
@@ -123,8 +123,8 @@ export function createMessageService(deps: Deps) {
       const updated: ConversationRow = { ...conversation, updated_at: at, last_message_at: at };
       const message = toDto(row, linked);
       const conversationDto = conversationToDto(updated);
-      const event = await emitEvent(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message }, at);
-      return { conversation: updated, conversationDto, message, event };
+      await deps.outbox.emit(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message }, at);
+      return { conversation: updated, conversationDto, message };
     },
 
     /**
@@ -140,7 +140,7 @@ export function createMessageService(deps: Deps) {
       checkContent(input.content, input.files.length);
       const files = await media.persist(siteId, input.files);
       try {
-        const result = await runInTransaction(db, async (trx) => {
+        return await runInTransaction(db, async (trx) => {
           const conversation = await conversations.findForUpdate(trx, siteId, conversationId);
           if (!conversation) throw notFound('Conversation');
           if (conversation.state === 'closed') throw new ApiError('conversation_closed', 'The conversation is closed; it takes no reply.');
@@ -148,8 +148,6 @@ export function createMessageService(deps: Deps) {
           if (withinTransaction) await withinTransaction(trx, appended.message);
           return appended;
         });
-        deps.onEvents?.([result.event]);
-        return result;
       } catch (err) {
         await media.discard(files);
         throw err;

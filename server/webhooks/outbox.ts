@@ -1,25 +1,16 @@
 import type { Knex } from 'knex';
+import { afterCommit } from '../db/transaction';
 import { ulidBody } from '../platform/ids';
 import { toIsoRequired } from '../platform/time';
 import type { components } from '../../sdk/src/generated/api';
 import { findEndpointOfSite, insertEvent, insertPendingDelivery, subscribedEvents } from './store';
+import type { CommittedEvent, EventChannel } from './channel';
 
 export type EventName = components['schemas']['EventName'];
 export const EVENT_NAMES: EventName[] = ['conversation.started', 'message.created', 'conversation.closed'];
 
 type Conversation = components['schemas']['Conversation'];
 type Message = components['schemas']['Message'];
-
-/** What a committed event touched: the chat window's live streams are woken by its site and visitor. */
-export interface EmittedEvent {
-  id: string;
-  siteId: string;
-  visitorId: string;
-  createdAt: number;
-}
-
-/** Told after a commit, with the events it wrote. */
-export type OnEvents = (events: EmittedEvent[]) => void;
 
 export interface EmitInput {
   siteId: string;
@@ -34,7 +25,7 @@ export interface EmitInput {
  * delivery row is written too; the worker picks it up. The body is serialised once here and its
  * bytes never change afterwards, on any attempt or redelivery.
  */
-export async function emitEvent(trx: Knex.Transaction, input: EmitInput, now: number): Promise<EmittedEvent> {
+async function writeEvent(trx: Knex.Transaction, input: EmitInput, now: number): Promise<CommittedEvent> {
   const id = `${input.name}:${ulidBody(now)}`;
   const body = JSON.stringify({
     id,
@@ -50,3 +41,29 @@ export async function emitEvent(trx: Knex.Transaction, input: EmitInput, now: nu
   }
   return { id, siteId: input.siteId, visitorId: input.conversation.visitorId, createdAt: now };
 }
+
+/**
+ * The one way a change records an event: `emit` inside the change's transaction (opened by
+ * runInTransaction), and once that transaction commits the channel tells delivery workers and
+ * live streams, in this process and the others, of every event it wrote, in one notice. A
+ * transaction that rolls back, or is retried after losing to another writer, tells nobody anything.
+ */
+export function createOutbox(channel: Pick<EventChannel, 'publish'>) {
+  /** The events each open transaction wrote, told together after its commit. */
+  const written = new WeakMap<Knex.Transaction, CommittedEvent[]>();
+  return {
+    async emit(trx: Knex.Transaction, input: EmitInput, now: number): Promise<CommittedEvent> {
+      let events = written.get(trx);
+      if (!events) {
+        const mine: CommittedEvent[] = (events = []);
+        afterCommit(trx, () => channel.publish(mine));
+        written.set(trx, mine);
+      }
+      const event = await writeEvent(trx, input, now);
+      events.push(event);
+      return event;
+    },
+  };
+}
+
+export type Outbox = ReturnType<typeof createOutbox>;

@@ -8,7 +8,7 @@ import { createDeliveryTransport, DeliveryTransport, PostResult } from './transp
 import { retryPolicy } from './retry-policy';
 import { createScheduler, heldPerAddress, ScheduledRow } from './scheduler';
 import { createResultBatcher } from './result-batcher';
-import { adaptivePoll, WakeChannel } from './wake';
+import { adaptivePoll, EventChannel } from './channel';
 import { memoised } from '../platform/memo';
 import type { Resolver } from './ssrf';
 
@@ -24,11 +24,11 @@ export interface WorkerOptions {
   perEndpoint?: number;
   /**
    * The longest pause between looks for due rows written or rescheduled by other processes. Without
-   * a live wake channel the worker looks every 50 ms while it finds work and backs off to this.
+   * a live event channel the worker looks every 50 ms while it finds work and backs off to this.
    */
   pollMs?: number;
   /** Wakes this worker when any process commits events (Redis pub/sub with REDIS_URL). */
-  wake?: WakeChannel;
+  channel?: Pick<EventChannel, 'subscribe' | 'live'>;
   /** The HTTPS client of the attempts; built from the config when not given (tests pass their own). */
   transport?: DeliveryTransport;
   /** How long a claim is ours; after it, another worker may retry the row. */
@@ -231,7 +231,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         ticking = null;
         if (again && !stopped) return tick(); // woken after the last claim: look again now
         // Woken across processes: the full poll is only a safety net. Otherwise poll briskly while work keeps coming.
-        pollDelay = opts.wake?.live() ? pollMs : poll.nextDelay(foundWork);
+        pollDelay = opts.channel?.live() ? pollMs : poll.nextDelay(foundWork);
         scheduleNext();
       });
   }
@@ -376,7 +376,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     start() {
       if (started) return;
       started = true;
-      opts.wake?.subscribe(() => tick());
+      opts.channel?.subscribe(() => tick());
       tick();
     },
     wake() {

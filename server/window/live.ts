@@ -1,11 +1,18 @@
-import type { EmittedEvent } from '../webhooks/outbox';
-import type { WindowStore } from './store';
+import type { CommittedEvent, EventChannel } from '../webhooks/channel';
+import type { EventStore } from '../webhooks/store';
+
+/** The event store's reads the hub's poll makes. */
+export type LiveEventSource = Pick<EventStore, 'recentEventCounts' | 'recentEvents' | 'visitorsOfEvents'>;
 
 export interface LiveOptions {
-  /** How often the database is asked whether another process wrote events on a watched site. */
+  /** How often the database is asked whether another process wrote events on a watched site, while the channel does not carry them. */
   pollMs?: number;
+  /** The same question while the channel carries other processes' events: only a safety net then. */
+  safetyPollMs?: number;
   /** How far back that question looks (a transaction slower than this is caught by the streams' own heartbeat read). */
   lookBackMs?: number;
+  /** Where committed events are heard of, from this process and (with Redis) the others. */
+  channel?: Pick<EventChannel, 'subscribe' | 'live'>;
   now?: () => number;
 }
 
@@ -18,19 +25,23 @@ const LISTED_SITES = 200;
  * Wakes the chat window's live streams of one visitor when an event of that visitor was committed,
  * so the cost of an event does not grow with the streams open on its site. Two sources:
  *
- * - `committed(events)` after every commit in this process (the services' onEvents hook): the
- *   writer says which site and visitor each event belongs to, no read at all;
- * - a poll for writes by other processes (the CLI, `npm run worker`, another instance): one grouped
- *   count of the recent events of the watched sites, compared with the events this hub already
- *   knows of; only when they differ are the new events' ids read, and the visitor of each event
- *   not seen before, once per poll whatever the number of streams. A site's first look learns
- *   the ids of its recent events and wakes its streams (just opened) once instead.
+ * - the event channel (`committed(events)`): every commit of this process, and with Redis of every
+ *   other process, says which site and visitor each event belongs to, no read at all;
+ * - a poll for what the channel does not carry (no Redis, or Redis away, while the CLI,
+ *   `npm run worker` or another instance writes): every `pollMs`, or only every `safetyPollMs`
+ *   while the channel carries other processes' events. One grouped count of the recent events of
+ *   the watched sites, compared with the events this hub already knows of; only when they differ
+ *   are the new events' ids read, and the visitor of each event not seen before, once per poll
+ *   whatever the number of streams. A site's first look learns the ids of its recent events and
+ *   wakes its streams (just opened) once instead. When the channel says events may have been
+ *   missed (Redis came back), the poll runs at once.
  *
  * A woken stream reads its own feed, which is exact; a spurious wake costs one cheap read. The
  * streams' heartbeat re-read stays the safety net for anything outside the look-back window.
  */
-export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
+export function createLiveHub(store: LiveEventSource, opts: LiveOptions = {}) {
   const pollMs = opts.pollMs ?? 500;
+  const safetyPollMs = opts.safetyPollMs ?? 5_000;
   const lookBackMs = opts.lookBackMs ?? 10_000;
   const now = opts.now ?? Date.now;
   /** site -> visitor -> the wake-ups of that visitor's streams */
@@ -42,6 +53,7 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
   let timer: NodeJS.Timeout | null = null;
   let checking = false;
   let again = false;
+  let lastCheckAt = 0;
 
   /** Adds the listeners an event of `visitorId` wakes (all of the site's when the visitor is unknown). */
   function collect(siteId: string, visitorId: string | null, into: Set<Listener>) {
@@ -83,6 +95,7 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
       return;
     }
     checking = true;
+    lastCheckAt = Date.now();
     try {
       do {
         again = false;
@@ -121,11 +134,29 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
     }
   }
 
+  /** A tick of the poll: skipped while the channel carries other processes' events, unless a site waits for its first look or the safety poll is due. */
+  function tick() {
+    if (opts.channel?.live() && !firstLook.size && Date.now() - lastCheckAt < safetyPollMs) return;
+    void check();
+  }
+
   function schedule() {
     if (timer || !listeners.size) return;
-    timer = setInterval(() => void check(), pollMs);
+    timer = setInterval(tick, pollMs);
     timer.unref();
   }
+
+  /** Commits of this process or another: wake their visitors' streams now, reading nothing. */
+  function committed(events: readonly CommittedEvent[]) {
+    const woken = new Set<Listener>();
+    for (const e of events) {
+      remember(e);
+      collect(e.siteId, e.visitorId, woken);
+    }
+    wakeAll(woken);
+  }
+
+  opts.channel?.subscribe((events) => (events ? committed(events) : void check()));
 
   return {
     /** Calls `listener` when the visitor may have news on the site; returns the unsubscribe. */
@@ -155,15 +186,8 @@ export function createLiveHub(store: WindowStore, opts: LiveOptions = {}) {
       };
     },
 
-    /** A commit in this process wrote these events: wake their visitors' streams now, reading nothing. */
-    committed(events: EmittedEvent[]) {
-      const woken = new Set<Listener>();
-      for (const e of events) {
-        remember(e);
-        collect(e.siteId, e.visitorId, woken);
-      }
-      wakeAll(woken);
-    },
+    /** These events were committed (the channel calls it): wake their visitors' streams now, reading nothing. */
+    committed,
 
     watchedSites: () => listeners.size,
   };

@@ -9,7 +9,7 @@ import type { MessageService, NewMessage } from '../messages/service';
 import { checkContent } from '../messages/service';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { Message, MessageFormat, MessageStore } from '../messages/store';
-import { emitEvent, OnEvents } from '../webhooks/outbox';
+import type { Outbox } from '../webhooks/outbox';
 import type { MediaStore } from '../media/store';
 import type { VisitorFiles } from '../media/visitor-files';
 import { sha256Hex } from '../platform/crypto';
@@ -37,7 +37,7 @@ export function createWindowChat(deps: {
   visitorFiles: VisitorFiles;
   window: WindowStore;
   now: () => number;
-  onEvents?: OnEvents;
+  outbox: Outbox;
 }) {
   const { db, conversations, messages, media, now } = deps;
 
@@ -134,14 +134,11 @@ export function createWindowChat(deps: {
                 started = true;
               }
               const appended = await messages.appendInTransaction(trx, conversation, input, files);
-              const events = [appended.event];
               if (started) {
-                events.push(
-                  await emitEvent(
-                    trx,
-                    { siteId, name: 'conversation.started', conversation: appended.conversationDto, message: appended.message },
-                    appended.conversation.updated_at,
-                  ),
+                await deps.outbox.emit(
+                  trx,
+                  { siteId, name: 'conversation.started', conversation: appended.conversationDto, message: appended.message },
+                  appended.conversation.updated_at,
                 );
               }
               if (clientMessageId !== undefined) {
@@ -156,13 +153,12 @@ export function createWindowChat(deps: {
               }
               // Last in the transaction, so the site's quota row is locked only until the commit.
               if (files.length) await deps.visitorFiles.charge(trx, siteId, fileBytes);
-              return { answer: { conversation: appended.conversationDto, message: appended.message, started, replayed: false }, events };
+              return { answer: { conversation: appended.conversationDto, message: appended.message, started, replayed: false } };
             });
             if ('replayOf' in result && result.replayOf !== undefined) {
               await media.discard(files);
               return replayAnswer(result.replayOf);
             }
-            deps.onEvents?.(result.events);
             return { ...result.answer, message: forWindow(result.answer.message) };
           } catch (err) {
             // Another message of the same visitor started the conversation first: join it. Or a

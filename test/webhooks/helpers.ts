@@ -176,8 +176,8 @@ export function deliveryEnv(receiver: Receiver, setup: DeliverySetup = {}): Reco
 
 /**
  * The app on a fresh database, set up to deliver to `receiver` (a local HTTPS receiver with its own
- * CA), with the attempt time-out and the pauses a test needs; `onEvents` runs after every commit
- * that wrote events (wake the test's workers there).
+ * CA), with the attempt time-out and the pauses a test needs; `onEvents` runs whenever the event
+ * channel tells of committed events (wake the test's workers there).
  */
 export function deliveryHarness(receiver: Receiver, opts: DeliverySetup & { onEvents?: () => void } = {}): Promise<Harness> {
   return createHarness({ env: deliveryEnv(receiver, opts), onEvents: opts.onEvents });

@@ -308,7 +308,7 @@ describe('each event wakes only the streams of its own visitor', () => {
 
   test("another process's events are read once a poll and routed by visitor; one whose visitor cannot be read wakes the whole site", async () => {
     const site = await h.newSite('Hub');
-    const real = h.runtime.services.window.store;
+    const real = h.runtime.services.stores.events;
     const calls = { polls: 0, bodies: 0 };
     const store = {
       ...real,

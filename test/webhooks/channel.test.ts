@@ -1,11 +1,11 @@
 /**
- * Issue 8, delivery: waking workers across processes. With Redis, a publish in one process (one
- * connection) reaches the subscribers of another; Redis dying never breaks a publisher and the
- * subscription comes back by itself. Without Redis, workers use the adaptive poll. Runs against a
- * private redis-server on its own port, never the shared one.
+ * The event channel across processes: with Redis, the events a publish in one process (one
+ * connection) names reach the listeners of another; Redis dying never breaks a publisher, the
+ * subscription comes back by itself and tells its listeners to look. Runs against a private
+ * redis-server on its own port, never the shared one. The pure parts: channel.unit.test.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { createWakeChannel, adaptivePoll, WakeChannel } from '../../server/webhooks/wake';
+import { CommittedEvent, createEventChannel, EventChannel } from '../../server/webhooks/channel';
 import { freePort } from '../helpers/spawn';
 import { waitFor } from '../helpers/wait';
 import { PrivateRedis, startPrivateRedis, stopPrivateRedis } from '../helpers/redis';
@@ -18,49 +18,16 @@ function recordingLogger() {
   return { lines, logger: { warn: log, info: log } };
 }
 
-describe('adaptive poll', () => {
-  test('short while work keeps coming, then doubling up to the maximum', () => {
-    let t = 0;
-    const poll = adaptivePoll({ minMs: 50, maxMs: 1000, activeMs: 1000, now: () => t });
-    expect(poll.nextDelay(false)).toBe(1000); // idle from the start
-    expect(poll.nextDelay(true)).toBe(50);
-    t += 50;
-    expect(poll.nextDelay(false)).toBe(50); // recent activity: keep looking briskly
-    t += 960;
-    expect(poll.nextDelay(false)).toBe(100);
-    expect(poll.nextDelay(false)).toBe(200);
-    expect(poll.nextDelay(false)).toBe(400);
-    expect(poll.nextDelay(false)).toBe(800);
-    expect(poll.nextDelay(false)).toBe(1000);
-    expect(poll.nextDelay(false)).toBe(1000);
-    expect(poll.nextDelay(true)).toBe(50);
-  });
-});
-
-describe('without Redis', () => {
-  test('a publish wakes this process\'s subscribers once per turn; never live', async () => {
-    const wake = createWakeChannel({ logger: recordingLogger().logger });
-    let woken = 0;
-    wake.subscribe(() => woken++);
-    wake.publish();
-    wake.publish();
-    expect(woken).toBe(0); // after the caller's commit path, not inside it
-    await waitFor('the wake-up', () => woken === 1);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(woken).toBe(1);
-    expect(wake.live()).toBe(false);
-    await wake.close();
-  });
-});
+const event = (n: number): CommittedEvent => ({ id: `message.created:t${n}`, siteId: 'ws_x', visitorId: `vis_${n}`, createdAt: 1_800_000_000_000 + n });
 
 describe('with Redis', () => {
   let port: number;
   let url: string;
   let redis: PrivateRedis | undefined;
-  const channels: WakeChannel[] = [];
-  const channelName = `chat:events:wake:test:${process.pid}`;
+  const channels: EventChannel[] = [];
+  const channelName = `chat:events:test:${process.pid}`;
   const open = (logger = recordingLogger().logger) => {
-    const c = createWakeChannel({ redisUrl: url, logger, channel: channelName });
+    const c = createEventChannel({ redisUrl: url, logger, channel: channelName });
     channels.push(c);
     return c;
   };
@@ -75,35 +42,50 @@ describe('with Redis', () => {
     await stopPrivateRedis(redis);
   });
 
-  test('a publish on one connection reaches the subscriber of another; the publisher\'s own subscriber is woken once', async () => {
+  test('a publish on one connection reaches the listener of another with its events; the publisher\'s own listener is told once', async () => {
     const writer = open();
     const worker = open();
-    let writerWoken = 0;
-    let workerWoken = 0;
-    writer.subscribe(() => writerWoken++);
-    worker.subscribe(() => workerWoken++);
+    const writerHeard: (readonly CommittedEvent[] | null)[] = [];
+    const workerHeard: (readonly CommittedEvent[] | null)[] = [];
+    writer.subscribe((events) => writerHeard.push(events));
+    worker.subscribe((events) => workerHeard.push(events));
     await waitFor('both subscribed', () => writer.live() && worker.live());
-    await new Promise((r) => setTimeout(r, 50)); // the catch-up wake-ups of the subscription
-    writerWoken = 0;
-    workerWoken = 0;
+    await new Promise((r) => setTimeout(r, 50)); // the catch-up notices of the subscription
+    expect(workerHeard).toEqual([null]);
+    writerHeard.length = 0;
+    workerHeard.length = 0;
 
-    writer.publish();
-    await waitFor('the other connection to be woken', () => workerWoken === 1);
+    writer.publish([event(1)]);
+    writer.publish([event(2)]);
+    await waitFor('the other connection to hear', () => workerHeard.length === 1);
     await new Promise((r) => setTimeout(r, 100));
-    expect(workerWoken).toBe(1);
-    expect(writerWoken).toBe(1); // directly, not a second time through Redis
+    expect(workerHeard).toEqual([[event(1), event(2)]]); // one message for the turn
+    expect(writerHeard).toEqual([[event(1), event(2)]]); // directly, not a second time through Redis
   });
 
-  test('a message published by another process wakes the subscriber', async () => {
+  test('a message of an older release (its id alone) tells the listener to look', async () => {
     const worker = open();
-    let woken = 0;
-    worker.subscribe(() => woken++);
+    const heard: (readonly CommittedEvent[] | null)[] = [];
+    worker.subscribe((events) => heard.push(events));
     await waitFor('subscribed', () => worker.live());
     await new Promise((r) => setTimeout(r, 50));
-    woken = 0;
+    heard.length = 0;
     const cli = spawnSync('redis-cli', ['-p', String(port), '--no-auth-warning', '-a', PASSWORD, 'PUBLISH', channelName, 'another-process'], { encoding: 'utf8' });
     expect(cli.stdout.trim()).not.toBe('0'); // at least one subscriber got it
-    await waitFor('the wake-up', () => woken === 1);
+    await waitFor('the notice', () => heard.length === 1);
+    expect(heard).toEqual([null]);
+  });
+
+  test('a channel closed right after its first publish (a CLI command) still sends it once connected', async () => {
+    const worker = open();
+    const heard: (readonly CommittedEvent[] | null)[] = [];
+    worker.subscribe((events) => events && heard.push(events));
+    await waitFor('subscribed', () => worker.live());
+    const cli = createEventChannel({ redisUrl: url, channel: channelName });
+    cli.publish([event(7)]);
+    await cli.close();
+    await waitFor('the CLI\'s events', () => heard.length === 1, 2000);
+    expect(heard).toEqual([[event(7)]]);
   });
 
   test('Redis killed: publish neither throws nor waits, polling takes over; after a restart wake-ups flow again', async () => {
@@ -117,7 +99,7 @@ describe('with Redis', () => {
     await stopPrivateRedis(redis);
     await waitFor('the subscriber to notice', () => !worker.live());
     const started = Date.now();
-    for (let i = 0; i < 100; i++) writer.publish();
+    for (let i = 0; i < 100; i++) writer.publish([event(i)]);
     expect(Date.now() - started).toBeLessThan(50);
     await new Promise((r) => setTimeout(r, 300)); // any rejection would surface as unhandled here
     expect(writerLog.lines.some((l) => /Redis unavailable/.test(l))).toBe(true);
@@ -129,7 +111,7 @@ describe('with Redis', () => {
     await waitFor('the catch-up wake-up after reconnecting', () => woken >= 1);
     woken = 0;
     await waitFor('the publisher to be ready', async () => {
-      writer.publish();
+      writer.publish([event(0)]);
       await new Promise((r) => setTimeout(r, 50));
       return woken > 0;
     });
@@ -139,11 +121,11 @@ describe('with Redis', () => {
   test('an unreachable Redis at start: creating, publishing and closing all succeed at once', async () => {
     const nowhere = `redis://:${PASSWORD}@127.0.0.1:${await freePort()}`;
     const log = recordingLogger();
-    const wake = createWakeChannel({ redisUrl: nowhere, logger: log.logger, channel: channelName });
+    const wake = createEventChannel({ redisUrl: nowhere, logger: log.logger, channel: channelName });
     let woken = 0;
     wake.subscribe(() => woken++);
-    wake.publish();
-    await waitFor('the local wake-up', () => woken === 1);
+    wake.publish([event(1)]);
+    await waitFor('the local notice', () => woken === 1);
     expect(wake.live()).toBe(false);
     const started = Date.now();
     await wake.close();
