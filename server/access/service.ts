@@ -43,7 +43,7 @@ export function normaliseOrigin(input: string): string {
  * More work for the transaction of a change: the management API writes its audit entry (and a new
  * site's first owner) there, so the log never names a change that did not commit.
  */
-export type AlsoInTransaction = (trx: Knex.Transaction, objectId: string) => Promise<unknown>;
+export type AlsoInTransaction = (trx: Knex.Transaction, objectId: string, siteId: string) => Promise<unknown>;
 
 /** What a request knows about its caller once the key is checked. */
 export interface Principal {
@@ -96,7 +96,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       const list = [...new Set(change(await store.listOrigins(siteId, trx)).map(normaliseOrigin))];
       if (list.length > MAX_ALLOWED_ORIGINS) throw invalid(`At most ${MAX_ALLOWED_ORIGINS} allowed origins per site.`);
       await store.replaceOrigins(siteId, list, trx);
-      await also?.(trx, siteId);
+      await also?.(trx, siteId, siteId);
       return store.listOrigins(siteId, trx);
     });
   }
@@ -105,7 +105,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       const row = { id: newId('ws'), name: checkName(name), created_at: now() };
       await runInTransaction(store.db, async (trx) => {
         await store.insertSite(row, trx);
-        await also?.(trx, row.id);
+        await also?.(trx, row.id, row.id);
       });
       return { id: row.id, name: row.name };
     },
@@ -115,7 +115,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       const trimmed = checkName(name);
       await runInTransaction(store.db, async (trx) => {
         await store.renameSite(siteId, trimmed, trx);
-        await also?.(trx, siteId);
+        await also?.(trx, siteId, siteId);
       });
       return { id: siteId, name: trimmed };
     },
@@ -153,7 +153,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
           sealed = encrypt(sealKey(), secret);
         }
         await store.saveWindowSettings({ site_id: siteId, identity_mode: mode, identity_secret_encrypted: sealed, updated_at: now() }, trx);
-        await also?.(trx, siteId);
+        await also?.(trx, siteId, siteId);
         return { identityMode: mode, identitySecretSet: sealed !== null, ...(secret ? { identitySecret: secret } : {}) };
       });
     },
@@ -223,7 +223,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       };
       await runInTransaction(store.db, async (trx) => {
         await store.insertKey(row, trx);
-        await opts.also?.(trx, row.id);
+        await opts.also?.(trx, row.id, siteId);
       });
       return { id: row.id, key, scopes: [...scopes] };
     },
@@ -253,7 +253,7 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       const found = await store.findKey(id);
       if (!found || (opts.siteId !== undefined && found.site_id !== opts.siteId)) throw new ApiError('not_found', `Key ${id} not found.`);
       await runInTransaction(store.db, async (trx) => {
-        if (Number(await store.revokeKey(id, now(), trx)) > 0) await opts.also?.(trx, id);
+        if (Number(await store.revokeKey(id, now(), trx)) > 0) await opts.also?.(trx, id, found.site_id);
       });
       const row = (await store.findKey(id))!;
       return { id: row.id, revokedAt: toIsoRequired(row.revoked_at!) };

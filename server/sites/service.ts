@@ -2,11 +2,12 @@ import type { Knex } from 'knex';
 import { ApiError } from '../platform/errors';
 import type { CursorCodec } from '../platform/cursor';
 import { toPage } from '../platform/cursor';
-import type { AccessService } from '../access/service';
+import type { AccessService, AlsoInTransaction } from '../access/service';
 import { normaliseOrigin } from '../access/service';
 import { keyToDto } from '../access/store';
 import type { IdentityMode } from '../access/store';
 import type { Scope } from '../access/scopes';
+import { CLI_ACTOR } from '../accounts/service';
 import type { AccountsService, Actor, Manager } from '../accounts/service';
 
 type Owner = Actor & { manager: Manager };
@@ -37,6 +38,16 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
   const audited = (actor: Owner, siteId: string, action: string) => (trx: Knex, objectId: string) => accounts.audit(actor, [siteId], action, objectId, trx);
 
   return {
+    /**
+     * The audit entries of a change the operator CLI makes with the access service (actor
+     * `operator`), written in the change's transaction like the management API's.
+     */
+    byOperator:
+      (...actions: string[]): AlsoInTransaction =>
+      async (trx, objectId, siteId) => {
+        for (const action of actions) await accounts.audit(CLI_ACTOR, [siteId], action, objectId, trx);
+      },
+
     /** Any signed-in account may make a site; it becomes the site's first owner. */
     async createSite(actor: Owner, name: string) {
       const site = await access.createSite(name, async (trx, siteId) => {

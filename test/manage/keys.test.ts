@@ -140,6 +140,5 @@ test('the CLI still issues, lists and revokes keys through the same service', as
   expect(listed).toMatchObject({ label: 'from the CLI', createdBy: null, revokedAt: null });
   await access.revokeKey(made.id);
   expect((await publicApi(made.key)).status).toBe(401);
-  // The CLI writes no audit entry of its own for keys (the operator acts on the server itself).
-  expect(await auditOf(h.site.id)).not.toContain(`key.revoked ${made.id}`);
+
 });
