@@ -5,7 +5,7 @@
  */
 import request from 'supertest';
 import type { Harness } from '../helpers/harness';
-import { M, manageHarness, newMember, newToken, signIn } from './helpers';
+import { manageHarness, memberWithToken, withToken } from './helpers';
 
 let h: Harness;
 let clock = Date.UTC(2026, 10, 26, 9, 0, 0);
@@ -13,27 +13,19 @@ let owner: { id: string; token: string };
 let other: { id: string; token: string };
 let siteB: { id: string; key: string; keyId: string };
 
-type Method = 'get' | 'post' | 'delete';
-const as = (who: { token: string }, method: Method, path: string, body?: object) => {
-  const r = request(h.app)[method](`${M}${path}`).set('Authorization', `Bearer ${who.token}`);
-  return body ? r.send(body) : r;
-};
+type Method = Parameters<typeof withToken>[2];
+const as = (who: { token: string }, method: Method, path: string, body?: object) => withToken(h, who, method, path, body);
 const publicApi = (key: string) => request(h.app).get('/api/v1/conversations').set('Authorization', `Bearer ${key}`);
 const auditOf = async (siteId: string) =>
   ((await as(owner, 'get', `/sites/${siteId}/audit-log?limit=100`)).body.data as { action: string; objectId: string; actor: { accountId: string } }[]).map(
     (e) => `${e.action} ${e.objectId}`,
   );
 
-async function member(siteId: string, email: string, role: 'owner' | 'agent') {
-  const account = await newMember(h, siteId, email, role);
-  return { id: account.id, token: (await newToken(h, (await signIn(h, email)).cookie)).token };
-}
-
 beforeAll(async () => {
   h = await manageHarness({ now: () => (clock += 1) });
   siteB = await h.newSite('Other site');
-  owner = await member(h.site.id, 'owner@example.com', 'owner');
-  other = await member(siteB.id, 'other@example.com', 'owner');
+  owner = await memberWithToken(h, h.site.id, 'owner@example.com', 'owner');
+  other = await memberWithToken(h, siteB.id, 'other@example.com', 'owner');
 });
 afterAll(() => h.close());
 

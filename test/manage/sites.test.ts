@@ -6,7 +6,7 @@
  */
 import request from 'supertest';
 import type { Harness } from '../helpers/harness';
-import { M, manageHarness, newMember, newToken, signIn } from './helpers';
+import { M, manageHarness, memberWithToken, signIn, withToken } from './helpers';
 import { identityHash } from '../../server/window/tokens';
 import { getToken, ORIGIN, w } from '../window/helpers';
 
@@ -17,27 +17,19 @@ let owner: { id: string; token: string };
 let agent: { id: string; token: string };
 let outsider: { id: string; token: string };
 
-type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
-const as = (who: { token: string }, method: Method, path: string, body?: object) => {
-  const r = request(h.app)[method](`${M}${path}`).set('Authorization', `Bearer ${who.token}`);
-  return body ? r.send(body) : r;
-};
+type Method = Parameters<typeof withToken>[2];
+const as = (who: { token: string }, method: Method, path: string, body?: object) => withToken(h, who, method, path, body);
 const audit = async (siteId: string) =>
   (await as(owner, 'get', `/sites/${siteId}/audit-log?limit=100`)).body.data as { action: string; objectId: string; actor: { type: string; accountId: string }; clientAddress: string | null }[];
 const gateway = (siteId: string, body: Record<string, unknown> = {}, origin = ORIGIN) => request(h.app).post(w(siteId, '/token')).set('Origin', origin).send(body);
-
-async function member(siteId: string, email: string, role: 'owner' | 'agent') {
-  const account = await newMember(h, siteId, email, role);
-  return { id: account.id, token: (await newToken(h, (await signIn(h, email)).cookie)).token };
-}
 
 beforeAll(async () => {
   // Each reading of the clock moves it a millisecond, so audit entries sort in the order written.
   h = await manageHarness({ now: () => (clock += 1) });
   siteB = await h.newSite('Other site');
-  owner = await member(h.site.id, 'owner@example.com', 'owner');
-  agent = await member(h.site.id, 'agent@example.com', 'agent');
-  outsider = await member(siteB.id, 'outsider@example.com', 'owner');
+  owner = await memberWithToken(h, h.site.id, 'owner@example.com', 'owner');
+  agent = await memberWithToken(h, h.site.id, 'agent@example.com', 'agent');
+  outsider = await memberWithToken(h, siteB.id, 'outsider@example.com', 'owner');
 });
 afterAll(() => h.close());
 
