@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation, withNumericColumns } from '../db/knex';
-import { toIso } from '../platform/time';
+import { toIso, toIsoRequired } from '../platform/time';
+import type { Scope } from './scopes';
 import { precompiled } from '../db/precompiled';
 
 export interface SiteRow {
@@ -170,10 +171,10 @@ export function keyToDto(row: ApiKeyRow) {
     id: row.id,
     siteId: row.site_id,
     prefix: row.display_prefix,
-    scopes: row.scopes.split(','),
+    scopes: row.scopes.split(',') as Scope[],
     label: row.label,
     createdBy: row.created_by,
-    createdAt: toIso(row.created_at),
+    createdAt: toIsoRequired(row.created_at),
     revokedAt: toIso(row.revoked_at),
     lastUsedAt: toIso(row.last_used_at),
   };

@@ -51,7 +51,7 @@ export function siteAdminRoutes(sites: SiteAdmin): Router {
   });
 
   router.post('/sites/:siteId/identity-secret/rotate', async (req, res) => {
-    send<'RotatedIdentitySecretResponse'>(res, 200, { data: (await sites.rotateIdentitySecret(actor(req), req.params.siteId)) as Body<'RotatedIdentitySecretResponse'>['data'] });
+    send<'RotatedIdentitySecretResponse'>(res, 200, { data: await sites.rotateIdentitySecret(actor(req), req.params.siteId) });
   });
 
   router.get('/sites/:siteId/embed', async (req, res) => {
@@ -60,16 +60,16 @@ export function siteAdminRoutes(sites: SiteAdmin): Router {
 
   router.get('/sites/:siteId/keys', async (req, res) => {
     const query = req.query as { limit?: number; cursor?: string };
-    send<'ApiKeyList'>(res, 200, (await sites.listKeys(signedIn(req), req.params.siteId, query)) as Body<'ApiKeyList'>);
+    send<'ApiKeyList'>(res, 200, await sites.listKeys(signedIn(req), req.params.siteId, query));
   });
 
   router.post('/sites/:siteId/keys', async (req, res) => {
     const { label, scopes } = req.body as Body<'CreateKeyRequest'>;
-    send<'CreatedApiKeyResponse'>(res, 201, { data: (await sites.createKey(actor(req), req.params.siteId, label, scopes)) as Body<'CreatedApiKey'> });
+    send<'CreatedApiKeyResponse'>(res, 201, { data: await sites.createKey(actor(req), req.params.siteId, label, scopes) });
   });
 
   router.delete('/sites/:siteId/keys/:keyId', async (req, res) => {
-    send<'ApiKeyResponse'>(res, 200, { data: (await sites.revokeKey(actor(req), req.params.siteId, req.params.keyId)) as Body<'ApiKey'> });
+    send<'ApiKeyResponse'>(res, 200, { data: await sites.revokeKey(actor(req), req.params.siteId, req.params.keyId) });
   });
 
   return router;

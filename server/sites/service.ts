@@ -108,7 +108,7 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
     async rotateIdentitySecret(actor: Owner, siteId: string) {
       await owner(actor.manager, siteId);
       const r = await access.setIdentity(siteId, { rotateSecret: true }, audited(actor, siteId, 'site.identity_secret_rotated'));
-      return { identityMode: r.identityMode, identitySecretSet: r.identitySecretSet, identitySecret: r.identitySecret! };
+      return { identityMode: r.identityMode, identitySecretSet: true as const, identitySecret: r.identitySecret! };
     },
 
     async embed(manager: Manager, siteId: string) {
@@ -121,7 +121,8 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
     async createKey(actor: Owner, siteId: string, label: string, scopes: Scope[]) {
       await owner(actor.manager, siteId);
       const created = await access.createKey(siteId, [...new Set(scopes)], label, { createdBy: actor.manager.accountId, also: audited(actor, siteId, 'key.created') });
-      return { ...(await access.getKey(siteId, created.id)), key: created.key };
+      const made = await access.getKey(siteId, created.id);
+      return { ...made, label, createdBy: actor.manager.accountId, lastUsedAt: null, revokedAt: null, key: created.key };
     },
 
     async listKeys(manager: Manager, siteId: string, query: { limit?: number; cursor?: string }) {

@@ -4,6 +4,9 @@
  * the next request, isolation, and the audit log. The keys are the CLI's (one access service).
  */
 import request from 'supertest';
+import { Writable } from 'node:stream';
+import { createApp } from '../../server/app';
+import { createLogger } from '../../server/platform/logger';
 import type { Harness } from '../helpers/harness';
 import { manageHarness, memberWithToken, withToken } from './helpers';
 
@@ -133,4 +136,28 @@ test('the CLI still issues, lists and revokes keys through the same service', as
   await access.revokeKey(made.id);
   expect((await publicApi(made.key)).status).toBe(401);
 
+});
+
+test('logs carry neither a new key nor an identity secret', async () => {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  const app = createApp({ services: h.runtime.services, logger: createLogger('info', sink), limiter: h.limiter, validateResponses: true, ready: async () => true });
+  const send = (method: 'post' | 'get', path: string, body?: object) => request(app)[method](`/manage/v1${path}`).set('Authorization', `Bearer ${owner.token}`).send(body);
+  const key = (await send('post', `/sites/${h.site.id}/keys`, { label: 'logged?', scopes: ['media:read'] })).body.data.key as string;
+  const secret = (await send('post', `/sites/${h.site.id}/identity-secret/rotate`)).body.data.identitySecret as string;
+  const failing = jest.spyOn(h.runtime.services.siteAdmin, 'listKeys').mockRejectedValueOnce(new Error('kaboom'));
+  expect((await send('get', `/sites/${h.site.id}/keys`)).status).toBe(500);
+  failing.mockRestore();
+  await new Promise((r) => setTimeout(r, 50));
+  const all = lines.join('');
+  expect(all).toContain('kaboom');
+  for (const value of [key, secret, owner.token]) {
+    expect(value).toMatch(/^w[a-z]{2}_/);
+    expect(all).not.toContain(value);
+  }
 });
