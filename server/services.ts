@@ -29,6 +29,7 @@ import { createEventChannel, EventChannel } from './webhooks/channel';
 import { createOutbox } from './webhooks/outbox';
 import { createAccountStore } from './accounts/store';
 import { createAccountsService } from './accounts/service';
+import { createSiteAdmin } from './sites/service';
 import type { PasswordHasher } from './accounts/passwords';
 
 /**
@@ -97,6 +98,7 @@ export function createServices(
   const messages = createMessageService(messageDeps);
   /** What the chat window reads and writes through: the same rules, its own file links. */
   const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
+  const accounts = createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
   return {
     db,
     config,
@@ -133,7 +135,9 @@ export function createServices(
     },
     idempotency: createIdempotencyService(createIdempotencyStore(db), now),
     /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
-    accounts: createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher }),
+    accounts,
+    /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */
+    siteAdmin: createSiteAdmin({ access, accounts, cursors, windowUrl: config.windowPublicUrl ?? config.publicUrl }),
     /** Event addresses, signing secrets, the delivery log and redelivery (the CLI's `webhook` commands). */
     webhooks: createWebhookService({
       store: eventStore,

@@ -4,7 +4,9 @@ import { VISITOR_ID } from '../window/service';
 import { ApiError, invalid } from '../platform/errors';
 import { toIsoRequired } from '../platform/time';
 import type { Scope } from './scopes';
-import { AccessStore, IdentityMode, keyToDto } from './store';
+import { runInTransaction } from '../db/transaction';
+import type { Knex } from 'knex';
+import { AccessStore, IdentityMode, keyToDto, SiteRow } from './store';
 
 export const KEY_PREFIX = 'wck_';
 export const IDENTITY_SECRET_PREFIX = 'wis_';
@@ -37,6 +39,12 @@ export function normaliseOrigin(input: string): string {
   return url.origin;
 }
 
+/**
+ * More work for the transaction of a change: the management API writes its audit entry (and a new
+ * site's first owner) there, so the log never names a change that did not commit.
+ */
+export type AlsoInTransaction = (trx: Knex.Transaction, objectId: string, siteId: string) => Promise<unknown>;
+
 /** What a request knows about its caller once the key is checked. */
 export interface Principal {
   keyId: string;
@@ -57,63 +65,97 @@ export function createAccessService(store: AccessStore, now: () => number = Date
   async function mustFindSite(siteId: string) {
     if (!(await store.findSite(siteId))) throw new ApiError('not_found', `Site ${siteId} not found.`);
   }
-  async function windowSettings(siteId: string) {
-    const row = await store.findWindowSettings(siteId);
+  async function windowSettings(siteId: string, trx?: Knex) {
+    const row = await store.findWindowSettings(siteId, trx);
     return { mode: (row?.identity_mode ?? 'off') as IdentityMode, sealed: row?.identity_secret_encrypted ?? null };
   }
+  const checkName = (name: string) => {
+    const trimmed = name.trim();
+    if (!trimmed || trimmed.length > 200) throw invalid('A site name is 1 to 200 characters.');
+    return trimmed;
+  };
+  /** A site with its chat window settings (never the identity secret itself). */
+  async function siteWithSettings(s: SiteRow) {
+    const settings = await windowSettings(s.id);
+    return {
+      id: s.id,
+      name: s.name,
+      createdAt: toIsoRequired(s.created_at),
+      allowedOrigins: await store.listOrigins(s.id),
+      identityMode: settings.mode,
+      identitySecretSet: settings.sealed !== null,
+    };
+  }
+  /**
+   * Changes the site's allowed origins from the list as it is inside the transaction (so two
+   * owners adding one each at once both keep theirs); each normalised, duplicates dropped.
+   */
+  async function changeAllowedOrigins(siteId: string, change: (current: string[]) => string[], also?: AlsoInTransaction) {
+    await mustFindSite(siteId);
+    return runInTransaction(store.db, async (trx) => {
+      const list = [...new Set(change(await store.listOrigins(siteId, trx)).map(normaliseOrigin))];
+      if (list.length > MAX_ALLOWED_ORIGINS) throw invalid(`At most ${MAX_ALLOWED_ORIGINS} allowed origins per site.`);
+      await store.replaceOrigins(siteId, list, trx);
+      await also?.(trx, siteId, siteId);
+      return store.listOrigins(siteId, trx);
+    });
+  }
   return {
-    async createSite(name: string) {
-      const trimmed = name.trim();
-      if (!trimmed || trimmed.length > 200) throw invalid('A site name is 1 to 200 characters.');
-      const row = { id: newId('ws'), name: trimmed, created_at: now() };
-      await store.insertSite(row);
+    async createSite(name: string, also?: AlsoInTransaction) {
+      const row = { id: newId('ws'), name: checkName(name), created_at: now() };
+      await runInTransaction(store.db, async (trx) => {
+        await store.insertSite(row, trx);
+        await also?.(trx, row.id, row.id);
+      });
       return { id: row.id, name: row.name };
+    },
+
+    async renameSite(siteId: string, name: string, also?: AlsoInTransaction) {
+      await mustFindSite(siteId);
+      const trimmed = checkName(name);
+      await runInTransaction(store.db, async (trx) => {
+        await store.renameSite(siteId, trimmed, trx);
+        await also?.(trx, siteId, siteId);
+      });
+      return { id: siteId, name: trimmed };
     },
 
     /** Every site with its chat window settings (never the identity secret itself). */
     async listSites() {
-      const sites = await store.listSites();
-      return Promise.all(
-        sites.map(async (s) => {
-          const settings = await windowSettings(s.id);
-          return {
-            id: s.id,
-            name: s.name,
-            createdAt: toIsoRequired(s.created_at),
-            allowedOrigins: await store.listOrigins(s.id),
-            identityMode: settings.mode,
-            identitySecretSet: settings.sealed !== null,
-          };
-        }),
-      );
+      return Promise.all((await store.listSites()).map(siteWithSettings));
+    },
+
+    /** One site with its chat window settings, or 404. */
+    async getSite(siteId: string) {
+      const row = await store.findSite(siteId);
+      if (!row) throw new ApiError('not_found', `Site ${siteId} not found.`);
+      return siteWithSettings(row);
     },
 
     /** Replaces the site's allowed origins (each normalised; duplicates dropped). */
-    async setAllowedOrigins(siteId: string, origins: string[]) {
-      await mustFindSite(siteId);
-      const list = [...new Set(origins.map(normaliseOrigin))];
-      if (list.length > MAX_ALLOWED_ORIGINS) throw invalid(`At most ${MAX_ALLOWED_ORIGINS} allowed origins per site.`);
-      await store.replaceOrigins(siteId, list);
-      return store.listOrigins(siteId);
-    },
+    setAllowedOrigins: (siteId: string, origins: string[], also?: AlsoInTransaction) => changeAllowedOrigins(siteId, () => origins, also),
+    changeAllowedOrigins,
 
     /**
      * Sets the identity-verification mode, making a secret when the site has none (or when asked
      * to rotate). The secret is returned only then, once; afterwards only `identitySecretSet` shows.
      */
-    async setIdentity(siteId: string, opts: { mode?: IdentityMode; rotateSecret?: boolean }) {
+    async setIdentity(siteId: string, opts: { mode?: IdentityMode; rotateSecret?: boolean }, also?: AlsoInTransaction) {
       await mustFindSite(siteId);
       if (opts.mode !== undefined && !IDENTITY_MODES.includes(opts.mode)) throw invalid(`The identity mode is one of ${IDENTITY_MODES.join(', ')}.`);
-      const current = await windowSettings(siteId);
-      const mode = opts.mode ?? current.mode;
-      let secret: string | null = null;
-      let sealed = current.sealed;
-      if (opts.rotateSecret || (mode !== 'off' && sealed === null)) {
-        secret = IDENTITY_SECRET_PREFIX + randomBase62(32);
-        sealed = encrypt(sealKey(), secret);
-      }
-      await store.saveWindowSettings({ site_id: siteId, identity_mode: mode, identity_secret_encrypted: sealed, updated_at: now() });
-      return { identityMode: mode, identitySecretSet: sealed !== null, ...(secret ? { identitySecret: secret } : {}) };
+      return runInTransaction(store.db, async (trx) => {
+        const current = await windowSettings(siteId, trx);
+        const mode = opts.mode ?? current.mode;
+        let secret: string | null = null;
+        let sealed = current.sealed;
+        if (opts.rotateSecret || (mode !== 'off' && sealed === null)) {
+          secret = IDENTITY_SECRET_PREFIX + randomBase62(32);
+          sealed = encrypt(sealKey(), secret);
+        }
+        await store.saveWindowSettings({ site_id: siteId, identity_mode: mode, identity_secret_encrypted: sealed, updated_at: now() }, trx);
+        await also?.(trx, siteId, siteId);
+        return { identityMode: mode, identitySecretSet: sealed !== null, ...(secret ? { identitySecret: secret } : {}) };
+      });
     },
 
     /**
@@ -159,9 +201,13 @@ export function createAccessService(store: AccessStore, now: () => number = Date
 
     hasSites: async () => (await store.countSites()) > 0,
 
-    /** Issues a key: the secret is returned once and only its SHA-256 fingerprint is stored. */
-    async createKey(siteId: string, scopes: Scope[], label?: string) {
+    /**
+     * Issues a key: the secret is returned once and only its SHA-256 fingerprint is stored.
+     * `createdBy` names the account issuing it through the management API (the CLI: none).
+     */
+    async createKey(siteId: string, scopes: Scope[], label?: string, opts: { createdBy?: string; also?: AlsoInTransaction } = {}) {
       await mustFindSite(siteId);
+      if (scopes.length === 0) throw invalid('A key needs at least one right.');
       const key = KEY_PREFIX + randomBase62(32);
       const row = {
         id: newId('key'),
@@ -170,11 +216,15 @@ export function createAccessService(store: AccessStore, now: () => number = Date
         display_prefix: key.slice(0, 12),
         scopes: scopes.join(','),
         label: label ?? null,
+        created_by: opts.createdBy ?? null,
         created_at: now(),
         revoked_at: null,
         last_used_at: null,
       };
-      await store.insertKey(row);
+      await runInTransaction(store.db, async (trx) => {
+        await store.insertKey(row, trx);
+        await opts.also?.(trx, row.id, siteId);
+      });
       return { id: row.id, key, scopes: [...scopes] };
     },
 
@@ -182,11 +232,30 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       return (await store.listKeys(siteId)).map(keyToDto);
     },
 
-    async revokeKey(id: string) {
-      const at = now();
-      await store.revokeKey(id, at);
+    /** One key of the site (never its value), or 404 when it is missing or another site's. */
+    async getKey(siteId: string, id: string) {
       const row = await store.findKey(id);
-      if (!row) throw new ApiError('not_found', `Key ${id} not found.`);
+      if (!row || row.site_id !== siteId) throw new ApiError('not_found', `Key ${id} not found.`);
+      return keyToDto(row);
+    },
+
+    /** `limit` keys of the site after `after` (a decoded cursor), oldest first, and whether more follow. */
+    async listKeysPage(siteId: string, limit: number, after?: { createdAt: number; id: string }) {
+      await mustFindSite(siteId);
+      return store.listKeysPage(siteId, limit, after);
+    },
+
+    /**
+     * Revokes a key; it is refused from the next request on. With `siteId`, a key of another site
+     * is 404 like a missing one. `also` runs only when this call revoked it (not when it already was).
+     */
+    async revokeKey(id: string, opts: { siteId?: string; also?: AlsoInTransaction } = {}) {
+      const found = await store.findKey(id);
+      if (!found || (opts.siteId !== undefined && found.site_id !== opts.siteId)) throw new ApiError('not_found', `Key ${id} not found.`);
+      await runInTransaction(store.db, async (trx) => {
+        if (Number(await store.revokeKey(id, now(), trx)) > 0) await opts.also?.(trx, id, found.site_id);
+      });
+      const row = (await store.findKey(id))!;
       return { id: row.id, revokedAt: toIsoRequired(row.revoked_at!) };
     },
 

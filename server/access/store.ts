@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { isUniqueViolation, withNumericColumns } from '../db/knex';
-import { toIso } from '../platform/time';
+import { toIso, toIsoRequired } from '../platform/time';
+import type { Scope } from './scopes';
 import { precompiled } from '../db/precompiled';
 
 export interface SiteRow {
@@ -16,6 +17,8 @@ export interface ApiKeyRow {
   display_prefix: string;
   scopes: string;
   label: string | null;
+  /** The account that issued it through the management API; null for the operator CLI. */
+  created_by: string | null;
   created_at: number;
   revoked_at: number | null;
   last_used_at: number | null;
@@ -44,7 +47,7 @@ export interface WindowAccessRow {
 }
 
 const SITE_COLUMNS = ['id', 'name', 'created_at'] as const;
-const KEY_COLUMNS = ['id', 'site_id', 'fingerprint', 'display_prefix', 'scopes', 'label', 'created_at', 'revoked_at', 'last_used_at'] as const;
+const KEY_COLUMNS = ['id', 'site_id', 'fingerprint', 'display_prefix', 'scopes', 'label', 'created_by', 'created_at', 'revoked_at', 'last_used_at'] as const;
 const WINDOW_SETTINGS_COLUMNS = ['site_id', 'identity_mode', 'identity_secret_encrypted', 'updated_at'] as const;
 
 /** The one row mapping of each table (mysql2 may hand BIGINT back as a string). */
@@ -93,7 +96,10 @@ export function createAccessStore(db: Knex) {
     return row && mapKeyRow(row);
   };
   return {
-    insertSite: (row: SiteRow) => db('sites').insert(row),
+    /** The database, for a change the management API audits in the same transaction. */
+    db,
+    insertSite: (row: SiteRow, trx: Knex = db) => trx('sites').insert(row),
+    renameSite: (id: string, name: string, trx: Knex = db) => trx('sites').where({ id }).update({ name }),
     findSite: async (id: string) => {
       const row: SiteRow | undefined = await db('sites').where({ id }).first(SITE_COLUMNS);
       return row && mapSiteRow(row);
@@ -102,23 +108,22 @@ export function createAccessStore(db: Knex) {
     countSites: async () => Number((await db('sites').count({ n: '*' }).first())?.n ?? 0),
 
     /** The exact origins allowed to embed the site's chat window, sorted. */
-    listOrigins: async (siteId: string): Promise<string[]> =>
-      (await db('site_allowed_origins').where({ site_id: siteId }).orderBy('origin').select('origin')).map((r: { origin: string }) => r.origin),
-    /** One site's whole list at once, so a reader never sees half of an update. */
-    replaceOrigins: (siteId: string, origins: string[]) =>
-      db.transaction(async (trx) => {
-        await trx('site_allowed_origins').where({ site_id: siteId }).delete();
-        if (origins.length) await trx('site_allowed_origins').insert(origins.map((origin) => ({ site_id: siteId, origin })));
-      }),
+    listOrigins: async (siteId: string, trx: Knex = db): Promise<string[]> =>
+      (await trx('site_allowed_origins').where({ site_id: siteId }).orderBy('origin').select('origin')).map((r: { origin: string }) => r.origin),
+    /** One site's whole list at once (in the caller's transaction), so a reader never sees half of an update. */
+    replaceOrigins: async (siteId: string, origins: string[], trx: Knex.Transaction) => {
+      await trx('site_allowed_origins').where({ site_id: siteId }).delete();
+      if (origins.length) await trx('site_allowed_origins').insert(origins.map((origin) => ({ site_id: siteId, origin })));
+    },
     isOriginAllowed: async (siteId: string, origin: string) =>
       !!(await db('site_allowed_origins').where({ site_id: siteId, origin }).first('origin')),
-    findWindowSettings: async (siteId: string) => {
-      const row: WindowSettingsRow | undefined = await db('site_window_settings').where({ site_id: siteId }).first(WINDOW_SETTINGS_COLUMNS);
+    findWindowSettings: async (siteId: string, trx: Knex = db) => {
+      const row: WindowSettingsRow | undefined = await trx('site_window_settings').where({ site_id: siteId }).first(WINDOW_SETTINGS_COLUMNS);
       return row && mapWindowSettingsRow(row);
     },
-    async saveWindowSettings(row: WindowSettingsRow) {
-      const updated = await db('site_window_settings').where({ site_id: row.site_id }).update(row);
-      if (Number(updated) === 0) await db('site_window_settings').insert(row);
+    async saveWindowSettings(row: WindowSettingsRow, trx: Knex = db) {
+      const updated = await trx('site_window_settings').where({ site_id: row.site_id }).update(row);
+      if (Number(updated) === 0) await trx('site_window_settings').insert(row);
     },
 
     /** The window's one read per request (WindowAccessRow); undefined when there is no such site. */
@@ -135,7 +140,7 @@ export function createAccessStore(db: Knex) {
     revokeAllVisitors: (siteId: string, at: number) =>
       revokeFrom(at, 'site_window_settings', { site_id: siteId }, 'visitors_revoked_before', { identity_mode: 'off', identity_secret_encrypted: null, updated_at: at }),
 
-    insertKey: (row: ApiKeyRow) => db('api_keys').insert(row),
+    insertKey: (row: ApiKeyRow, trx: Knex = db) => trx('api_keys').insert(row),
     /** Authentication's one query: the key with its site and rights, by the unique fingerprint. */
     findKeyByFingerprint: async (fingerprint: string) => {
       const [row] = await keyByFingerprint([fingerprint]);
@@ -143,7 +148,13 @@ export function createAccessStore(db: Knex) {
     },
     findKey: (id: string) => key(db('api_keys').where({ id })),
     listKeys: async (siteId: string) => ((await db('api_keys').where({ site_id: siteId }).orderBy('created_at').select(KEY_COLUMNS)) as ApiKeyRow[]).map(mapKeyRow),
-    revokeKey: (id: string, at: number) => db('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: at }),
+    /** `limit` keys of the site after `after`, oldest first by (created_at, id). */
+    listKeysPage: async (siteId: string, limit: number, after?: { createdAt: number; id: string }) => {
+      const q = db('api_keys').where({ site_id: siteId });
+      if (after) q.andWhere((w) => w.where('created_at', '>', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '>', after.id)));
+      return ((await q.orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(limit).select(KEY_COLUMNS)) as ApiKeyRow[]).map(mapKeyRow);
+    },
+    revokeKey: (id: string, at: number, trx: Knex = db) => trx('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: at }),
     /** Writes lastUsedAt at most once a minute per key, so reads do not turn into a write each. */
     touchKey: (id: string, at: number) =>
       db('api_keys')
@@ -160,9 +171,10 @@ export function keyToDto(row: ApiKeyRow) {
     id: row.id,
     siteId: row.site_id,
     prefix: row.display_prefix,
-    scopes: row.scopes.split(','),
+    scopes: row.scopes.split(',') as Scope[],
     label: row.label,
-    createdAt: toIso(row.created_at),
+    createdBy: row.created_by,
+    createdAt: toIsoRequired(row.created_at),
     revokedAt: toIso(row.revoked_at),
     lastUsedAt: toIso(row.last_used_at),
   };

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { ApiError, invalid } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
@@ -174,6 +175,10 @@ export function createAccountsService(opts: AccountsOptions) {
     requireRole,
     /** For the same features: an entry in the sites' audit log, in the change's transaction when given. */
     audit,
+    /** A site made through the management API: its creator becomes its first owner, in the site's transaction. */
+    async addFirstOwner(actor: Actor & { manager: Manager }, siteId: string, trx: Knex) {
+      await store.insertMembership({ account_id: actor.manager.accountId, site_id: siteId, role: 'owner', created_at: now() }, trx);
+    },
 
     // ---- Accounts (the CLI makes the first ones) ----
 

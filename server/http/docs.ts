@@ -1,6 +1,6 @@
 import { Router, RequestHandler } from 'express';
 import swaggerUi, { SwaggerUiOptions } from 'swagger-ui-express';
-import { openApiDocument, openApiYaml } from './openapi-document';
+import { manageDocument, manageYaml, openApiDocument, openApiYaml } from './openapi-document';
 
 /**
  * swagger-ui-express writes the page's settings into a separate `swagger-ui-init.js`, so no script
@@ -28,6 +28,7 @@ function swaggerUiOptions(persistAuthorization: boolean): SwaggerUiOptions {
     customSiteTitle: 'Website Chat API',
     ...(persistAuthorization ? {} : { customJs: './forget-key.js' }),
     swaggerUrl: '/openapi.json',
+    explorer: true, // the top bar's document selector
     swaggerOptions: {
       // Off unless DOCS_PERSIST_AUTHORIZATION=true: kept, the key entered under Authorize would sit
       // in this origin's localStorage, readable by any script that ever ran here.
@@ -35,6 +36,11 @@ function swaggerUiOptions(persistAuthorization: boolean): SwaggerUiOptions {
       tryItOutEnabled: true,
       displayRequestDuration: true,
       validatorUrl: null, // the default sends the document's URL to validator.swagger.io
+      // Both documents, chosen in the top bar; the public API first, so it opens by default.
+      urls: [
+        { url: '/openapi.json', name: 'Public API (/api/v1)' },
+        { url: '/manage/openapi.json', name: 'Management API (/manage/v1)' },
+      ],
     },
   };
 }
@@ -53,7 +59,7 @@ const requireTrailingSlash: RequestHandler = (req, res, next) => {
 /** Anything under /docs/ but the page and its files is 404 (in the envelope, by the app's handler). */
 const onlyPageFiles: RequestHandler = (req, _res, next) => (PAGE_FILES.has(req.path.slice(1)) ? next() : next('router'));
 
-/** Swagger UI at /docs/ and the document at /openapi.json and /openapi.yaml. */
+/** Swagger UI at /docs/, the public API's document at /openapi.json and /openapi.yaml, the management API's at /manage/openapi.json and .yaml. */
 export function docsRoutes(opts: { persistAuthorization: boolean }): Router {
   const router = Router();
   const settings = swaggerUiOptions(opts.persistAuthorization);
@@ -62,6 +68,12 @@ export function docsRoutes(opts: { persistAuthorization: boolean }): Router {
   });
   router.get('/openapi.yaml', (_req, res) => {
     res.type('application/yaml').send(openApiYaml());
+  });
+  router.get('/manage/openapi.json', (_req, res) => {
+    res.json(manageDocument());
+  });
+  router.get('/manage/openapi.yaml', (_req, res) => {
+    res.type('application/yaml').send(manageYaml());
   });
   router.use('/docs', withDocsCsp);
   router.get('/docs/', requireTrailingSlash, swaggerUi.setup(null, settings));

@@ -38,6 +38,7 @@ export const openApiYaml = publicApi.yaml;
 export const windowDocument = windowEntry.doc;
 /** The management API's document (openapi/manage.yaml). */
 export const manageDocument = manageEntry.doc;
+export const manageYaml = manageEntry.yaml;
 
 /**
  * express-openapi-validator as both entries use it: every request checked against `document`

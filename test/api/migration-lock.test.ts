@@ -33,4 +33,5 @@ test('two migrations at once on a new database both finish, and the waiting one 
   expect(new Set(names).size).toBe(names.length);
   expect(names).toContain('006_window_revocation');
   expect(names).toContain('007_visitor_files');
+  expect(names).toContain('009_key_creators');
 });

@@ -49,7 +49,7 @@ test('the first owner: account create, member add, account list, then sign in th
   expect(agent.status).toBe(200);
   const cookie = (owner.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
   const audit = await request(app).get(`${M}/sites/${site.id}/audit-log`).set('Cookie', cookie);
-  expect(audit.body.data.map((e: { action: string; actor: { type: string } }) => `${e.action}:${e.actor.type}`)).toEqual(['member.added.agent:operator', 'member.added.owner:operator']);
+  expect(audit.body.data.map((e: { action: string; actor: { type: string } }) => `${e.action}:${e.actor.type}`)).toEqual(['member.added.agent:operator', 'member.added.owner:operator', 'site.created:operator']);
 }, 120_000);
 
 test('mistakes are refused with a clear message and no output', async () => {
@@ -69,4 +69,31 @@ test('mistakes are refused with a clear message and no output', async () => {
   const short = await admin(['account', 'create', '--email', 'short@example.com', '--password-stdin', '--json'], 'short\n');
   expect(short.code).not.toBe(0);
   expect(short.stderr).toMatch(/at least 12 characters/);
+}, 120_000);
+
+test("the CLI's site and key changes are audited as the operator's, and its keys have no creator", async () => {
+  const site = await adminJson(['site', 'create', '--name', 'Audited']);
+  await adminJson(['site', 'update', '--site', site.id, '--allowed-origins', 'https://shop.example', '--identity-mode', 'optional']);
+  await adminJson(['site', 'update', '--site', site.id, '--identity-secret', 'rotate']);
+  const key = await adminJson(['key', 'create', '--site', site.id, '--scopes', 'conversations:read', '--label', 'ops']);
+  await adminJson(['key', 'revoke', key.id]);
+
+  const owner = await runtime.services.accounts.createAccount('audit-owner@example.com', 'a long enough password');
+  await runtime.services.accounts.addMember({ manager: null, clientIp: null }, site.id, owner.email, 'owner');
+  const token = (await runtime.services.accounts.createToken({ manager: { accountId: owner.id, email: owner.email, via: 'session' }, clientIp: null }, 'audit')).token;
+  const app = createApp({ services: runtime.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const audit = await request(app).get(`${M}/sites/${site.id}/audit-log?limit=100`).set('Authorization', `Bearer ${token}`);
+  const operator = audit.body.data.filter((e: { actor: { type: string } }) => e.actor.type === 'operator').map((e: { action: string; objectId: string }) => `${e.action} ${e.objectId}`);
+  // Entries of one millisecond have no order among them: compared as a set.
+  expect(operator.sort()).toEqual([
+    'member.added.owner ' + owner.id,
+    `key.revoked ${key.id}`,
+    `key.created ${key.id}`,
+    `site.identity_secret_rotated ${site.id}`,
+    `site.identity_mode_changed.optional ${site.id}`,
+    `site.origins_replaced ${site.id}`,
+    `site.created ${site.id}`,
+  ].sort());
+  const keys = await request(app).get(`${M}/sites/${site.id}/keys`).set('Authorization', `Bearer ${token}`);
+  expect(keys.body.data).toEqual([expect.objectContaining({ id: key.id, label: 'ops', createdBy: null, revokedAt: expect.any(String) })]);
 }, 120_000);

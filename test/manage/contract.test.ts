@@ -21,7 +21,7 @@ let ownerToken: string;
 
 type Res = request.Response;
 type Scenario = () => Promise<Res>;
-type Method = 'get' | 'post' | 'patch' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
 type AccountsMethod = Exclude<keyof Harness['runtime']['services']['accounts'], 'hasher'>;
 interface Call {
   cookie?: string;
@@ -211,6 +211,19 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     503: () => call('post', '/invitations/accept', { app: broken.app, body: { token: 'A'.repeat(43), email: 'x@example.com', password: PASSWORD } }),
   },
   listAuditLog: {},
+  // An owner's sites and keys (ownerScenarios).
+  createSite: {},
+  getSite: {},
+  updateSite: {},
+  listAllowedOrigins: {},
+  replaceAllowedOrigins: {},
+  addAllowedOrigin: {},
+  removeAllowedOrigin: {},
+  rotateIdentitySecret: {},
+  getEmbedSnippet: {},
+  listKeys: {},
+  createKey: {},
+  revokeKey: {},
 };
 
 // The site routes are built once the fixtures exist (their paths name the site).
@@ -269,6 +282,120 @@ function siteScenarios() {
     403: () => call('get', audit, { cookie: agent.cookie }),
     404: () => call('get', `/sites/${OTHER_SITE}/audit-log`, { cookie: owner.cookie }),
     429: () => exhausted('get', (s) => `/sites/${s}/audit-log`),
+  });
+  ownerScenarios();
+}
+
+type SiteAdminMethod = keyof Harness['runtime']['services']['siteAdmin'];
+
+/** `common` for the site admin service's operations: its 500 comes from that service. */
+function ownerCommon(method: Method, path: string, service: SiteAdminMethod, body?: object): Record<string, Scenario> {
+  return {
+    ...common(method, path, 'me', body),
+    500: async () => {
+      const spy = jest.spyOn(h.runtime.services.siteAdmin, service as never).mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+      try {
+        return await call(method, path, { cookie: owner.cookie, body });
+      } finally {
+        spy.mockRestore();
+      }
+    },
+  };
+}
+
+function ownerScenarios() {
+  const siteOf = `/sites/${site}`;
+  const other = (path: string) => path.replace(site, OTHER_SITE);
+  /** An owner-only operation: the agent's 403, another site's 404, a fresh owner's 429. */
+  const ownerOnly = (method: Method, path: string, tail: string, body?: object): Record<string, Scenario> => ({
+    403: () => call(method, path, { cookie: agent.cookie, body }),
+    404: () => call(method, other(path), { cookie: owner.cookie, body }),
+    429: () => exhausted(method, (s) => `/sites/${s}${tail}`, body),
+  });
+  const ORIGIN = { origin: 'https://shop.example' };
+  Object.assign(scenarios.createSite, {
+    ...ownerCommon('post', '/sites', 'createSite', { name: 'Contract' }),
+    ...writes('post', '/sites', { name: 'Contract' }),
+    201: () => call('post', '/sites', { cookie: owner.cookie, body: { name: 'Contract' } }),
+    429: () => exhausted('post', () => '/sites', { name: 'Contract' }),
+  });
+  Object.assign(scenarios.getSite, {
+    ...ownerCommon('get', siteOf, 'getSite'),
+    ...ownerOnly('get', siteOf, ''),
+    200: () => call('get', siteOf, { bearer: ownerToken }),
+  });
+  Object.assign(scenarios.updateSite, {
+    ...ownerCommon('patch', siteOf, 'updateSite', { name: 'Renamed' }),
+    ...writes('patch', siteOf, { name: 'Renamed' }),
+    ...ownerOnly('patch', siteOf, '', { name: 'Renamed' }),
+    200: () => call('patch', siteOf, { cookie: owner.cookie, body: { name: 'Renamed', identityMode: 'optional' } }),
+  });
+  const origins = `${siteOf}/allowed-origins`;
+  Object.assign(scenarios.listAllowedOrigins, {
+    ...ownerCommon('get', origins, 'listOrigins'),
+    ...ownerOnly('get', origins, '/allowed-origins'),
+    200: () => call('get', origins, { cookie: owner.cookie }),
+  });
+  Object.assign(scenarios.replaceAllowedOrigins, {
+    ...ownerCommon('put', origins, 'replaceOrigins', { origins: [] }),
+    ...writes('put', origins, { origins: [] }),
+    ...ownerOnly('put', origins, '/allowed-origins', { origins: [] }),
+    200: () => call('put', origins, { cookie: owner.cookie, body: { origins: ['https://shop.example', 'https://www.shop.example'] } }),
+  });
+  Object.assign(scenarios.addAllowedOrigin, {
+    ...ownerCommon('post', origins, 'addOrigin', ORIGIN),
+    ...writes('post', origins, ORIGIN),
+    ...ownerOnly('post', origins, '/allowed-origins', ORIGIN),
+    200: () => call('post', origins, { cookie: owner.cookie, body: ORIGIN }),
+  });
+  const removal = `${origins}?origin=${encodeURIComponent('https://gone.example')}`;
+  Object.assign(scenarios.removeAllowedOrigin, {
+    ...ownerCommon('delete', removal, 'removeOrigin'),
+    ...ownerOnly('delete', removal, `/allowed-origins?origin=${encodeURIComponent('https://gone.example')}`),
+    200: async () => {
+      await call('post', origins, { cookie: owner.cookie, body: { origin: 'https://gone.example' } });
+      return call('delete', removal, { cookie: owner.cookie });
+    },
+    400: () => call('delete', origins, { cookie: owner.cookie }),
+    404: () => call('delete', `${origins}?origin=${encodeURIComponent('https://never.example')}`, { cookie: owner.cookie }),
+  });
+  const rotate = `${siteOf}/identity-secret/rotate`;
+  Object.assign(scenarios.rotateIdentitySecret, {
+    ...ownerCommon('post', rotate, 'rotateIdentitySecret'),
+    ...ownerOnly('post', rotate, '/identity-secret/rotate'),
+    200: () => call('post', rotate, { cookie: owner.cookie }),
+  });
+  const embed = `${siteOf}/embed`;
+  Object.assign(scenarios.getEmbedSnippet, {
+    ...ownerCommon('get', embed, 'embed'),
+    ...ownerOnly('get', embed, '/embed'),
+    200: () => call('get', embed, { cookie: owner.cookie }),
+  });
+  const keys = `${siteOf}/keys`;
+  const KEY = { label: 'Zapier', scopes: ['conversations:read'] };
+  Object.assign(scenarios.listKeys, {
+    ...ownerCommon('get', keys, 'listKeys'),
+    ...ownerOnly('get', keys, '/keys'),
+    200: () => call('get', `${keys}?limit=1`, { cookie: owner.cookie }),
+    400: () => call('get', `${keys}?limit=0`, { cookie: owner.cookie }),
+  });
+  Object.assign(scenarios.createKey, {
+    ...ownerCommon('post', keys, 'createKey', KEY),
+    ...writes('post', keys, KEY),
+    ...ownerOnly('post', keys, '/keys', KEY),
+    201: () => call('post', keys, { bearer: ownerToken, body: KEY }),
+    400: () => call('post', keys, { cookie: owner.cookie, body: { label: 'x', scopes: ['everything'] } }),
+  });
+  const NO_KEY = `${keys}/key_00000000000000000000000000`;
+  Object.assign(scenarios.revokeKey, {
+    ...ownerCommon('delete', NO_KEY, 'revokeKey'),
+    ...ownerOnly('delete', NO_KEY, '/keys/key_00000000000000000000000000'),
+    200: async () => {
+      const made = await call('post', keys, { cookie: owner.cookie, body: KEY });
+      return call('delete', `${keys}/${made.body.data.id}`, { cookie: owner.cookie });
+    },
+    400: () => call('delete', `${keys}/wck_secret`, { cookie: owner.cookie }),
+    404: () => call('delete', NO_KEY, { cookie: owner.cookie }),
   });
 }
 

@@ -44,3 +44,15 @@ export async function newToken(h: Harness, cookie: string, label = 'ci') {
   if (res.status !== 201) throw new Error(`token answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body.data as { id: string; token: string };
 }
+
+/** A member of `siteId` with a management token, as a script acts for it. */
+export async function memberWithToken(h: Harness, siteId: string, email: string, role: 'owner' | 'agent') {
+  const account = await newMember(h, siteId, email, role);
+  return { id: account.id, token: (await newToken(h, (await signIn(h, email)).cookie)).token };
+}
+
+/** A /manage/v1 request with a management token (no cross-site headers needed). */
+export function withToken(h: Harness, who: { token: string }, method: 'get' | 'post' | 'put' | 'patch' | 'delete', path: string, body?: object) {
+  const r = request(h.app)[method](`${M}${path}`).set('Authorization', `Bearer ${who.token}`);
+  return body ? r.send(body) : r;
+}

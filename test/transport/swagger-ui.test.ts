@@ -42,6 +42,21 @@ describe('the docs page as served', () => {
     }
   });
 
+  test('the management API is listed beside the public API, its document at /manage/openapi.json and .yaml', async () => {
+    const init = await request(h.app).get('/docs/swagger-ui-init.js');
+    const urls = JSON.parse(/"urls": (\[[\s\S]*?\])/.exec(init.text)![1]) as { url: string; name: string }[];
+    expect(urls.map((u) => u.url)).toEqual(['/openapi.json', '/manage/openapi.json']);
+    const json = await request(h.app).get('/manage/openapi.json');
+    expect(json.status).toBe(200);
+    expect(json.body.info.title).toBe('Website Chat management API');
+    expect(json.body.servers[0].url).toBe('/manage/v1');
+    expect(Object.keys(json.body.paths)).toContain('/sites/{siteId}/keys');
+    const yaml = await request(h.app).get('/manage/openapi.yaml');
+    expect(yaml.status).toBe(200);
+    expect(yaml.headers['content-type']).toMatch(/^application\/yaml/);
+    expect(yaml.text).toMatch(/^openapi: 3\.1\.0/);
+  });
+
   test("swagger-ui-dist's own pages and scripts are not served: 404 in the envelope", async () => {
     for (const file of ['index.html', 'swagger-initializer.js', 'oauth2-redirect.html', 'oauth2-redirect.js', 'swagger-ui-es-bundle.js', 'swagger-ui-bundle.js.map', 'package.json', 'index.css', 'README.md']) {
       const res = await request(h.app).get(`/docs/${file}`);
@@ -127,6 +142,27 @@ describeInChromium('Swagger UI', () => {
     expect(failures).toEqual([]);
     await context.close();
   }, 90_000);
+
+  test('the top bar lists both documents; choosing the management API shows its operations under the same policy', async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    const failures: string[] = [];
+    page.on('pageerror', (e) => failures.push(e.message));
+    page.on('console', (m) => {
+      if (/Content Security Policy/i.test(m.text())) failures.push(m.text());
+    });
+    await page.goto(`${server.url}/docs/`);
+    await page.locator('.swagger-ui .info .title').waitFor();
+    const select = page.locator('.topbar select');
+    expect(await select.locator('option').allInnerTexts()).toEqual(['Public API (/api/v1)', 'Management API (/manage/v1)']);
+    expect(await page.locator('.swagger-ui .info .title').innerText()).toContain('Website Chat API');
+    await select.selectOption({ label: 'Management API (/manage/v1)' });
+    await page.locator('.swagger-ui .info .title', { hasText: 'management API' }).waitFor();
+    await page.locator('#operations-Keys-createKey').waitFor();
+    expect(await page.locator('#operations-Sites-createSite').count()).toBe(1);
+    expect(failures).toEqual([]);
+    await context.close();
+  }, 60_000);
 
   test('a key that an earlier release kept in localStorage is removed when the page opens', async () => {
     const context = await browser.newContext({ ignoreHTTPSErrors: true });

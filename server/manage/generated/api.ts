@@ -153,8 +153,81 @@ export interface paths {
          */
         get: operations["listMySites"];
         put?: never;
+        /**
+         * Create a site
+         * @description Any signed-in account may make a site; it becomes the site's first (and only) owner. The chat
+         *     window is off until the site allows an origin (`addAllowedOrigin`). Audited as `site.created`.
+         */
+        post: operations["createSite"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a site's settings
+         * @description Owners only. The name, the allowed origins of the chat window and the identity-verification mode
+         *     (never the identity secret: `identitySecretSet` says whether there is one).
+         */
+        get: operations["getSite"];
+        put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Rename a site or set its identity mode
+         * @description Owners only. `name` renames the site (`site.renamed`); `identityMode` sets identity verification
+         *     (`site.identity_mode_changed.<mode>`): `off`, `optional` (a visitor whose page sends a valid
+         *     identity hash is verified, others chat anonymously) or `enforce` (only verified visitors). A mode
+         *     other than `off` on a site without a secret makes one: it is in this answer only, as
+         *     `identitySecret`. See docs/window.md, Identity verification.
+         */
+        patch: operations["updateSite"];
+        trace?: never;
+    };
+    "/sites/{siteId}/allowed-origins": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the allowed origins
+         * @description Owners only. The exact origins whose pages may embed the chat window, sorted. An empty list turns
+         *     the window off.
+         */
+        get: operations["listAllowedOrigins"];
+        /**
+         * Replace the allowed origins
+         * @description Owners only. The whole list at once (at most 20; duplicates dropped; `[]` turns the window off).
+         *     Each is `https://host[:port]` as browsers send it in `Origin` (`http://` only for localhost,
+         *     127.0.0.1 and [::1]); no paths, no wildcards. The window's gateway applies it from the next request.
+         *     Audited as `site.origins_replaced`.
+         */
+        put: operations["replaceAllowedOrigins"];
+        /**
+         * Allow one more origin
+         * @description Owners only. Adds one origin to the list (already listed: no change). Audited as
+         *     `site.origin_added`.
+         */
+        post: operations["addAllowedOrigin"];
+        /**
+         * Stop allowing one origin
+         * @description Owners only. Removes `origin` (compared as normalised); an origin the site does not list answers
+         *     `404`. Windows already open on that origin are refused at their next request. Audited as
+         *     `site.origin_removed`.
+         */
+        delete: operations["removeAllowedOrigin"];
         options?: never;
         head?: never;
         patch?: never;
@@ -181,6 +254,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/embed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The embed snippet
+         * @description Owners only. The one script tag a page embeds to show the chat window (docs/window.md,
+         *     Embedding the window), with the origins allowed to embed it.
+         */
+        get: operations["getEmbedSnippet"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/identity-secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the identity secret
+         * @description Owners only. A new identity-verification secret, in this answer only; the old one stops at once:
+         *     hashes made with it are refused, and visitors verified with it must be vouched for again. Audited
+         *     as `site.identity_secret_rotated`.
+         */
+        post: operations["rotateIdentitySecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/invitations": {
         parameters: {
             query?: never;
@@ -198,6 +314,58 @@ export interface paths {
          */
         post: operations["createInvitation"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the access keys of a site
+         * @description Owners only. Every key of the site, revoked ones included, oldest first by (`createdAt`, `id`):
+         *     label, prefix, rights, who created it (`createdBy`: an account, or `null` for the operator CLI),
+         *     creation, last use (written at most once a minute) and revocation; never the key. Keyset paging
+         *     with `limit` and `cursor`.
+         */
+        get: operations["listKeys"];
+        put?: never;
+        /**
+         * Create an access key
+         * @description Owners only. A key of the public API (`/api/v1`, `Authorization: Bearer wck_...`) for this site
+         *     with the given rights. The value is in this answer only: only its fingerprint is kept. The same
+         *     operation as the CLI's `key create`, recording this account as its creator. Audited as
+         *     `key.created`.
+         */
+        post: operations["createKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an access key
+         * @description Owners only. The public API refuses the key from the next request on, on every instance. Revoking
+         *     a revoked key changes nothing (the first `revokedAt` stays). Another site's key answers `404`.
+         *     Audited as `key.revoked`.
+         */
+        delete: operations["revokeKey"];
         options?: never;
         head?: never;
         patch?: never;
@@ -340,6 +508,31 @@ export interface components {
         };
         /** @example usr_01jd8x3r5k0000000000000000 */
         AccountIdValue: string;
+        AddOriginRequest: {
+            origin: components["schemas"]["Origin"];
+        };
+        ApiKey: {
+            createdAt: components["schemas"]["Timestamp"];
+            /** @description The account that created it here; `null` for a key the operator CLI made. */
+            createdBy: components["schemas"]["AccountIdValue"] | null;
+            id: components["schemas"]["KeyIdValue"];
+            /** @description The label given at creation (`null` when the CLI made it without one). */
+            label: string | null;
+            /** @description Written at most once a minute. */
+            lastUsedAt: components["schemas"]["Timestamp"] | null;
+            /** @description The key's first characters, to recognise it. */
+            prefix: string;
+            revokedAt: components["schemas"]["Timestamp"] | null;
+            scopes: components["schemas"]["Scope"][];
+            siteId: components["schemas"]["SiteIdValue"];
+        };
+        ApiKeyList: {
+            data: components["schemas"]["ApiKey"][];
+            page: components["schemas"]["PageInfo"];
+        };
+        ApiKeyResponse: {
+            data: components["schemas"]["ApiKey"];
+        };
         AuditEntry: {
             /** @description What was done, for example `member.role_changed.agent`, `member.removed`, `invitation.created.owner`, `token.created`. */
             action: string;
@@ -367,6 +560,22 @@ export interface components {
         ChangeRoleRequest: {
             role: components["schemas"]["Role"];
         };
+        CreatedApiKey: {
+            createdAt: components["schemas"]["Timestamp"];
+            createdBy: components["schemas"]["AccountIdValue"];
+            id: components["schemas"]["KeyIdValue"];
+            /** @description The key, shown in this answer only: `Authorization: Bearer wck_...` on the public API. */
+            key: string;
+            label: components["schemas"]["Label"];
+            lastUsedAt: null;
+            prefix: string;
+            revokedAt: null;
+            scopes: components["schemas"]["Scope"][];
+            siteId: components["schemas"]["SiteIdValue"];
+        };
+        CreatedApiKeyResponse: {
+            data: components["schemas"]["CreatedApiKey"];
+        };
         CreatedToken: {
             createdAt: components["schemas"]["Timestamp"];
             id: components["schemas"]["TokenIdValue"];
@@ -380,6 +589,13 @@ export interface components {
         CreatedTokenResponse: {
             data: components["schemas"]["CreatedToken"];
         };
+        CreateKeyRequest: {
+            label: components["schemas"]["Label"];
+            scopes: components["schemas"]["Scope"][];
+        };
+        CreateSiteRequest: {
+            name: components["schemas"]["SiteName"];
+        };
         CreateTokenRequest: {
             label: components["schemas"]["Label"];
         };
@@ -391,6 +607,17 @@ export interface components {
          * @example ana@example.com
          */
         Email: string;
+        EmbedSnippetResponse: {
+            data: {
+                /** @description The origins allowed to embed it; empty, the window shows nowhere yet. */
+                allowedOrigins: string[];
+                /** Format: uri */
+                scriptUrl: string;
+                siteId: components["schemas"]["SiteIdValue"];
+                /** @description The tag to paste into the site's pages, anywhere in the page. */
+                snippet: string;
+            };
+        };
         EndedSessionsResponse: {
             data: {
                 /** Format: int32 */
@@ -419,6 +646,13 @@ export interface components {
         ErrorResponse: {
             error: components["schemas"]["Error"];
         };
+        /**
+         * @description `off`: visitors are anonymous. `optional`: a visitor whose page vouches for it with a valid identity hash is verified, others chat anonymously. `enforce`: only verified visitors.
+         * @enum {string}
+         */
+        IdentityMode: "off" | "optional" | "enforce";
+        /** @description The identity-verification secret, shown in this answer only; keep it on your server. */
+        IdentitySecret: string;
         Invitation: {
             email: components["schemas"]["Email"];
             expiresAt: components["schemas"]["Timestamp"];
@@ -442,8 +676,23 @@ export interface components {
         InvitationResponse: {
             data: components["schemas"]["Invitation"];
         };
+        /** @example key_01jd8x3r5k0000000000000000 */
+        KeyIdValue: string;
         /** @description A name people recognise the token by. */
         Label: string;
+        ManagedSite: {
+            /** @description The origins whose pages may embed the chat window, sorted; empty, the window is off. */
+            allowedOrigins: string[];
+            createdAt: components["schemas"]["Timestamp"];
+            id: components["schemas"]["SiteIdValue"];
+            identityMode: components["schemas"]["IdentityMode"];
+            /** @description Whether the site has an identity secret (the secret itself is never shown again). */
+            identitySecretSet: boolean;
+            name: string;
+        };
+        ManagedSiteResponse: {
+            data: components["schemas"]["ManagedSite"];
+        };
         Member: {
             accountId: components["schemas"]["AccountIdValue"];
             email: components["schemas"]["Email"];
@@ -474,6 +723,14 @@ export interface components {
             name: string;
             role: components["schemas"]["Role"];
         };
+        /**
+         * @description `https://host[:port]` (`http://` only for localhost, 127.0.0.1 and [::1]); no path, no wildcard. Stored as browsers send it in `Origin`.
+         * @example https://shop.example
+         */
+        Origin: string;
+        OriginList: {
+            data: string[];
+        };
         PageInfo: {
             hasMore: boolean;
             /** @description Pass as `cursor` for the next page; `null` on the last page. */
@@ -483,11 +740,27 @@ export interface components {
         Password: string;
         /** @description The password as set. */
         PresentedPassword: string;
+        ReplaceOriginsRequest: {
+            origins: components["schemas"]["Origin"][];
+        };
         /**
          * @description `owner`: everything on the site. `agent`: the inbox (read, reply, close, assign).
          * @enum {string}
          */
         Role: "owner" | "agent";
+        RotatedIdentitySecretResponse: {
+            data: {
+                identityMode: components["schemas"]["IdentityMode"];
+                identitySecret: components["schemas"]["IdentitySecret"];
+                /** @constant */
+                identitySecretSet: true;
+            };
+        };
+        /**
+         * @description A right of an access key in the public API.
+         * @enum {string}
+         */
+        Scope: "conversations:read" | "conversations:write" | "media:read";
         Session: {
             /** @description The client address at sign-in. */
             clientAddress: string | null;
@@ -525,6 +798,11 @@ export interface components {
             data: components["schemas"]["MySite"][];
         };
         /**
+         * @description 1 to 200 characters once trimmed.
+         * @example Acme shop
+         */
+        SiteName: string;
+        /**
          * Format: date-time
          * @description ISO 8601 UTC with milliseconds.
          * @example 2026-11-22T18:43:00.000Z
@@ -544,6 +822,22 @@ export interface components {
         TokenIdValue: string;
         TokenList: {
             data: components["schemas"]["Token"][];
+        };
+        UpdatedSite: {
+            allowedOrigins: string[];
+            createdAt: components["schemas"]["Timestamp"];
+            id: components["schemas"]["SiteIdValue"];
+            identityMode: components["schemas"]["IdentityMode"];
+            identitySecret?: components["schemas"]["IdentitySecret"];
+            identitySecretSet: boolean;
+            name: string;
+        };
+        UpdatedSiteResponse: {
+            data: components["schemas"]["UpdatedSite"];
+        };
+        UpdateSiteRequest: {
+            identityMode?: components["schemas"]["IdentityMode"];
+            name?: components["schemas"]["SiteName"];
         };
     };
     responses: {
@@ -736,8 +1030,12 @@ export interface components {
         AccountId: components["schemas"]["AccountIdValue"];
         /** @description `page.nextCursor` of the previous page, unchanged. */
         Cursor: components["schemas"]["Cursor"];
+        /** @description Access key identifier (not the key). */
+        KeyId: components["schemas"]["KeyIdValue"];
         /** @description Page size. */
         Limit: number;
+        /** @description The origin to remove, for example `https://shop.example`. */
+        Origin: components["schemas"]["Origin"];
         /** @description Session identifier (not its token). */
         SessionId: components["schemas"]["SessionIdValue"];
         /** @description Site identifier (the `workspaceKey`). */
@@ -1019,6 +1317,365 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    createSite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Acme shop"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateSiteRequest"];
+            };
+        };
+        responses: {
+            /** @description The new site. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "ws_01jd8x3r5k0000000000000000",
+                     *         "name": "Acme shop",
+                     *         "createdAt": "2026-11-22T18:43:00.000Z",
+                     *         "allowedOrigins": [
+                     *           "https://shop.example"
+                     *         ],
+                     *         "identityMode": "off",
+                     *         "identitySecretSet": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ManagedSiteResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The site. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "ws_01jd8x3r5k0000000000000000",
+                     *         "name": "Acme shop",
+                     *         "createdAt": "2026-11-22T18:43:00.000Z",
+                     *         "allowedOrigins": [
+                     *           "https://shop.example"
+                     *         ],
+                     *         "identityMode": "off",
+                     *         "identitySecretSet": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ManagedSiteResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateSite: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "identityMode": "optional"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateSiteRequest"];
+            };
+        };
+        responses: {
+            /** @description The site; `identitySecret` only when one was made. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "ws_01jd8x3r5k0000000000000000",
+                     *         "name": "Acme shop",
+                     *         "createdAt": "2026-11-22T18:43:00.000Z",
+                     *         "allowedOrigins": [
+                     *           "https://shop.example"
+                     *         ],
+                     *         "identityMode": "optional",
+                     *         "identitySecretSet": true,
+                     *         "identitySecret": "wis_Wv2b7Jk0Qm3ZsR8tY1uX5cN9pL4aE6dG0hB2fK7jM3q"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["UpdatedSiteResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAllowedOrigins: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The origins. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         "https://shop.example",
+                     *         "https://www.shop.example"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OriginList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceAllowedOrigins: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "origins": [
+                 *         "https://shop.example",
+                 *         "https://www.shop.example"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReplaceOriginsRequest"];
+            };
+        };
+        responses: {
+            /** @description The list as stored. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         "https://shop.example",
+                     *         "https://www.shop.example"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OriginList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    addAllowedOrigin: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "origin": "https://shop.example"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AddOriginRequest"];
+            };
+        };
+        responses: {
+            /** @description The list as stored. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         "https://shop.example",
+                     *         "https://www.shop.example"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OriginList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    removeAllowedOrigin: {
+        parameters: {
+            query: {
+                /** @description The origin to remove, for example `https://shop.example`. */
+                origin: components["parameters"]["Origin"];
+            };
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The list as stored. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         "https://shop.example",
+                     *         "https://www.shop.example"
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["OriginList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listAuditLog: {
         parameters: {
             query?: {
@@ -1047,6 +1704,95 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["AuditList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEmbedSnippet: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The snippet. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "siteId": "ws_01jd8x3r5k0000000000000000",
+                     *         "scriptUrl": "https://chat.example.com/window/v1/loader.js",
+                     *         "snippet": "<script async src=\"https://chat.example.com/window/v1/loader.js\" data-site=\"ws_01jd8x3r5k0000000000000000\"></script>",
+                     *         "allowedOrigins": [
+                     *           "https://shop.example"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EmbedSnippetResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateIdentitySecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, shown once. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "identityMode": "optional",
+                     *         "identitySecretSet": true,
+                     *         "identitySecret": "wis_Wv2b7Jk0Qm3ZsR8tY1uX5cN9pL4aE6dG0hB2fK7jM3q"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RotatedIdentitySecretResponse"];
                 };
             };
             400: components["responses"]["InvalidRequest"];
@@ -1093,6 +1839,191 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listKeys: {
+        parameters: {
+            query?: {
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of keys. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "key_01jd8x3r5k0000000000000000",
+                     *           "siteId": "ws_01jd8x3r5k0000000000000000",
+                     *           "label": "Zapier",
+                     *           "prefix": "wck_4fT9qZ2b",
+                     *           "scopes": [
+                     *             "conversations:read",
+                     *             "conversations:write"
+                     *           ],
+                     *           "createdBy": "usr_01jd8x3r5k0000000000000000",
+                     *           "createdAt": "2026-11-22T18:43:00.000Z",
+                     *           "lastUsedAt": "2026-11-22T19:02:11.000Z",
+                     *           "revokedAt": null
+                     *         }
+                     *       ],
+                     *       "page": {
+                     *         "nextCursor": null,
+                     *         "hasMore": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "label": "Zapier",
+                 *       "scopes": [
+                 *         "conversations:read",
+                 *         "conversations:write"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateKeyRequest"];
+            };
+        };
+        responses: {
+            /** @description The key, shown once. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "key_01jd8x3r5k0000000000000000",
+                     *         "siteId": "ws_01jd8x3r5k0000000000000000",
+                     *         "label": "Zapier",
+                     *         "prefix": "wck_4fT9qZ2b",
+                     *         "scopes": [
+                     *           "conversations:read",
+                     *           "conversations:write"
+                     *         ],
+                     *         "createdBy": "usr_01jd8x3r5k0000000000000000",
+                     *         "createdAt": "2026-11-22T18:43:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": null,
+                     *         "key": "wck_4fT9qZ2bWv2b7Jk0Qm3ZsR8tY1uX5cN9pL4aE6dG0hB"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["CreatedApiKeyResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Access key identifier (not the key). */
+                keyId: components["parameters"]["KeyId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key, revoked. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "id": "key_01jd8x3r5k0000000000000000",
+                     *         "siteId": "ws_01jd8x3r5k0000000000000000",
+                     *         "label": "Zapier",
+                     *         "prefix": "wck_4fT9qZ2b",
+                     *         "scopes": [
+                     *           "conversations:read",
+                     *           "conversations:write"
+                     *         ],
+                     *         "createdBy": "usr_01jd8x3r5k0000000000000000",
+                     *         "createdAt": "2026-11-22T18:43:00.000Z",
+                     *         "lastUsedAt": null,
+                     *         "revokedAt": "2026-11-22T19:10:00.000Z"
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ApiKeyResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -1,0 +1,145 @@
+import type { Knex } from 'knex';
+import { ApiError } from '../platform/errors';
+import type { CursorCodec } from '../platform/cursor';
+import { toPage } from '../platform/cursor';
+import type { AccessService, AlsoInTransaction } from '../access/service';
+import { normaliseOrigin } from '../access/service';
+import { keyToDto } from '../access/store';
+import type { IdentityMode } from '../access/store';
+import type { Scope } from '../access/scopes';
+import { CLI_ACTOR } from '../accounts/service';
+import type { AccountsService, Actor, Manager } from '../accounts/service';
+
+type Owner = Actor & { manager: Manager };
+
+export interface SiteAdminOptions {
+  access: AccessService;
+  accounts: AccountsService;
+  cursors: CursorCodec;
+  /** Where the chat window's loader is served (WINDOW_PUBLIC_URL, else PUBLIC_URL). */
+  windowUrl: string;
+}
+
+/** The `<script>` tag a site's pages embed (docs/window.md, "Embedding the window"). */
+export function embedSnippet(windowUrl: string, siteId: string) {
+  const scriptUrl = `${windowUrl}/window/v1/loader.js`;
+  return { scriptUrl, snippet: `<script async src="${scriptUrl}" data-site="${siteId}"></script>` };
+}
+
+/**
+ * What an owner does to a site and its access keys through the management API. Each operation
+ * checks the caller's role (another site is 404, an agent 403), then calls the access service the
+ * CLI calls too, handing it the audit entry to write in the change's own transaction.
+ */
+export function createSiteAdmin(opts: SiteAdminOptions) {
+  const { access, accounts, cursors } = opts;
+  const owner = (manager: Manager, siteId: string) => accounts.requireRole(manager, siteId, 'owner');
+  /** The audit entry of a change, written in its transaction. */
+  const audited = (actor: Owner, siteId: string, action: string) => (trx: Knex, objectId: string) => accounts.audit(actor, [siteId], action, objectId, trx);
+
+  return {
+    /**
+     * The audit entries of a change the operator CLI makes with the access service (actor
+     * `operator`), written in the change's transaction like the management API's.
+     */
+    byOperator:
+      (...actions: string[]): AlsoInTransaction =>
+      async (trx, objectId, siteId) => {
+        for (const action of actions) await accounts.audit(CLI_ACTOR, [siteId], action, objectId, trx);
+      },
+
+    /** Any signed-in account may make a site; it becomes the site's first owner. */
+    async createSite(actor: Owner, name: string) {
+      const site = await access.createSite(name, async (trx, siteId) => {
+        await accounts.addFirstOwner(actor, siteId, trx);
+        await accounts.audit(actor, [siteId], 'site.created', siteId, trx);
+      });
+      return access.getSite(site.id);
+    },
+
+    async getSite(manager: Manager, siteId: string) {
+      await owner(manager, siteId);
+      return access.getSite(siteId);
+    },
+
+    /**
+     * Renames the site and/or sets its identity-verification mode. A mode other than `off` makes
+     * a secret when the site has none: then, and only then, `identitySecret` is in the answer.
+     */
+    async updateSite(actor: Owner, siteId: string, change: { name?: string; identityMode?: IdentityMode }) {
+      await owner(actor.manager, siteId);
+      if (change.name !== undefined) await access.renameSite(siteId, change.name, audited(actor, siteId, 'site.renamed'));
+      let identitySecret: string | undefined;
+      if (change.identityMode !== undefined) {
+        const r = await access.setIdentity(siteId, { mode: change.identityMode }, audited(actor, siteId, `site.identity_mode_changed.${change.identityMode}`));
+        identitySecret = r.identitySecret;
+      }
+      const site = await access.getSite(siteId);
+      return identitySecret ? { ...site, identitySecret } : site;
+    },
+
+    async listOrigins(manager: Manager, siteId: string) {
+      await owner(manager, siteId);
+      return (await access.getSite(siteId)).allowedOrigins;
+    },
+    async replaceOrigins(actor: Owner, siteId: string, origins: string[]) {
+      await owner(actor.manager, siteId);
+      return access.setAllowedOrigins(siteId, origins, audited(actor, siteId, 'site.origins_replaced'));
+    },
+    async addOrigin(actor: Owner, siteId: string, origin: string) {
+      await owner(actor.manager, siteId);
+      return access.changeAllowedOrigins(siteId, (current) => [...current, origin], audited(actor, siteId, 'site.origin_added'));
+    },
+    /** Removes one origin (compared as normalised); one the site does not list is 404. */
+    async removeOrigin(actor: Owner, siteId: string, origin: string) {
+      await owner(actor.manager, siteId);
+      const gone = normaliseOrigin(origin);
+      return access.changeAllowedOrigins(
+        siteId,
+        (current) => {
+          if (!current.includes(gone)) throw new ApiError('not_found', `The site does not allow ${gone}.`);
+          return current.filter((o) => o !== gone);
+        },
+        audited(actor, siteId, 'site.origin_removed'),
+      );
+    },
+
+    /** A new identity secret, shown once; tokens and sessions vouched for with the old one are refused from now on. */
+    async rotateIdentitySecret(actor: Owner, siteId: string) {
+      await owner(actor.manager, siteId);
+      const r = await access.setIdentity(siteId, { rotateSecret: true }, audited(actor, siteId, 'site.identity_secret_rotated'));
+      return { identityMode: r.identityMode, identitySecretSet: true as const, identitySecret: r.identitySecret! };
+    },
+
+    async embed(manager: Manager, siteId: string) {
+      await owner(manager, siteId);
+      const site = await access.getSite(siteId);
+      return { siteId, ...embedSnippet(opts.windowUrl, siteId), allowedOrigins: site.allowedOrigins };
+    },
+
+    /** A key of the site, issued by the caller's account; its value is in this answer only. */
+    async createKey(actor: Owner, siteId: string, label: string, scopes: Scope[]) {
+      await owner(actor.manager, siteId);
+      const created = await access.createKey(siteId, [...new Set(scopes)], label, { createdBy: actor.manager.accountId, also: audited(actor, siteId, 'key.created') });
+      const made = await access.getKey(siteId, created.id);
+      return { ...made, label, createdBy: actor.manager.accountId, lastUsedAt: null, revokedAt: null, key: created.key };
+    },
+
+    async listKeys(manager: Manager, siteId: string, query: { limit?: number; cursor?: string }) {
+      await owner(manager, siteId);
+      const limit = query.limit ?? 25;
+      const scope = { list: 'keys', siteId };
+      const after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
+      return toPage(await access.listKeysPage(siteId, limit + 1, after), limit, (rows) => rows.map(keyToDto), cursors, scope);
+    },
+
+    /** Revokes a key of the site: the public API refuses it from the next request on. Revoking it again changes nothing. */
+    async revokeKey(actor: Owner, siteId: string, keyId: string) {
+      await owner(actor.manager, siteId);
+      await access.revokeKey(keyId, { siteId, also: audited(actor, siteId, 'key.revoked') });
+      return access.getKey(siteId, keyId);
+    },
+  };
+}
+
+export type SiteAdmin = ReturnType<typeof createSiteAdmin>;
