@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { isUniqueViolation, withNumericColumns } from '../db/knex';
 import { toIso } from '../platform/time';
 import { precompiled } from '../db/precompiled';
+import type { StoreContract } from '../db/store-contract';
 
 export interface SiteRow {
   id: string;
@@ -122,7 +123,7 @@ export function createAccessStore(db: Knex) {
     },
 
     /** The window's one read per request (WindowAccessRow); undefined when there is no such site. */
-    findWindowAccess: async (siteId: string, origin: string, visitorId: string) => {
+    findWindowAccess: async (siteId: string, origin: string, visitorId: string): Promise<WindowAccessRow | undefined> => {
       const [row] = await windowAccess([siteId, origin, visitorId]);
       return row && withNumericColumns(row, ['site_revoked_before', 'visitor_revoked_before']);
     },
@@ -137,7 +138,7 @@ export function createAccessStore(db: Knex) {
 
     insertKey: (row: ApiKeyRow) => db('api_keys').insert(row),
     /** Authentication's one query: the key with its site and rights, by the unique fingerprint. */
-    findKeyByFingerprint: async (fingerprint: string) => {
+    findKeyByFingerprint: async (fingerprint: string): Promise<ApiKeyRow | undefined> => {
       const [row] = await keyByFingerprint([fingerprint]);
       return row && mapKeyRow(row);
     },
@@ -153,7 +154,7 @@ export function createAccessStore(db: Knex) {
   };
 }
 
-export type AccessStore = ReturnType<typeof createAccessStore>;
+export type AccessStore = StoreContract<ReturnType<typeof createAccessStore>>;
 
 export function keyToDto(row: ApiKeyRow) {
   return {
