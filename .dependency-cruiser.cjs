@@ -36,7 +36,7 @@ module.exports = {
     {
       name: 'browser-code-stays-in-browser',
       severity: 'error',
-      comment: 'The chat window runs in the visitor\'s browser: from the server it may take types only, never code.',
+      comment: "The chat window runs in the visitor's browser: from the server it may take types only, never code.",
       from: { path: '^server/window/browser/' },
       to: { path: '^server/', pathNot: '^server/window/browser/', dependencyTypesNot: ['type-only'] },
     },
@@ -67,7 +67,11 @@ module.exports = {
     exclude: { path: '^(dist|\\.dist|sdk/dist)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default', 'types'], extensions: ['.ts', '.js', '.d.ts', '.json'] },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js', '.d.ts', '.json'],
+    },
     moduleSystems: ['cjs', 'es6'],
   },
 };

@@ -126,7 +126,7 @@ describe('identity verification', () => {
     expect(after?.identitySecret()).toBe(rotated.identitySecret);
   });
 
-  test('a bad mode or an unknown site is refused; without the master key it is a wiring error, not the caller\'s', async () => {
+  test("a bad mode or an unknown site is refused; without the master key it is a wiring error, not the caller's", async () => {
     const { service } = setup();
     const site = await service.createSite('Shop');
     expect(await code(service.setIdentity(site.id, { mode: 'always' as never }))).toBe('invalid_request');

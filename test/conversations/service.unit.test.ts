@@ -7,11 +7,29 @@ import { fakeConversationStore } from '../fakes/fake-conversation-store';
 /** The conversation list's rules (filters, pages, cursors bound to their filters) against the in-memory store. No database. */
 const T = Date.UTC(2026, 0, 1);
 const SITE = 'ws_site';
-const noDatabase = new Proxy({}, { get: () => { throw new Error('this unit test has no database'); } }) as Knex;
+const noDatabase = new Proxy(
+  {},
+  {
+    get: () => {
+      throw new Error('this unit test has no database');
+    },
+  },
+) as Knex;
 
 function conversation(i: number, over: Partial<ConversationRow> = {}): ConversationRow {
   const at = T + Math.floor(i / 2) * 1000; // two conversations per millisecond value: ties broken by id
-  return { id: `conv_${String(i).padStart(4, '0')}`, site_id: SITE, visitor_id: `v${i}`, state: 'open', open_marker: 1, created_at: at, updated_at: at, last_message_at: null, closed_at: null, ...over };
+  return {
+    id: `conv_${String(i).padStart(4, '0')}`,
+    site_id: SITE,
+    visitor_id: `v${i}`,
+    state: 'open',
+    open_marker: 1,
+    created_at: at,
+    updated_at: at,
+    last_message_at: null,
+    closed_at: null,
+    ...over,
+  };
 }
 
 function setup(rows: ConversationRow[]) {
@@ -19,7 +37,11 @@ function setup(rows: ConversationRow[]) {
   const service = createConversationService({ db: noDatabase, store, cursors: createCursorCodec(Buffer.alloc(32, 1)), now: () => T });
   return { store, service };
 }
-const code = (promise: Promise<unknown>) => promise.then(() => 'resolved', (err: { code?: string }) => err.code ?? 'no code');
+const code = (promise: Promise<unknown>) =>
+  promise.then(
+    () => 'resolved',
+    (err: { code?: string }) => err.code ?? 'no code',
+  );
 
 test('pages walk every conversation once, newest first, ties by id', async () => {
   const rows = Array.from({ length: 25 }, (_, i) => conversation(i));
@@ -64,7 +86,7 @@ test('a cursor is bound to its site and filters, and refused when altered', asyn
   expect(await code(service.list(SITE, { limit: 2, state: 'open', cursor: cursor.slice(0, -2) + 'xx' }))).toBe('invalid_request');
 });
 
-test('another site\'s conversation is not found, exactly like a missing one', async () => {
+test("another site's conversation is not found, exactly like a missing one", async () => {
   const { service } = setup([conversation(1), conversation(2, { site_id: 'ws_other' })]);
   expect((await service.get(SITE, 'conv_0001')).id).toBe('conv_0001');
   expect(await code(service.get(SITE, 'conv_0002'))).toBe('not_found');

@@ -63,7 +63,13 @@ export function fakeAccessStore() {
       return n;
     },
     revokeAllVisitors: async (siteId, at) => {
-      const ws = settings.get(siteId) ?? { site_id: siteId, identity_mode: 'off', identity_secret_encrypted: null, updated_at: at, visitors_revoked_before: null };
+      const ws = settings.get(siteId) ?? {
+        site_id: siteId,
+        identity_mode: 'off',
+        identity_secret_encrypted: null,
+        updated_at: at,
+        visitors_revoked_before: null,
+      };
       settings.set(siteId, { ...ws, visitors_revoked_before: later(ws.visitors_revoked_before, at) });
     },
 
@@ -74,7 +80,11 @@ export function fakeAccessStore() {
     },
     findKeyByFingerprint: async (fingerprint) => copy([...keys.values()].find((k) => k.fingerprint === fingerprint)),
     findKey: async (id) => copy(keys.get(id)),
-    listKeys: async (siteId) => [...keys.values()].filter((k) => k.site_id === siteId).sort((a, b) => a.created_at - b.created_at).map((k) => ({ ...k })),
+    listKeys: async (siteId) =>
+      [...keys.values()]
+        .filter((k) => k.site_id === siteId)
+        .sort((a, b) => a.created_at - b.created_at)
+        .map((k) => ({ ...k })),
     revokeKey: async (id, at) => {
       const row = keys.get(id);
       if (!row || row.revoked_at !== null) return 0;

@@ -17,7 +17,9 @@ export function fakeConversationStore(initial: ConversationRow[] = []) {
     findOpenForVisitor: async (_trx, siteId, visitorId) =>
       copy([...rows.values()].find((r) => r.site_id === siteId && r.visitor_id === visitorId && r.state === 'open')),
     insert: async (_trx, row) => {
-      const clash = rows.has(row.id) || (row.open_marker !== null && [...rows.values()].some((r) => r.site_id === row.site_id && r.visitor_id === row.visitor_id && r.open_marker !== null));
+      const clash =
+        rows.has(row.id) ||
+        (row.open_marker !== null && [...rows.values()].some((r) => r.site_id === row.site_id && r.visitor_id === row.visitor_id && r.open_marker !== null));
       if (clash) throw Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
       rows.set(row.id, { ...row });
       return [1];
