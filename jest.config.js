@@ -7,8 +7,8 @@ module.exports = {
   // The SDK's sources write `.js` in relative imports (Node's ES module loader needs it); jest maps them back to the .ts file.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testTimeout: 60000,
-  // Each test file gets its own database; files run one at a time (--runInBand) to keep the
-  // MariaDB load and port use predictable on a 2-core machine.
+  // Each test file gets its own database, data directory and ports: scripts/test.sh runs them two
+  // at a time, and the files that time things or kill servers one at a time.
   setupFiles: ['<rootDir>/test/helpers/env.ts'],
   // The chat window's files come from the build (dist/): made once here when the sources changed.
   globalSetup: '<rootDir>/test/helpers/build.ts',

@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# The one test command (`npm test`), the same in CI: type-check, then the whole jest suite on
-# SQLite and again on MariaDB (the MariaDB run is required, not skipped: it fails when MariaDB
-# does not answer). The document lint and the generated-files check are jest tests
-# (test/contract/generated.test.ts); they do not depend on the database and run once.
+# The one test command (`npm test`), the same in CI. Fast checks first, each failing the run:
+#   1. the unit tier (`npm run test:unit`: *.unit.test.ts, in-memory fakes, no database, no build),
+#   2. ESLint and the import rules (`npm run lint`), the formatting (`npm run format:check`),
+#   3. the type-check,
+#   4. the whole jest suite on SQLite and again on MariaDB (required, not skipped: it fails when
+#      MariaDB does not answer). The document lint and the generated-files check are jest tests
+#      (test/contract/generated.test.ts); they do not depend on the database and run once.
+# Extra arguments (test files, jest options) go to every jest run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The SDK package has its own dev dependency (fastify, for its webhook-handler test).
@@ -10,9 +14,37 @@ if [ ! -d sdk/node_modules/fastify ]; then
   echo "== installing the SDK's dev dependencies (sdk/package-lock.json)"
   npm ci --prefix sdk --no-audit --no-fund
 fi
+
+# Every test file makes its own database, data directory, ports and Redis key prefix, so files run
+# two at a time. These run alone afterwards: they measure time or CPU (a neighbour would make them
+# flaky), kill and restart servers of their own, or drive Chromium.
+SERIAL='test/(drills|bench|browser|fuzz)/'
+SERIAL+='|test/window/markdown\.test'                   # parse time under a 1 s budget
+SERIAL+='|test/transport/swagger-ui\.test'             # Chromium
+SERIAL+='|test/webhooks/(worker-faults|schedule|claim-ahead|claim-contention)\.test' # timing of claims and retries
+SERIAL+='|test/api/sqlite-writers\.test'                # several processes contending for one SQLite file
+UNIT='\.unit\.test\.ts$'
+
+# jest on one engine: the independent files on two workers, then the serial group in band.
+suite() {
+  local db=$1
+  shift
+  echo "== jest on $db: independent files, two at a time"
+  TEST_DB=$db npx --no-install jest "$@" --maxWorkers=2 --passWithNoTests --testPathIgnorePatterns "$UNIT" "$SERIAL" "${IGNORE[@]}"
+  echo "== jest on $db: files that run alone"
+  # Selected by ignoring every other file, so that test files named on the command line still narrow both runs.
+  TEST_DB=$db npx --no-install jest "$@" --runInBand --passWithNoTests --testPathIgnorePatterns "$UNIT" "^(?!.*($SERIAL))" "${IGNORE[@]}"
+}
+
+echo "== unit tier"
+npx --no-install jest -c jest.unit.config.js --passWithNoTests
+echo "== lint (ESLint, import rules)"
+npm run -s lint
+echo "== format"
+npm run -s format:check
 echo "== type-check"
 npx --no-install tsc -p tsconfig.json --noEmit
-echo "== jest on SQLite"
-TEST_DB=sqlite npx --no-install jest --runInBand "$@"
-echo "== jest on MariaDB"
-TEST_DB=mysql npx --no-install jest --runInBand --testPathIgnorePatterns test/contract/generated.test.ts "$@"
+IGNORE=()
+suite sqlite "$@"
+IGNORE=(test/contract/generated.test.ts)
+suite mysql "$@"

@@ -3,6 +3,7 @@ import { isUniqueViolation, withNumericColumns } from '../db/knex';
 import { toIso, toIsoRequired } from '../platform/time';
 import type { Scope } from './scopes';
 import { precompiled } from '../db/precompiled';
+import type { StoreContract } from '../db/store-contract';
 
 export interface SiteRow {
   id: string;
@@ -127,7 +128,7 @@ export function createAccessStore(db: Knex) {
     },
 
     /** The window's one read per request (WindowAccessRow); undefined when there is no such site. */
-    findWindowAccess: async (siteId: string, origin: string, visitorId: string) => {
+    findWindowAccess: async (siteId: string, origin: string, visitorId: string): Promise<WindowAccessRow | undefined> => {
       const [row] = await windowAccess([siteId, origin, visitorId]);
       return row && withNumericColumns(row, ['site_revoked_before', 'visitor_revoked_before']);
     },
@@ -142,7 +143,7 @@ export function createAccessStore(db: Knex) {
 
     insertKey: (row: ApiKeyRow, trx: Knex = db) => trx('api_keys').insert(row),
     /** Authentication's one query: the key with its site and rights, by the unique fingerprint. */
-    findKeyByFingerprint: async (fingerprint: string) => {
+    findKeyByFingerprint: async (fingerprint: string): Promise<ApiKeyRow | undefined> => {
       const [row] = await keyByFingerprint([fingerprint]);
       return row && mapKeyRow(row);
     },
@@ -164,7 +165,7 @@ export function createAccessStore(db: Knex) {
   };
 }
 
-export type AccessStore = ReturnType<typeof createAccessStore>;
+export type AccessStore = StoreContract<ReturnType<typeof createAccessStore>>;
 
 export function keyToDto(row: ApiKeyRow) {
   return {

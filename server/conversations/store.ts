@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { forUpdate, withNumericColumns } from '../db/knex';
 import { withIndex } from '../db/index-hint';
+import type { StoreContract } from '../db/store-contract';
 import type { Position } from '../platform/cursor';
 import { toIso, toIsoRequired } from '../platform/time';
 import type { components } from '../../sdk/src/generated/api';
@@ -150,4 +151,4 @@ export function createConversationStore(db: Knex) {
   };
 }
 
-export type ConversationStore = ReturnType<typeof createConversationStore>;
+export type ConversationStore = StoreContract<ReturnType<typeof createConversationStore>>;

@@ -1,18 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import knexFactory, { Knex } from 'knex';
+import { dialectOf } from './dialect';
+import { migrationSource } from './migrations';
 
+export { dialectOf, onMysqlTable, type Dialect } from './dialect';
 export type Db = Knex;
-export type Dialect = 'sqlite' | 'mysql';
-
-/**
- * Which engine a Knex instance (or transaction) talks to. For server/db only: feature code and
- * migrations use the named helpers below and in transaction.ts, which hide the difference.
- */
-export function dialectOf(db: Knex): Dialect {
-  const client = String(db.client.config.client);
-  return client.includes('mysql') ? 'mysql' : 'sqlite';
-}
 
 /**
  * One Knex instance. SQLite by default (file in DATA_DIR), MySQL/MariaDB when DATABASE_URL is
@@ -110,8 +103,6 @@ function beginSqliteTransactionsImmediately(db: Knex): void {
 }
 
 export async function migrate(db: Knex): Promise<void> {
-  // Loaded here, not at the top: the migrations use this file's helpers (migrations/columns.ts).
-  const { migrationSource } = await import('./migrations');
   await underMigrationLock(db, () => db.migrate.latest({ migrationSource }));
 }
 
@@ -362,14 +353,6 @@ export function forUpdate<T extends Knex.QueryBuilder>(db: Knex, query: T): T {
  */
 export function forUpdateSkipLocked<T extends Knex.QueryBuilder>(db: Knex, query: T): T {
   return dialectOf(db) === 'mysql' ? (query.forUpdate().skipLocked() as T) : query;
-}
-
-/**
- * Table options that exist on MySQL/MariaDB only (Knex throws for them on other engines): `apply`
- * runs there and nowhere else.
- */
-export function onMysqlTable(db: Knex, table: Knex.CreateTableBuilder, apply: (table: Knex.CreateTableBuilder) => void): void {
-  if (dialectOf(db) === 'mysql') apply(table);
 }
 
 /**

@@ -6,8 +6,8 @@ import type { components } from '../../sdk/src/generated/api';
 import { findEndpointOfSite, insertEvent, insertPendingDelivery, subscribedEvents } from './store';
 import type { CommittedEvent, EventChannel } from './channel';
 
-export type EventName = components['schemas']['EventName'];
-export const EVENT_NAMES: EventName[] = ['conversation.started', 'message.created', 'conversation.closed'];
+import type { EventName } from './event-names';
+export { EVENT_NAMES, type EventName } from './event-names';
 
 type Conversation = components['schemas']['Conversation'];
 type Message = components['schemas']['Message'];

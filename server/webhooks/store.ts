@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { forUpdate, forUpdateSkipLocked, withNumericColumns } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
 import { toIsoRequired } from '../platform/time';
-import type { EventName } from './outbox';
+import type { EventName } from './event-names';
 import { addressesLeftOut, takeWithinAllowance } from './scheduler';
 
 /**

@@ -69,7 +69,7 @@ describe('401 unauthorized', () => {
 });
 
 describe('403 insufficient_scope, per right', () => {
-  const cases: [string, string, string, string][] = [
+  const cases: [string, 'get' | 'post', string, string][] = [
     ['conversations:read', 'get', '/conversations', 'media:read'],
     ['conversations:read', 'get', '/conversations/{c}', 'conversations:write'],
     ['conversations:read', 'get', '/conversations/{c}/messages', 'media:read'],
@@ -87,12 +87,12 @@ describe('403 insufficient_scope, per right', () => {
   test.each(cases)('%s is needed for %s %s', async (right, method, path, otherRight) => {
     const url = `/api/v1${path.replace('{c}', convId).replace('{m}', mediaId)}`;
     const without = await h.newKey(h.site.id, [otherRight as never]);
-    const denied = await (request(h.app) as any)[method](url).set(bearer(without.key)).send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
+    const denied = await request(h.app)[method](url).set(bearer(without.key)).send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('insufficient_scope');
     expect(denied.body.error.message).toContain(right);
     const withRight = await h.newKey(h.site.id, [right as never]);
-    const allowed = await (request(h.app) as any)[method](url).set(bearer(withRight.key)).send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
+    const allowed = await request(h.app)[method](url).set(bearer(withRight.key)).send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
     expect(allowed.status).toBeLessThan(300);
   });
 });
@@ -108,7 +108,7 @@ describe('sites are isolated: another site sees 404, indistinguishable from a mi
     mediaId = m.message.attachments[0].id;
   });
   const missingConv = 'conv_00000000000000000000000000';
-  test.each([
+  test.each<['get' | 'post', string]>([
     ['get', '/conversations/{c}'],
     ['get', '/conversations/{c}/messages'],
     ['post', '/conversations/{c}/messages'],
@@ -116,7 +116,7 @@ describe('sites are isolated: another site sees 404, indistinguishable from a mi
     ['get', '/media/{m}'],
   ])('%s %s', async (method, path) => {
     const send = (id: string, mid: string) =>
-      (request(h.app) as any)[method](`/api/v1${path.replace('{c}', id).replace('{m}', mid)}`)
+      request(h.app)[method](`/api/v1${path.replace('{c}', id).replace('{m}', mid)}`)
         .set(bearer(other.key))
         .send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
     const foreign = await send(convId, mediaId);

@@ -63,7 +63,6 @@ test(`${ABANDONED} abandoned downloads (signed link and key) leave no descriptor
     else await abandonDownload(`/api/v1/media/${attachment.id}`, bearer(server.site.readKey));
   }
   const openRightAfter = openDescriptorsUnder(server, mediaFile).length;
-  // eslint-disable-next-line no-console
   if (process.env.DRILL_REPORT) console.log(`descriptors of the media file right after ${ABANDONED} abandoned downloads: ${openRightAfter}`);
   await waitFor('every descriptor of the media file to be closed', () => openDescriptorsUnder(server, mediaFile).length === 0, 10_000);
 

@@ -29,7 +29,7 @@ afterAll(() => h.close());
 const messagesUrl = (id: string) => `/api/v1/conversations/${id}/messages`;
 
 /** The SQL one request sends, after a first identical request (the key's lastUsedAt write, warm caches). */
-async function queriesOf(path: string, key = h.site.key): Promise<{ status: number; body: any; sql: string[] }> {
+async function queriesOf(path: string, key = h.site.key) {
   await request(h.app).get(path).set(bearer(key));
   const sql: string[] = [];
   const listener = (q: { sql: string }) => sql.push(q.sql);

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { onMysqlTable } from '../knex';
+import { onMysqlTable } from '../dialect';
 
 /**
  * On MySQL/MariaDB every table is utf8mb4 with a binary collation, whatever the database default:

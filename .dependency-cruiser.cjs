@@ -1,0 +1,77 @@
+/**
+ * The import rules (`npm run lint:deps`, part of `npm run lint` and `npm test`). Type-only imports
+ * count: a cycle or a forbidden edge made of types is still a design dependency.
+ * @type {import('dependency-cruiser').IConfiguration}
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment: 'A cycle hides which module owns what; move the shared piece (a type, a constant, a helper) into a module of its own.',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'server-not-to-scripts-or-tests',
+      severity: 'error',
+      comment: 'The server runs without scripts/ and test/ (the build compiles server/ only).',
+      from: { path: '^server/' },
+      to: { path: '^(scripts|test)/' },
+    },
+    {
+      name: 'server-only-generated-types-from-sdk',
+      severity: 'error',
+      comment: 'The server shares the types generated from openapi/openapi.yaml with the SDK, nothing else: the SDK is a client package.',
+      from: { path: '^server/' },
+      to: { path: '^sdk/', pathNot: '^sdk/src/generated/' },
+    },
+    {
+      name: 'server-generated-sdk-types-type-only',
+      severity: 'error',
+      comment: 'The generated file holds types: imported with `import type`, so the build never loads it.',
+      from: { path: '^server/' },
+      to: { path: '^sdk/src/generated/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'browser-code-stays-in-browser',
+      severity: 'error',
+      comment: "The chat window runs in the visitor's browser: from the server it may take types only, never code.",
+      from: { path: '^server/window/browser/' },
+      to: { path: '^server/', pathNot: '^server/window/browser/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'browser-code-not-in-node',
+      severity: 'error',
+      comment: 'The browser code is bundled by scripts/build-window.ts and served as files; the server never runs it.',
+      from: { path: '^server/', pathNot: '^server/window/browser/' },
+      to: { path: '^server/window/browser/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'server-not-to-dev-dependencies',
+      severity: 'error',
+      comment: 'A production install leaves out devDependencies: the server may use them for types only.',
+      from: { path: '^server/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'not-to-unresolvable',
+      severity: 'error',
+      comment: 'An import that resolves to nothing.',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(dist|\\.dist|sdk/dist)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.js', '.d.ts', '.json'],
+    },
+    moduleSystems: ['cjs', 'es6'],
+  },
+};
