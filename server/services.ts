@@ -79,7 +79,7 @@ export function createServices(
     ? createMediaService(mediaStore, { ...mediaOptions, publicUrl: config.windowPublicUrl, linkKey: deriveKey(master, 'window-media-links') })
     : media;
   const visitorFiles = createVisitorFiles({ db, limits: config.visitorFiles, now });
-  const windowStore = createWindowStore(db);
+  const windowStore = createWindowStore();
   const access = createAccessService(accessStore, now, deriveKey(master, 'identity-secrets'));
   const windowTokens = createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now);
   // The chat window's live streams hear of every committed event on the channel, each event only

@@ -10,10 +10,11 @@ export interface ClientMessageRow {
 }
 
 /**
- * The chat window's own table: the client message ids of visitors' sends. Conversations, messages
+ * The chat window's own table: the client message ids of visitors' sends, always in the caller's
+ * transaction (so it takes no database handle of its own). Conversations, messages
  * and events are read through their own stores.
  */
-export function createWindowStore(db: Knex) {
+export function createWindowStore() {
   return {
     findClientMessage: (trx: Knex, siteId: string, visitorId: string, clientMessageId: string) =>
       trx<ClientMessageRow>('window_client_messages').where({ site_id: siteId, visitor_id: visitorId, client_message_id: clientMessageId }).first(),

@@ -1,20 +1,13 @@
-import type { Knex } from 'knex';
 import { createConversationService } from '../../server/conversations/service';
 import type { ConversationRow } from '../../server/conversations/store';
 import { createCursorCodec } from '../../server/platform/cursor';
 import { fakeConversationStore } from '../fakes/fake-conversation-store';
+import { noDatabase, noOutbox } from '../fakes/fake-db';
+import type { Outbox } from '../../server/webhooks/outbox';
 
 /** The conversation list's rules (filters, pages, cursors bound to their filters) against the in-memory store. No database. */
 const T = Date.UTC(2026, 0, 1);
 const SITE = 'ws_site';
-const noDatabase = new Proxy(
-  {},
-  {
-    get: () => {
-      throw new Error('this unit test has no database');
-    },
-  },
-) as Knex;
 
 function conversation(i: number, over: Partial<ConversationRow> = {}): ConversationRow {
   const at = T + Math.floor(i / 2) * 1000; // two conversations per millisecond value: ties broken by id
@@ -34,7 +27,7 @@ function conversation(i: number, over: Partial<ConversationRow> = {}): Conversat
 
 function setup(rows: ConversationRow[]) {
   const store = fakeConversationStore(rows);
-  const service = createConversationService({ db: noDatabase, store, cursors: createCursorCodec(Buffer.alloc(32, 1)), now: () => T });
+  const service = createConversationService({ db: noDatabase, outbox: noOutbox as unknown as Outbox, store, cursors: createCursorCodec(Buffer.alloc(32, 1)), now: () => T });
   return { store, service };
 }
 const code = (promise: Promise<unknown>) =>

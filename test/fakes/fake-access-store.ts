@@ -1,3 +1,4 @@
+import { fakeDb } from './fake-db';
 import type { AccessStore, ApiKeyRow, SiteRow, WindowSettingsRow } from '../../server/access/store';
 
 /**
@@ -18,10 +19,17 @@ export function fakeAccessStore() {
   const later = (current: number | null | undefined, at: number) => (current === null || current === undefined || current < at ? at : current);
 
   const store: AccessStore = {
+    db: fakeDb(),
     insertSite: async (row) => {
       if (sites.has(row.id)) throw uniqueViolation();
       sites.set(row.id, { ...row });
       return [1];
+    },
+    renameSite: async (id, name) => {
+      const row = sites.get(id);
+      if (!row) return 0;
+      row.name = name;
+      return 1;
     },
     findSite: async (id) => copy(sites.get(id)),
     listSites: async () => [...sites.values()].sort((a, b) => a.created_at - b.created_at).map((s) => ({ ...s })),
@@ -84,6 +92,12 @@ export function fakeAccessStore() {
       [...keys.values()]
         .filter((k) => k.site_id === siteId)
         .sort((a, b) => a.created_at - b.created_at)
+        .map((k) => ({ ...k })),
+    listKeysPage: async (siteId, limit, after) =>
+      [...keys.values()]
+        .filter((k) => k.site_id === siteId && (!after || k.created_at > after.createdAt || (k.created_at === after.createdAt && k.id > after.id)))
+        .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : 1))
+        .slice(0, limit)
         .map((k) => ({ ...k })),
     revokeKey: async (id, at) => {
       const row = keys.get(id);

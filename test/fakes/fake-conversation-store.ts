@@ -9,11 +9,20 @@ import type { ConversationRow, ConversationStore } from '../../server/conversati
 export function fakeConversationStore(initial: ConversationRow[] = []) {
   const rows = new Map<string, ConversationRow>(initial.map((r) => [r.id, { ...r }]));
   const copy = (row: ConversationRow | undefined) => row && { ...row };
+  /** A visitor's conversations oldest first, by (created_at, id) as the store orders them. */
+  const ofVisitor = (siteId: string, visitorId: string) =>
+    [...rows.values()]
+      .filter((r) => r.site_id === siteId && r.visitor_id === visitorId)
+      .sort((a, b) => a.created_at - b.created_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 
   const store: ConversationStore = {
     find: async (siteId, id) => copy([...rows.values()].find((r) => r.site_id === siteId && r.id === id)),
     findForUpdate: async (_trx, siteId, id) => copy([...rows.values()].find((r) => r.site_id === siteId && r.id === id)),
     findById: async (id) => copy(rows.get(id)),
+    findOfVisitor: async (siteId, visitorId, id) => copy([...rows.values()].find((r) => r.site_id === siteId && r.visitor_id === visitorId && r.id === id)),
+    latestOfVisitor: async (siteId, visitorId) => copy(ofVisitor(siteId, visitorId).at(-1)),
+    nextOfVisitor: async (siteId, visitorId, after) =>
+      copy(ofVisitor(siteId, visitorId).find((r) => !after || r.created_at > after.created_at || (r.created_at === after.created_at && r.id > after.id))),
     findOpenForVisitor: async (_trx, siteId, visitorId) =>
       copy([...rows.values()].find((r) => r.site_id === siteId && r.visitor_id === visitorId && r.state === 'open')),
     insert: async (_trx, row) => {
