@@ -4,6 +4,7 @@ import { runInTransaction } from '../db/transaction';
 import { toIsoRequired } from '../platform/time';
 import type { EventName } from './outbox';
 import { addressesLeftOut, takeWithinAllowance } from './scheduler';
+import { createLogQueries } from './log-store';
 
 /**
  * The Knex queries of event delivery: `webhook_endpoints`, `events`, `deliveries` and
@@ -23,6 +24,15 @@ export interface EndpointRow {
   url: string;
   events: string; // comma-separated event names
   secret_encrypted: string;
+  /** A planned roll's next secret, sealed like the current one, and when it starts signing (address-rules.ts). */
+  secret_next_encrypted: string | null;
+  secret_switch_at: number | null;
+  /** Set while the address is disabled: deliveries then end failed without an attempt. */
+  disabled_at: number | null;
+  disabled_reason: 'owner' | 'failing' | null;
+  /** The failure streak automatic disabling reads: failed deliveries since the last success. */
+  failing_since: number | null;
+  failure_streak: number;
   created_at: number;
   updated_at: number;
 }
@@ -48,6 +58,9 @@ export interface EventRow {
   name: string;
   body: string;
   created_at: number;
+  /** What the event is about (null for test deliveries and events written before these columns). */
+  conversation_id?: string | null;
+  message_id?: string | null;
 }
 
 /** One attempt in the delivery log (the table adds an auto-increment `id`, used only to sort). */
@@ -63,6 +76,8 @@ export interface AttemptRow {
   status_code: number | null;
   error: string | null;
   response_excerpt: string | null;
+  /** The request's headers as sent, JSON (the signature is there; the secret never is). */
+  request_headers?: string | null;
 }
 
 /** A log row as the log lists it: with the state of its delivery (null once the delivery was removed). */
@@ -115,6 +130,12 @@ const CLAIMED_COLUMNS = [
   'w.url as w_url',
   'w.events as w_events',
   'w.secret_encrypted as w_secret_encrypted',
+  'w.secret_next_encrypted as w_secret_next_encrypted',
+  'w.secret_switch_at as w_secret_switch_at',
+  'w.disabled_at as w_disabled_at',
+  'w.disabled_reason as w_disabled_reason',
+  'w.failing_since as w_failing_since',
+  'w.failure_streak as w_failure_streak',
   'w.created_at as w_created_at',
   'w.updated_at as w_updated_at',
 ];
@@ -139,10 +160,11 @@ async function finishOne(trx: Knex.Transaction, r: { row: AttemptRow | null; eve
 /** The log text of an attempt whose worker stopped (or lost its lease) before reporting back. */
 export const INTERRUPTED = 'interrupted: the worker stopped during the attempt';
 
-const mapEndpointRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as EndpointRow, ['created_at', 'updated_at']);
-const mapEventRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as EventRow, ['created_at']);
-const mapDeliveryRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as DeliveryRow, ['attempts', 'round_base', 'next_attempt_at', 'lease_until', 'updated_at']);
-const mapAttemptRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as AttemptRow, ['attempt', 'started_at', 'duration_ms', 'status_code']);
+export const mapEndpointRow = (r: Record<string, unknown>) =>
+  withNumericColumns(r as unknown as EndpointRow, ['created_at', 'updated_at', 'secret_switch_at', 'disabled_at', 'failing_since', 'failure_streak']);
+export const mapEventRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as EventRow, ['created_at']);
+export const mapDeliveryRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as DeliveryRow, ['attempts', 'round_base', 'next_attempt_at', 'lease_until', 'updated_at']);
+export const mapAttemptRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as AttemptRow, ['attempt', 'started_at', 'duration_ms', 'status_code']);
 
 /** The events an address subscribes to, in the order they were saved. */
 export function subscribedEvents(row: EndpointRow): EventName[] {
@@ -204,8 +226,9 @@ export function createEventStore(db: Knex) {
       await db('webhook_endpoints').insert(row);
     },
 
-    async updateEndpoint(id: string, fields: Partial<Pick<EndpointRow, 'url' | 'events' | 'secret_encrypted' | 'updated_at'>>): Promise<void> {
-      await db('webhook_endpoints').where({ id }).update(fields);
+    /** Changes an address; with `trx`, inside the caller's transaction (an audited change). */
+    async updateEndpoint(id: string, fields: Partial<Omit<EndpointRow, 'id' | 'site_id' | 'created_at'>>, trx: Knex = db): Promise<void> {
+      await trx('webhook_endpoints').where({ id }).update(fields);
     },
 
     async findEvent(id: string): Promise<EventRow | undefined> {
@@ -341,7 +364,21 @@ export function createEventStore(db: Knex) {
             endpoint:
               r.w_url == null
                 ? undefined
-                : mapEndpointRow({ id: before.endpoint_id, site_id: r.w_site_id, url: r.w_url, events: r.w_events, secret_encrypted: r.w_secret_encrypted, created_at: r.w_created_at, updated_at: r.w_updated_at }),
+                : mapEndpointRow({
+                    id: before.endpoint_id,
+                    site_id: r.w_site_id,
+                    url: r.w_url,
+                    events: r.w_events,
+                    secret_encrypted: r.w_secret_encrypted,
+                    secret_next_encrypted: r.w_secret_next_encrypted ?? null,
+                    secret_switch_at: r.w_secret_switch_at ?? null,
+                    disabled_at: r.w_disabled_at ?? null,
+                    disabled_reason: r.w_disabled_reason ?? null,
+                    failing_since: r.w_failing_since ?? null,
+                    failure_streak: r.w_failure_streak ?? 0,
+                    created_at: r.w_created_at,
+                    updated_at: r.w_updated_at,
+                  }),
           });
         }
         return { claimed, filled };
@@ -439,12 +476,14 @@ export function createEventStore(db: Knex) {
     async failedEventsSince(siteId: string, since: number): Promise<EventRow[]> {
       const rows = await db('deliveries as d')
         .join('events as e', 'e.id', 'd.event_id')
-        .where({ 'd.site_id': siteId, 'd.status': 'failed' })
+        .where({ 'd.site_id': siteId, 'd.status': 'failed', 'd.test': false })
         .andWhere('e.created_at', '>=', since)
         .orderBy('e.created_at')
         .select('e.*');
       return rows.map(mapEventRow);
     },
+
+    ...createLogQueries(db),
 
     /** The delivery log of a site, newest first. */
     async listAttempts(siteId: string, filter: { eventId?: string; eventName?: string; failedOnly?: boolean; limit: number }): Promise<ListedAttempt[]> {

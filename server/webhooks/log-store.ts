@@ -1,0 +1,147 @@
+import type { Knex } from 'knex';
+import { withNumericColumns } from '../db/knex';
+import { runInTransaction } from '../db/transaction';
+import type { Position } from '../platform/cursor';
+import { AttemptRow, DeliveryStatus, EventRow, mapAttemptRow, mapEventRow } from './store';
+
+/** A delivery as the management log lists it: its event, its state and how many attempts it had. */
+export interface LoggedDelivery {
+  id: string; // the event id
+  name: string;
+  created_at: number;
+  status: DeliveryStatus;
+  attempts: number;
+  test: boolean;
+  next_attempt_at: number;
+  updated_at: number;
+}
+
+export interface DeliveryFilter {
+  name?: string;
+  status?: DeliveryStatus;
+  /** Event creation times, inclusive from, exclusive to. */
+  from?: number;
+  to?: number;
+}
+
+const mapLogged = (r: Record<string, unknown>): LoggedDelivery => ({
+  ...withNumericColumns(r as unknown as LoggedDelivery, ['created_at', 'attempts', 'next_attempt_at', 'updated_at']),
+  test: Boolean(r.test),
+});
+
+/**
+ * The event store's queries for the management API's delivery log, test deliveries, the failure
+ * streak and conversation timelines (spread into createEventStore: the same tables, one owner).
+ */
+export function createLogQueries(db: Knex) {
+  function filtered(siteId: string, f: DeliveryFilter) {
+    let q = db('events as e').join('deliveries as d', 'd.event_id', 'e.id').where('e.site_id', siteId);
+    if (f.name) q = q.andWhere('e.name', f.name);
+    if (f.status) q = q.andWhere('d.status', f.status);
+    if (f.from !== undefined) q = q.andWhere('e.created_at', '>=', f.from);
+    if (f.to !== undefined) q = q.andWhere('e.created_at', '<', f.to);
+    return q;
+  }
+
+  return {
+    /**
+     * A page of the site's deliveries, newest event first, by (created_at, id) keyset: a range scan
+     * of events (site_id, created_at) or (site_id, name, created_at), each joined to its delivery by
+     * primary key.
+     */
+    async listDeliveries(siteId: string, f: DeliveryFilter, after: Position | undefined, limit: number): Promise<LoggedDelivery[]> {
+      let q = filtered(siteId, f);
+      if (after) q = q.andWhere((w) => w.where('e.created_at', '<', after.createdAt).orWhere((x) => x.where('e.created_at', after.createdAt).andWhere('e.id', '<', after.id)));
+      const rows = await q
+        .orderBy([
+          { column: 'e.created_at', order: 'desc' },
+          { column: 'e.id', order: 'desc' },
+        ])
+        .limit(limit)
+        .select('e.id', 'e.name', 'e.created_at', 'd.status', 'd.attempts', 'd.test', 'd.next_attempt_at', 'd.updated_at');
+      return rows.map(mapLogged);
+    },
+
+    /** One delivery of the site with its event (body included), or undefined. */
+    async findDelivery(siteId: string, eventId: string): Promise<{ delivery: LoggedDelivery; event: EventRow } | undefined> {
+      const r = await db('events as e')
+        .join('deliveries as d', 'd.event_id', 'e.id')
+        .where({ 'e.id': eventId, 'e.site_id': siteId })
+        .first('e.*', 'd.status', 'd.attempts', 'd.test', 'd.next_attempt_at', 'd.updated_at');
+      if (!r) return undefined;
+      return { delivery: mapLogged(r), event: mapEventRow({ id: r.id, site_id: r.site_id, name: r.name, body: r.body, created_at: r.created_at }) };
+    },
+
+    /** Every logged attempt of the events, in attempt order (the event_id index). */
+    async attemptsOfEvents(eventIds: string[], limit = 10_000): Promise<AttemptRow[]> {
+      if (eventIds.length === 0) return [];
+      const rows: Record<string, unknown>[] = await db('delivery_attempts')
+        .whereIn('event_id', eventIds)
+        .orderBy([{ column: 'event_id' }, { column: 'attempt' }, { column: 'id' }])
+        .limit(limit)
+        .select('event_id', 'site_id', 'endpoint_id', 'event_name', 'attempt', 'url', 'started_at', 'duration_ms', 'status_code', 'error', 'response_excerpt', 'request_headers');
+      return rows.map(mapAttemptRow);
+    },
+
+    /** How many of the site's real (not test) deliveries of events created since `since` ended failed. */
+    async countFailedSince(siteId: string, since: number): Promise<number> {
+      const r = await db('deliveries as d')
+        .join('events as e', 'e.id', 'd.event_id')
+        .where({ 'd.site_id': siteId, 'd.status': 'failed', 'd.test': false })
+        .andWhere('e.created_at', '>=', since)
+        .count({ n: '*' })
+        .first();
+      return Number(r?.n ?? 0);
+    },
+
+    /** A test delivery, already sent: its event, its finished delivery and its one attempt, in one commit. */
+    async insertTestDelivery(event: EventRow, endpointId: string, status: 'delivered' | 'failed', attempt: AttemptRow): Promise<void> {
+      await runInTransaction(db, async (trx) => {
+        await trx('events').insert(event);
+        await trx('deliveries').insert({
+          event_id: event.id,
+          site_id: event.site_id,
+          endpoint_id: endpointId,
+          status,
+          attempts: 1,
+          round_base: 1,
+          next_attempt_at: attempt.started_at + attempt.duration_ms,
+          lease_owner: null,
+          lease_until: null,
+          updated_at: attempt.started_at + attempt.duration_ms,
+          test: true,
+        });
+        await trx('delivery_attempts').insert(attempt);
+      });
+    },
+
+    /** The events of a conversation from `since` on, oldest first (events_conversation_created). */
+    async eventsOfConversation(conversationId: string, since: number, limit: number): Promise<EventRow[]> {
+      const rows = await db('events')
+        .where('conversation_id', conversationId)
+        .andWhere('created_at', '>=', since)
+        .orderBy([{ column: 'created_at' }, { column: 'id' }])
+        .limit(limit)
+        .select('id', 'site_id', 'name', 'created_at', 'conversation_id', 'message_id');
+      return rows.map((r: Record<string, unknown>) => mapEventRow({ ...r, body: '' }));
+    },
+
+    /**
+     * Moves an address's failure streak after deliveries ended: a success resets it (written only
+     * when the address was failing, so the usual success costs no statement: the caller asks only
+     * when its snapshot saw a streak), failures add to it, counted in the database so workers on
+     * several instances add up.
+     */
+    async noteEndedDeliveries(endpointId: string, ended: { delivered: number; failed: number }, now: number): Promise<void> {
+      const q = db('webhook_endpoints').where({ id: endpointId });
+      if (ended.delivered > 0) await q.andWhere('failure_streak', '>', 0).update({ failure_streak: 0, failing_since: null });
+      else if (ended.failed > 0) await q.update({ failure_streak: db.raw('failure_streak + ?', [ended.failed]), failing_since: db.raw('COALESCE(failing_since, ?)', [now]) });
+    },
+
+    /** Disables an enabled address for `reason`; false when it was disabled already. */
+    async disableEndpoint(endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex = db): Promise<boolean> {
+      const n = await trx('webhook_endpoints').where({ id: endpointId }).whereNull('disabled_at').update({ disabled_at: now, disabled_reason: reason, updated_at: now });
+      return Number(n) > 0;
+    },
+  };
+}
