@@ -30,6 +30,9 @@ import { createOutbox } from './webhooks/outbox';
 import { createAccountStore } from './accounts/store';
 import { createAccountsService } from './accounts/service';
 import type { PasswordHasher } from './accounts/passwords';
+import { createTimeline } from './webhooks/timeline';
+import { createDeliveryTransport } from './webhooks/transport';
+import fs from 'node:fs';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -97,6 +100,7 @@ export function createServices(
   const messages = createMessageService(messageDeps);
   /** What the chat window reads and writes through: the same rules, its own file links. */
   const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
+  const accounts = createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
   return {
     db,
     config,
@@ -133,7 +137,7 @@ export function createServices(
     },
     idempotency: createIdempotencyService(createIdempotencyStore(db), now),
     /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
-    accounts: createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher }),
+    accounts,
     /** Event addresses, signing secrets, the delivery log and redelivery (the CLI's `webhook` commands). */
     webhooks: createWebhookService({
       store: eventStore,
@@ -141,7 +145,20 @@ export function createServices(
       secretKey: keys.webhookSecrets,
       allowPrivateNetworks: config.webhookAllowPrivateNetworks,
       now,
+      db,
+      audit: accounts.audit,
+      cursors,
+      // Test deliveries go out like attempts: the same time-out, address policy and CAs.
+      transport: () =>
+        createDeliveryTransport({
+          timeoutMs: config.webhookTimeoutMs,
+          allowPrivate: config.webhookAllowPrivateNetworks,
+          ca: config.webhookCaFile ? [fs.readFileSync(config.webhookCaFile, 'utf8')] : undefined,
+          maxIdleSocketsPerAddress: 1,
+        }),
     }),
+    /** A conversation's messages, events and delivery attempts in one list (the management API). */
+    timeline: createTimeline({ conversations: conversationStore, messages: messageStore, access: accessStore, events: eventStore, cursors }),
   };
 }
 
@@ -166,6 +183,8 @@ export function deliveryWorkerFor(
     channel: services.channel,
     secretKey: services.keys.webhookSecrets,
     logger,
+    // Automatic disabling is the service's own change: audited with no account (actor `operator`).
+    onAutoDisabled: (siteId, endpointId) => services.accounts.audit({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId).then(() => undefined),
     ...options,
     store,
   });

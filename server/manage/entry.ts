@@ -9,6 +9,7 @@ import type { Services } from '../services';
 import { createSignInThrottle } from '../accounts/throttle';
 import { clearedSessionCookie, crossSiteRefusal, sessionCookieOf } from './guards';
 import { manageRoutes } from './routes';
+import { eventRoutes } from './events-routes';
 
 export const MANAGE_BASE_PATH = '/manage/v1';
 
@@ -95,5 +96,6 @@ export function manageEntry(opts: ManageEntryOptions): Router {
 
   // 4.
   router.use(manageRoutes(accounts, createSignInThrottle(limiter)));
+  router.use(eventRoutes(services));
   return router;
 }

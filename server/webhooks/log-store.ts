@@ -115,15 +115,20 @@ export function createLogQueries(db: Knex) {
       });
     },
 
-    /** The events of a conversation from `since` on, oldest first (events_conversation_created). */
-    async eventsOfConversation(conversationId: string, since: number, limit: number): Promise<EventRow[]> {
-      const rows = await db('events')
-        .where('conversation_id', conversationId)
-        .andWhere('created_at', '>=', since)
-        .orderBy([{ column: 'created_at' }, { column: 'id' }])
+    /**
+     * The events of a conversation created in [from, to], oldest first, with their delivery's state
+     * (null: not delivered to any address): a range scan of events_conversation_created.
+     */
+    async eventsOfConversation(conversationId: string, from: number, to: number, limit: number): Promise<(EventRow & { delivery_status: DeliveryStatus | null })[]> {
+      const rows = await db('events as e')
+        .leftJoin('deliveries as d', 'd.event_id', 'e.id')
+        .where('e.conversation_id', conversationId)
+        .andWhere('e.created_at', '>=', from)
+        .andWhere('e.created_at', '<=', to)
+        .orderBy([{ column: 'e.created_at' }, { column: 'e.id' }])
         .limit(limit)
-        .select('id', 'site_id', 'name', 'created_at', 'conversation_id', 'message_id');
-      return rows.map((r: Record<string, unknown>) => mapEventRow({ ...r, body: '' }));
+        .select('e.id', 'e.site_id', 'e.name', 'e.created_at', 'e.conversation_id', 'e.message_id', 'd.status as delivery_status');
+      return rows.map((r: Record<string, unknown>) => ({ ...mapEventRow({ ...r, body: '' }), delivery_status: (r.delivery_status as DeliveryStatus | null) ?? null }));
     },
 
     /**
