@@ -29,7 +29,7 @@ export function examplePayload(name: EventName, id: string, siteId: string, at: 
     origin: 'widget',
     apiKeyId: null,
     content: 'Hello! This is a test delivery from the dashboard.',
-    format: 'text',
+    format: 'plain',
     attachments: [],
     createdAt: iso,
   };
