@@ -40,7 +40,7 @@ export function eventRoutes(services: Pick<Services, 'accounts' | 'webhooks' | '
     const { url, events } = req.body as Body<'SetEventAddressRequest'>;
     const set = await webhooks.setEndpoint(site(req), url, events?.join(','), actor);
     const address = await webhooks.getEndpoint(site(req));
-    send<'SetEventAddressResponse'>(res, set.secret ? 201 : 200, { data: { ...address, secret: set.secret } });
+    send<'SetEventAddressResponse'>(res, set.secret ? 201 : 200, { data: { address, secret: set.secret } });
   });
 
   router.patch('/sites/:siteId/event-address', async (req, res) => {

@@ -309,9 +309,9 @@ export function createWebhookService(deps: {
       if (!found) throw notFound('Delivery');
       const attempts = await store.attemptsOfEvents([eventId]);
       return {
-        ...deliveryToDto(found.delivery),
+        delivery: deliveryToDto(found.delivery),
         requestBody: found.event.body,
-        attemptList: attempts.map((a) => ({
+        attempts: attempts.map((a) => ({
           attempt: a.attempt,
           url: a.url,
           startedAt: toIsoRequired(a.started_at),

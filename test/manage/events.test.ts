@@ -68,12 +68,12 @@ test('an owner sets the address (the secret once), reads it, changes it; an agen
   expect(made.status).toBe(201);
   expect(made.body.data.secret).toMatch(/^whsec_/);
   secret = made.body.data.secret;
-  expect(made.body.data.events).toEqual(['conversation.started', 'message.created']);
+  expect(made.body.data.address.events).toEqual(['conversation.started', 'message.created']);
 
   const again = await api('put', `/sites/${site}/event-address`, { url: receiver.url('/hooks') });
   expect(again.status).toBe(200);
   expect(again.body.data.secret).toBeNull();
-  expect(again.body.data.events).toEqual(['conversation.started', 'message.created', 'conversation.closed']);
+  expect(again.body.data.address.events).toEqual(['conversation.started', 'message.created', 'conversation.closed']);
 
   const read = await api('get', `/sites/${site}/event-address`);
   expect(read.status).toBe(200);
@@ -102,10 +102,10 @@ test('a failing receiver shows failed attempts with status, answer and duration;
   const one = await api('get', `/sites/${site}/deliveries/${encodeURIComponent(eventId)}`);
   expect(one.status).toBe(200);
   const d = one.body.data;
-  expect(d).toMatchObject({ eventId, event: 'message.created', outcome: 'failed', attempts: 2, test: false });
+  expect(d.delivery).toMatchObject({ eventId, event: 'message.created', outcome: 'failed', attempts: 2, test: false });
   expect(JSON.parse(d.requestBody).id).toBe(eventId);
-  expect(d.attemptList).toHaveLength(2);
-  for (const a of d.attemptList) {
+  expect(d.attempts).toHaveLength(2);
+  for (const a of d.attempts) {
     expect(a.status).toBe(500);
     expect(a.response.startsWith('receiver broke: ')).toBe(true);
     expect(a.response.length).toBeLessThanOrEqual(1024);
@@ -121,8 +121,8 @@ test('a failing receiver shows failed attempts with status, answer and duration;
   expect(again.body.data.eventIds).toEqual([eventId]);
   await waitFor('the redelivery', async () => (await h.runtime.db('deliveries').where({ event_id: eventId }).first()).status === 'delivered');
   const after = await api('get', `/sites/${site}/deliveries/${encodeURIComponent(eventId)}`);
-  expect(after.body.data.outcome).toBe('delivered');
-  expect(after.body.data.attemptList.map((a: { attempt: number; status: number }) => [a.attempt, a.status])).toEqual([
+  expect(after.body.data.delivery.outcome).toBe('delivered');
+  expect(after.body.data.attempts.map((a: { attempt: number; status: number }) => [a.attempt, a.status])).toEqual([
     [1, 500],
     [2, 500],
     [3, 200],

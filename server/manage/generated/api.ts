@@ -659,10 +659,11 @@ export interface components {
             updatedAt: components["schemas"]["Timestamp"];
         };
         DeliveryDetail: {
-            attemptList: components["schemas"]["Attempt"][];
+            attempts: components["schemas"]["Attempt"][];
+            delivery: components["schemas"]["Delivery"];
             /** @description The JSON body every attempt sent, byte for byte. */
             requestBody: string;
-        } & components["schemas"]["Delivery"];
+        };
         DeliveryList: {
             data: components["schemas"]["Delivery"][];
             page: components["schemas"]["PageInfo"];
@@ -884,9 +885,10 @@ export interface components {
         };
         SetEventAddressResponse: {
             data: {
+                address: components["schemas"]["EventAddress"];
                 /** @description The signing secret when the address was just made (shown once); `null` otherwise. */
                 secret: components["schemas"]["SigningSecret"] | null;
-            } & components["schemas"]["EventAddress"];
+            };
         };
         /** @description `whsec_` and 32 random bytes in base62; shown once. */
         SigningSecret: string;
