@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { withNumericColumns } from '../db/knex';
+import { joinedByPrimaryKey, withIndex } from '../db/index-hint';
 import { runInTransaction } from '../db/transaction';
 import type { Position } from '../platform/cursor';
 import { AttemptRow, DeliveryStatus, EventRow, mapAttemptRow, mapEventRow } from './store';
@@ -34,12 +35,17 @@ const mapLogged = (r: Record<string, unknown>): LoggedDelivery => ({
  * streak and conversation timelines (spread into createEventStore: the same tables, one owner).
  */
 export function createLogQueries(db: Knex) {
+  /**
+   * The site's events joined to their deliveries, walking events by (site_id[, name], created_at):
+   * FORCE INDEX (withIndex) keeps MariaDB from starting at deliveries and sorting the whole site.
+   */
   function filtered(siteId: string, f: DeliveryFilter) {
-    let q = db('events as e').join('deliveries as d', 'd.event_id', 'e.id').where('e.site_id', siteId);
-    if (f.name) q = q.andWhere('e.name', f.name);
-    if (f.status) q = q.andWhere('d.status', f.status);
-    if (f.from !== undefined) q = q.andWhere('e.created_at', '>=', f.from);
-    if (f.to !== undefined) q = q.andWhere('e.created_at', '<', f.to);
+    const index = f.name ? 'events_site_name_created' : 'events_site_id_created_at_index';
+    let q = db.from(withIndex(db, 'events', index)).join(joinedByPrimaryKey(db, 'deliveries') as never, 'deliveries.event_id', 'events.id').where('events.site_id', siteId);
+    if (f.name) q = q.andWhere('events.name', f.name);
+    if (f.status) q = q.andWhere('deliveries.status', f.status);
+    if (f.from !== undefined) q = q.andWhere('events.created_at', '>=', f.from);
+    if (f.to !== undefined) q = q.andWhere('events.created_at', '<', f.to);
     return q;
   }
 
@@ -51,14 +57,18 @@ export function createLogQueries(db: Knex) {
      */
     async listDeliveries(siteId: string, f: DeliveryFilter, after: Position | undefined, limit: number): Promise<LoggedDelivery[]> {
       let q = filtered(siteId, f);
-      if (after) q = q.andWhere((w) => w.where('e.created_at', '<', after.createdAt).orWhere((x) => x.where('e.created_at', after.createdAt).andWhere('e.id', '<', after.id)));
+      if (after) {
+        q = q
+          .andWhere('events.created_at', '<=', after.createdAt)
+          .andWhere((w) => w.where('events.created_at', '<', after.createdAt).orWhere('events.id', '<', after.id));
+      }
       const rows = await q
         .orderBy([
-          { column: 'e.created_at', order: 'desc' },
-          { column: 'e.id', order: 'desc' },
+          { column: 'events.created_at', order: 'desc' },
+          { column: 'events.id', order: 'desc' },
         ])
         .limit(limit)
-        .select('e.id', 'e.name', 'e.created_at', 'd.status', 'd.attempts', 'd.test', 'd.next_attempt_at', 'd.updated_at');
+        .select('events.id', 'events.name', 'events.created_at', 'deliveries.status', 'deliveries.attempts', 'deliveries.test', 'deliveries.next_attempt_at', 'deliveries.updated_at');
       return rows.map(mapLogged);
     },
 
