@@ -153,6 +153,19 @@ export function createLogQueries(db: Knex) {
       else if (ended.failed > 0) await q.update({ failure_streak: db.raw('failure_streak + ?', [ended.failed]), failing_since: db.raw('COALESCE(failing_since, ?)', [now]) });
     },
 
+    /**
+     * Completes every planned roll whose switch time has come: the next secret becomes the current
+     * one and the old one is dropped (SQLite reads the old values in SET, MariaDB assigns left to
+     * right; both copy the next secret before clearing it).
+     */
+    async completeSwitches(now: number): Promise<number> {
+      const n = await db('webhook_endpoints')
+        .whereNotNull('secret_next_encrypted')
+        .andWhere('secret_switch_at', '<=', now)
+        .update({ secret_encrypted: db.ref('secret_next_encrypted'), secret_next_encrypted: null, secret_switch_at: null });
+      return Number(n);
+    },
+
     /** Disables an enabled address for `reason`; false when it was disabled already. */
     async disableEndpoint(endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex = db): Promise<boolean> {
       const n = await trx('webhook_endpoints').where({ id: endpointId }).whereNull('disabled_at').update({ disabled_at: now, disabled_reason: reason, updated_at: now });

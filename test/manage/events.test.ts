@@ -8,6 +8,8 @@ import { answer, deliveryEnv, Receiver, signatureValid, startReceiver, waitFor, 
 import { M, manageHarness, newMember } from './helpers';
 import { verifySignedDelivery } from '../../sdk/src/webhooks';
 import { SWITCH_SETTLE_MS } from '../../server/webhooks/address-rules';
+import { removeExpiredDeliveryLog } from '../../server/webhooks/retention';
+import { decrypt } from '../../server/platform/crypto';
 
 let receiver: Receiver;
 let h: Harness;
@@ -173,10 +175,13 @@ test('the planned roll: old secret before the switch, new after; a receiver with
     const event = await verifySignedDelivery({ secrets: [secret, next], headers: r.headers as Record<string, string>, rawBody: r.body });
     expect(event.id).toBe(id);
   }
-  // The old secret is dropped once the switch has come.
-  expect((await api('get', `/sites/${site}/event-address`)).body.data.secretRoll).toBeNull();
+  // The old secret is dropped once the switch has come: by the hourly housekeeping (or a read of the address).
+  await removeExpiredDeliveryLog(h.runtime.services.stores.events, Date.now());
   const row = await h.runtime.db('webhook_endpoints').where({ site_id: site }).first();
   expect(row.secret_next_encrypted).toBeNull();
+  expect(row.secret_switch_at).toBeNull();
+  expect(decrypt(h.runtime.services.keys.webhookSecrets, row.secret_encrypted)).toBe(next);
+  expect((await api('get', `/sites/${site}/event-address`)).body.data.secretRoll).toBeNull();
   secret = next;
 });
 
