@@ -51,8 +51,6 @@ const deliveryToDto = (d: LoggedDelivery) => ({
   updatedAt: toIsoRequired(d.updated_at),
 });
 
-export const DELIVERY_OUTCOMES = ['delivered', 'failed', 'pending'] as const;
-
 /** Parses `e1,e2`; every name must be one of the three events. No list means all of them. */
 export function parseEventNames(value: string | undefined): EventName[] {
   if (value === undefined) return [...EVENT_NAMES];
@@ -86,8 +84,8 @@ export function createWebhookService(deps: {
   const now = deps.now ?? Date.now;
 
   /** A change and its audit entry in one commit (the entry alone when no database was given). */
-  async function audited<T>(actor: AuditActor, siteId: string, action: string, objectId: string, change: (trx: Knex) => Promise<T>): Promise<T> {
-    if (!deps.db) return change(undefined as unknown as Knex);
+  async function audited<T>(actor: AuditActor, siteId: string, action: string, objectId: string, change: (trx?: Knex) => Promise<T>): Promise<T> {
+    if (!deps.db) return change();
     return runInTransaction(deps.db, async (trx) => {
       const out = await change(trx);
       await deps.audit?.(actor, [siteId], action, objectId, trx);
