@@ -31,6 +31,9 @@ import { createAccountStore } from './accounts/store';
 import { createAccountsService } from './accounts/service';
 import { createSiteAdmin } from './sites/service';
 import type { PasswordHasher } from './accounts/passwords';
+import { createTimeline } from './webhooks/timeline';
+import { createDeliveryTransport } from './webhooks/transport';
+import fs from 'node:fs';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -145,7 +148,20 @@ export function createServices(
       secretKey: keys.webhookSecrets,
       allowPrivateNetworks: config.webhookAllowPrivateNetworks,
       now,
+      db,
+      audit: accounts.audit,
+      cursors,
+      // Test deliveries go out like attempts: the same time-out, address policy and CAs.
+      transport: () =>
+        createDeliveryTransport({
+          timeoutMs: config.webhookTimeoutMs,
+          allowPrivate: config.webhookAllowPrivateNetworks,
+          ca: config.webhookCaFile ? [fs.readFileSync(config.webhookCaFile, 'utf8')] : undefined,
+          maxIdleSocketsPerAddress: 1,
+        }),
     }),
+    /** A conversation's messages, events and delivery attempts in one list (the management API). */
+    timeline: createTimeline({ conversations: conversationStore, messages: messageStore, access: accessStore, events: eventStore, cursors }),
   };
 }
 
@@ -170,6 +186,8 @@ export function deliveryWorkerFor(
     channel: services.channel,
     secretKey: services.keys.webhookSecrets,
     logger,
+    // Automatic disabling is the service's own change: audited with no account (actor `operator`).
+    onAutoDisabled: (siteId, endpointId) => services.accounts.audit({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId).then(() => undefined),
     ...options,
     store,
   });

@@ -14,3 +14,13 @@ import { dialectOf } from './knex';
 export function withIndex(db: Knex, table: string, index: string): Knex.Raw {
   return dialectOf(db) === 'mysql' ? db.raw('?? FORCE INDEX (??)', [table, index]) : db.raw('?? INDEXED BY ??', [table, index]);
 }
+
+/**
+ * `table` for the inner side of a join by its primary key: on MariaDB only the primary key may be
+ * used, so a filter on one of its columns (a delivery's state) cannot make the optimizer start
+ * from this table and sort everything it finds. SQLite keeps its own choice (the outer table's
+ * INDEXED BY already sets the order there).
+ */
+export function joinedByPrimaryKey(db: Knex, table: string): Knex.Raw | string {
+  return dialectOf(db) === 'mysql' ? db.raw('?? FORCE INDEX (PRIMARY)', [table]) : table;
+}

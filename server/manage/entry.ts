@@ -10,6 +10,7 @@ import { createSignInThrottle } from '../accounts/throttle';
 import { clearedSessionCookie, crossSiteRefusal, sessionCookieOf } from './guards';
 import { manageRoutes } from './routes';
 import { siteAdminRoutes } from './sites-routes';
+import { eventRoutes } from './events-routes';
 
 export const MANAGE_BASE_PATH = '/manage/v1';
 
@@ -97,5 +98,6 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   // 4.
   router.use(manageRoutes(accounts, createSignInThrottle(limiter)));
   router.use(siteAdminRoutes(services.siteAdmin));
+  router.use(eventRoutes(services));
   return router;
 }

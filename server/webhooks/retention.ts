@@ -6,8 +6,12 @@ const HOUR = 3600_000;
 /** The delivery log's retention: attempt rows, finished deliveries and unredeliverable events. */
 export const DELIVERY_LOG_RETENTION_MS = 30 * 24 * HOUR;
 
-/** Removes what the delivery log keeps no longer than 30 days before `now` (runMaintenance's step). */
-export function removeExpiredDeliveryLog(store: Pick<EventStore, 'removeOlderThan'>, now: number) {
+/**
+ * Removes what the delivery log keeps no longer than 30 days before `now` (runMaintenance's step),
+ * and drops the old secrets of planned rolls whose switch has come (they sign nothing any more).
+ */
+export async function removeExpiredDeliveryLog(store: Pick<EventStore, 'removeOlderThan' | 'completeSwitches'>, now: number) {
+  await store.completeSwitches(now);
   return store.removeOlderThan(now - DELIVERY_LOG_RETENTION_MS);
 }
 
@@ -18,7 +22,7 @@ export function removeExpiredDeliveryLog(store: Pick<EventStore, 'removeOlderTha
  */
 export function withDeliveryLogRetention(
   worker: DeliveryWorker,
-  store: Pick<EventStore, 'removeOlderThan'>,
+  store: Pick<EventStore, 'removeOlderThan' | 'completeSwitches'>,
   logger: Pick<Logger, 'info' | 'warn'>,
   everyMs = HOUR,
 ): DeliveryWorker {

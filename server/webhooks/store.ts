@@ -1,9 +1,13 @@
 import type { Knex } from 'knex';
-import { forUpdate, forUpdateSkipLocked, withNumericColumns } from '../db/knex';
+import { forUpdate, forUpdateSkipLocked } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
 import { toIsoRequired } from '../platform/time';
 import type { EventName } from './event-names';
 import { addressesLeftOut, takeWithinAllowance } from './scheduler';
+import { createLogQueries } from './log-store';
+import { AttemptRow, DeliveryRow, DeliveryStatus, EndpointRow, EventRow, ListedAttempt, mapAttemptRow, mapDeliveryRow, mapEndpointRow, mapEventRow } from './rows';
+
+export * from './rows';
 
 /**
  * The Knex queries of event delivery: `webhook_endpoints`, `events`, `deliveries` and
@@ -11,64 +15,11 @@ import { addressesLeftOut, takeWithinAllowance } from './scheduler';
  * (addresses, secrets, redelivery), outbox.ts (what an event says, whether it is delivered) and
  * worker.ts (attempts).
  *
- * Row mapping, as in conversations/store.ts and access/store.ts: each row type has one `map…Row`,
+ * Row mapping (rows.ts), as in conversations/store.ts and access/store.ts: each row type has one `map…Row`,
  * applied to every row read, that turns what the driver returns into the row type (mysql2 may hand
  * BIGINT back as a string); a row type the API or the CLI shows has its one `…ToDto` beside it.
  * The store returns rows; services turn them into what they answer with the `…ToDto`.
  */
-
-export interface EndpointRow {
-  id: string;
-  site_id: string;
-  url: string;
-  events: string; // comma-separated event names
-  secret_encrypted: string;
-  created_at: number;
-  updated_at: number;
-}
-
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
-
-export interface DeliveryRow {
-  event_id: string;
-  site_id: string;
-  endpoint_id: string;
-  status: DeliveryStatus;
-  attempts: number;
-  round_base: number;
-  next_attempt_at: number;
-  lease_owner: string | null;
-  lease_until: number | null;
-  updated_at: number;
-}
-
-export interface EventRow {
-  id: string;
-  site_id: string;
-  name: string;
-  body: string;
-  created_at: number;
-}
-
-/** One attempt in the delivery log (the table adds an auto-increment `id`, used only to sort). */
-export interface AttemptRow {
-  event_id: string;
-  site_id: string;
-  endpoint_id: string;
-  event_name: string;
-  attempt: number;
-  url: string;
-  started_at: number;
-  duration_ms: number;
-  status_code: number | null;
-  error: string | null;
-  response_excerpt: string | null;
-}
-
-/** A log row as the log lists it: with the state of its delivery (null once the delivery was removed). */
-export interface ListedAttempt extends AttemptRow {
-  delivery_status: DeliveryStatus | null;
-}
 
 /** What the worker must do with a claimed row. */
 export interface Claimed {
@@ -115,6 +66,12 @@ const CLAIMED_COLUMNS = [
   'w.url as w_url',
   'w.events as w_events',
   'w.secret_encrypted as w_secret_encrypted',
+  'w.secret_next_encrypted as w_secret_next_encrypted',
+  'w.secret_switch_at as w_secret_switch_at',
+  'w.disabled_at as w_disabled_at',
+  'w.disabled_reason as w_disabled_reason',
+  'w.failing_since as w_failing_since',
+  'w.failure_streak as w_failure_streak',
   'w.created_at as w_created_at',
   'w.updated_at as w_updated_at',
 ];
@@ -138,11 +95,6 @@ async function finishOne(trx: Knex.Transaction, r: { row: AttemptRow | null; eve
 
 /** The log text of an attempt whose worker stopped (or lost its lease) before reporting back. */
 export const INTERRUPTED = 'interrupted: the worker stopped during the attempt';
-
-const mapEndpointRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as EndpointRow, ['created_at', 'updated_at']);
-const mapEventRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as EventRow, ['created_at']);
-const mapDeliveryRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as DeliveryRow, ['attempts', 'round_base', 'next_attempt_at', 'lease_until', 'updated_at']);
-const mapAttemptRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as AttemptRow, ['attempt', 'started_at', 'duration_ms', 'status_code']);
 
 /** The events an address subscribes to, in the order they were saved. */
 export function subscribedEvents(row: EndpointRow): EventName[] {
@@ -204,8 +156,9 @@ export function createEventStore(db: Knex) {
       await db('webhook_endpoints').insert(row);
     },
 
-    async updateEndpoint(id: string, fields: Partial<Pick<EndpointRow, 'url' | 'events' | 'secret_encrypted' | 'updated_at'>>): Promise<void> {
-      await db('webhook_endpoints').where({ id }).update(fields);
+    /** Changes an address; with `trx`, inside the caller's transaction (an audited change). */
+    async updateEndpoint(id: string, fields: Partial<Omit<EndpointRow, 'id' | 'site_id' | 'created_at'>>, trx: Knex = db): Promise<void> {
+      await trx('webhook_endpoints').where({ id }).update(fields);
     },
 
     async findEvent(id: string): Promise<EventRow | undefined> {
@@ -341,7 +294,21 @@ export function createEventStore(db: Knex) {
             endpoint:
               r.w_url == null
                 ? undefined
-                : mapEndpointRow({ id: before.endpoint_id, site_id: r.w_site_id, url: r.w_url, events: r.w_events, secret_encrypted: r.w_secret_encrypted, created_at: r.w_created_at, updated_at: r.w_updated_at }),
+                : mapEndpointRow({
+                    id: before.endpoint_id,
+                    site_id: r.w_site_id,
+                    url: r.w_url,
+                    events: r.w_events,
+                    secret_encrypted: r.w_secret_encrypted,
+                    secret_next_encrypted: r.w_secret_next_encrypted ?? null,
+                    secret_switch_at: r.w_secret_switch_at ?? null,
+                    disabled_at: r.w_disabled_at ?? null,
+                    disabled_reason: r.w_disabled_reason ?? null,
+                    failing_since: r.w_failing_since ?? null,
+                    failure_streak: r.w_failure_streak ?? 0,
+                    created_at: r.w_created_at,
+                    updated_at: r.w_updated_at,
+                  }),
           });
         }
         return { claimed, filled };
@@ -439,12 +406,14 @@ export function createEventStore(db: Knex) {
     async failedEventsSince(siteId: string, since: number): Promise<EventRow[]> {
       const rows = await db('deliveries as d')
         .join('events as e', 'e.id', 'd.event_id')
-        .where({ 'd.site_id': siteId, 'd.status': 'failed' })
+        .where({ 'd.site_id': siteId, 'd.status': 'failed', 'd.test': false })
         .andWhere('e.created_at', '>=', since)
         .orderBy('e.created_at')
         .select('e.*');
       return rows.map(mapEventRow);
     },
+
+    ...createLogQueries(db),
 
     /** The delivery log of a site, newest first. */
     async listAttempts(siteId: string, filter: { eventId?: string; eventName?: string; failedOnly?: boolean; limit: number }): Promise<ListedAttempt[]> {

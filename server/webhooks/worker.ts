@@ -11,6 +11,8 @@ import { createResultBatcher } from './result-batcher';
 import { adaptivePoll, EventChannel } from './channel';
 import { memoised } from '../platform/memo';
 import type { Resolver } from './ssrf';
+import { signingSecret, SWITCH_SETTLE_MS } from './address-rules';
+import { createStreakKeeper, EndedDelivery } from './failure-streak';
 
 export interface WorkerOptions {
   store: EventStore;
@@ -35,6 +37,8 @@ export interface WorkerOptions {
   leaseMs?: number;
   resolve?: Resolver;
   owner?: string;
+  /** Told when persistent failure disabled an address (failure-streak.ts). */
+  onAutoDisabled?: (siteId: string, endpointId: string) => Promise<void> | void;
 }
 
 export interface DeliveryWorker {
@@ -145,6 +149,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     onIdle: refill,
   });
   const stats = { delivered: 0, failed: 0, retry: 0, stale: 0, returned: 0 };
+  const afterResults = createStreakKeeper({ store, logger, onAutoDisabled: opts.onAutoDisabled });
   let started = false;
   let stopped = false;
   let ticking: Promise<void> | null = null;
@@ -248,8 +253,9 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     const h: Held = { claimed: c, address: c.delivery.endpoint_id, state: 'preparing', queuedAt: Date.now(), blocked: false, done, settle };
     held.set(c.delivery.event_id, h);
     const { event, endpoint } = c;
-    if (c.exhausted || !event || !endpoint) {
-      // Given up (its round's budget went to interrupted attempts) or its event or address was removed.
+    if (c.exhausted || !event || !endpoint || endpoint.disabled_at !== null) {
+      // Given up (its round's budget went to interrupted attempts), its event or address was
+      // removed, or the address is disabled (recovery sends it again once enabled).
       if (c.exhausted) stats.failed++;
       record(h, { row: null, next: { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() } });
       return h;
@@ -299,9 +305,18 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     const event = c.event!;
     const endpoint = c.endpoint!;
     const startedAt = Date.now();
+    // The address (its secrets and switch time) was read at the claim; a claim older than
+    // SWITCH_SETTLE_MS may have missed a switch the owner asked for, so it goes back unsent.
+    if (startedAt - ((c.delivery.lease_until ?? startedAt) - leaseMs) >= SWITCH_SETTLE_MS) {
+      scheduler.sent(h, 0);
+      giveBack(h);
+      pump();
+      return;
+    }
     let result: PostResult;
+    let headers: Record<string, string> | undefined;
     try {
-      const headers = signedHeaders(secretOf(endpoint.secret_encrypted), event.name, event.id, c.attempt, event.body, startedAt);
+      headers = signedHeaders(secretOf(signingSecret(endpoint, startedAt)), event.name, event.id, c.attempt, event.body, startedAt);
       result = await transport.post(endpoint.url, event.body, headers);
     } catch (err) {
       result = { status: null, error: (err as Error).message, response: null } as PostResult;
@@ -323,6 +338,7 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
       status_code: result.status,
       error: result.status !== null && result.status >= 300 && result.status < 400 ? 'redirect not followed' : (result.error?.slice(0, 500) ?? null),
       response_excerpt: result.response,
+      request_headers: headers ? JSON.stringify(headers) : null,
     };
     record(h, { row, next: { status, nextAttemptAt, now: finishedAt } }, (applied) => {
       // The address's host only: a URL may carry a receiver's token in its path or query.
@@ -358,6 +374,12 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         group.map((r) => r.outcome),
       );
       group.forEach((r, i) => r.report?.(applied[i]));
+      const ended: EndedDelivery[] = [];
+      group.forEach((r, i) => {
+        const { status } = r.outcome.next;
+        if (applied[i] && r.outcome.row && (status === 'delivered' || status === 'failed')) ended.push({ endpoint: r.held.claimed.endpoint!, status });
+      });
+      if (ended.length) await afterResults(ended);
     } catch (err) {
       // The leases run out and the rows are tried again: nothing is lost.
       logger.error({ events: group.length, err: { message: (err as Error).message } }, 'event delivery: attempts could not be recorded');

@@ -8,6 +8,7 @@ import type { Harness } from '../helpers/harness';
 import { documentChecks } from '../helpers/openapi';
 import { manageDocument } from '../../server/http/openapi-document';
 import { M, manageHarness, newMember, PASSWORD, SAME_ORIGIN, signIn } from './helpers';
+import { deliveryEnv, Receiver, startReceiver } from '../webhooks/helpers';
 
 const { documentedOperations, assertMatchesDocument } = documentChecks(manageDocument(), { requiredHeadersOnly: true });
 
@@ -18,6 +19,7 @@ let site: string;
 let owner: { id: string; cookie: string };
 let agent: { id: string; cookie: string };
 let ownerToken: string;
+let receiver: Receiver; // the event address of the main app's site
 
 type Res = request.Response;
 type Scenario = () => Promise<Res>;
@@ -32,7 +34,8 @@ interface Call {
 }
 
 beforeAll(async () => {
-  h = await manageHarness();
+  receiver = await startReceiver();
+  h = await manageHarness({ env: deliveryEnv(receiver) });
   limited = await manageHarness({ env: { RATE_LIMIT_PER_MINUTE: '1' } });
   broken = await manageHarness();
   site = h.site.id;
@@ -48,6 +51,7 @@ afterAll(async () => {
   await h.close();
   await limited.close();
   await broken.database.drop();
+  await receiver.close();
 });
 
 /** A request as a same-origin page sends it, with the session cookie or a token when given. */
@@ -82,6 +86,54 @@ function failing(method: AccountsMethod, send: () => request.Test): Scenario {
     }
   };
 }
+
+type WebhooksMethod = keyof Harness['runtime']['services']['webhooks'];
+
+/** A webhook-service method (or the timeline, `timeline`) throwing something unexpected while `send` runs. */
+function failingEvents(method: WebhooksMethod | 'timeline', send: () => request.Test): Scenario {
+  return async () => {
+    const services = h.runtime.services;
+    const spy =
+      method === 'timeline'
+        ? jest.spyOn(services, 'timeline').mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never)
+        : jest.spyOn(services.webhooks, method as never).mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+    try {
+      return await send();
+    } finally {
+      spy.mockRestore();
+    }
+  };
+}
+
+/** common() for the event address and delivery log operations (their 500 comes from the webhook service). */
+function commonEvents(method: Method, path: string, service: WebhooksMethod | 'timeline', body?: object): Record<string, Scenario> {
+  const sep = path.includes('?') ? '&' : '?';
+  return {
+    400: () => call(method, `${path}${sep}unknown=1`, { cookie: owner.cookie, body }),
+    401: () => call(method, path, { body }),
+    500: failingEvents(service, () => call(method, path, { cookie: owner.cookie, body })),
+    503: () => call(method, path, { app: broken.app, cookie: DEAD_COOKIE, body }),
+  };
+}
+
+/** The main site's event address, at the local receiver (made once). */
+async function ensureAddress() {
+  const webhooks = h.runtime.services.webhooks;
+  if (!(await h.runtime.db('webhook_endpoints').where({ site_id: site }).first())) await webhooks.setEndpoint(site, receiver.url('/contract'));
+  await webhooks.setEnabled(site, true);
+}
+
+/** A real (not test) event of the main site with a pending delivery, and its conversation. */
+async function pendingEvent() {
+  await ensureAddress();
+  const said = await h.visitorSay(site, `contract-${++counter}`, 'hello');
+  const row = await h.runtime.db('events').where({ conversation_id: said.conversation.id, name: 'message.created' }).first('id');
+  return { eventId: row.id as string, conversationId: said.conversation.id };
+}
+
+const NO_EVENT = encodeURIComponent('message.created:00000000000000000000000000');
+const SINCE = '2026-01-01T00:00:00.000Z';
+const SINCE_Q = encodeURIComponent(SINCE);
 
 const DEAD_COOKIE = `__Host-session=${'A'.repeat(43)}`;
 const CROSS_SITE = { 'Sec-Fetch-Site': 'cross-site' };
@@ -224,6 +276,19 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   listKeys: {},
   createKey: {},
   revokeKey: {},
+  getEventAddress: {},
+  setEventAddress: {},
+  changeEventAddressState: {},
+  rotateEventSecret: {},
+  rollEventSecret: {},
+  switchEventSecret: {},
+  sendTestEvent: {},
+  listDeliveries: {},
+  getDelivery: {},
+  redeliverDelivery: {},
+  countRecoverableDeliveries: {},
+  recoverDeliveries: {},
+  getConversationTimeline: {},
 };
 
 // The site routes are built once the fixtures exist (their paths name the site).
@@ -284,6 +349,7 @@ function siteScenarios() {
     429: () => exhausted('get', (s) => `/sites/${s}/audit-log`),
   });
   ownerScenarios();
+  eventScenarios();
 }
 
 type SiteAdminMethod = keyof Harness['runtime']['services']['siteAdmin'];
@@ -396,6 +462,160 @@ function ownerScenarios() {
     },
     400: () => call('delete', `${keys}/wck_secret`, { cookie: owner.cookie }),
     404: () => call('delete', NO_KEY, { cookie: owner.cookie }),
+  });
+}
+
+function eventScenarios() {
+  const address = `/sites/${site}/event-address`;
+  const other = `/sites/${OTHER_SITE}/event-address`;
+  const url = { url: 'https://localhost:9/contract' };
+  const ownerOnly = (method: Method, path: string, body?: object) => () => call(method, path, { cookie: agent.cookie, body });
+  Object.assign(scenarios.getEventAddress, {
+    ...commonEvents('get', address, 'getEndpoint'),
+    200: async () => {
+      await ensureAddress();
+      return call('get', address, { cookie: owner.cookie });
+    },
+    403: ownerOnly('get', address),
+    404: () => call('get', other, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/event-address`),
+  });
+  Object.assign(scenarios.setEventAddress, {
+    ...commonEvents('put', address, 'setEndpoint', url),
+    ...writes('put', address, url),
+    200: async () => {
+      await ensureAddress();
+      return call('put', address, { cookie: owner.cookie, body: { url: receiver.url('/contract'), events: ['message.created'] } });
+    },
+    201: async () => {
+      const s = await h.newSite();
+      const email = fresh('address-owner');
+      await newMember(h, s.id, email, 'owner');
+      const { cookie } = await signIn(h, email);
+      return call('put', `/sites/${s.id}/event-address`, { cookie, body: { url: receiver.url('/contract') } });
+    },
+    404: () => call('put', other, { cookie: owner.cookie, body: url }),
+    429: () => exhausted('put', (s) => `/sites/${s}/event-address`, url),
+  });
+  Object.assign(scenarios.changeEventAddressState, {
+    ...commonEvents('patch', address, 'setEnabled', { enabled: true }),
+    ...writes('patch', address, { enabled: true }),
+    200: async () => {
+      await ensureAddress();
+      return call('patch', address, { cookie: owner.cookie, body: { enabled: false } });
+    },
+    404: () => call('patch', other, { cookie: owner.cookie, body: { enabled: true } }),
+    429: () => exhausted('patch', (s) => `/sites/${s}/event-address`, { enabled: true }),
+  });
+  const rotate = `${address}/secret/rotate`;
+  Object.assign(scenarios.rotateEventSecret, {
+    ...commonEvents('post', rotate, 'rotateSecret'),
+    200: async () => {
+      await ensureAddress();
+      return call('post', rotate, { cookie: owner.cookie });
+    },
+    403: ownerOnly('post', rotate),
+    404: () => call('post', `${other}/secret/rotate`, { cookie: owner.cookie }),
+    429: () => exhausted('post', (s) => `/sites/${s}/event-address/secret/rotate`),
+  });
+  const roll = `${address}/secret/roll`;
+  Object.assign(scenarios.rollEventSecret, {
+    ...commonEvents('post', roll, 'rollSecret', { switchInHours: 24 }),
+    ...writes('post', roll, { switchInHours: 24 }),
+    200: async () => {
+      await ensureAddress();
+      return call('post', roll, { cookie: owner.cookie, body: { switchInHours: 48 } });
+    },
+    404: () => call('post', `${other}/secret/roll`, { cookie: owner.cookie, body: {} }),
+    429: () => exhausted('post', (s) => `/sites/${s}/event-address/secret/roll`, {}),
+  });
+  const switchNow = `${address}/secret/switch`;
+  Object.assign(scenarios.switchEventSecret, {
+    ...commonEvents('post', switchNow, 'switchSecret'),
+    200: async () => {
+      await ensureAddress();
+      await h.runtime.services.webhooks.rollSecret(site);
+      return call('post', switchNow, { cookie: owner.cookie });
+    },
+    400: async () => {
+      await ensureAddress();
+      await h.runtime.services.webhooks.rotateSecret(site); // no roll pending
+      return call('post', switchNow, { cookie: owner.cookie });
+    },
+    403: ownerOnly('post', switchNow),
+    404: () => call('post', `${other}/secret/switch`, { cookie: owner.cookie }),
+    429: () => exhausted('post', (s) => `/sites/${s}/event-address/secret/switch`),
+  });
+  const test = `${address}/test`;
+  Object.assign(scenarios.sendTestEvent, {
+    ...commonEvents('post', test, 'sendTest', { event: 'message.created' }),
+    ...writes('post', test, { event: 'message.created' }),
+    200: async () => {
+      await ensureAddress();
+      return call('post', test, { cookie: owner.cookie, body: { event: 'conversation.started' } });
+    },
+    404: () => call('post', `/sites/${OTHER_SITE}/event-address/test`, { cookie: owner.cookie, body: { event: 'message.created' } }),
+    429: () => exhausted('post', (s) => `/sites/${s}/event-address/test`, { event: 'message.created' }),
+  });
+  const deliveries = `/sites/${site}/deliveries`;
+  Object.assign(scenarios.listDeliveries, {
+    ...commonEvents('get', deliveries, 'listDeliveries'),
+    200: async () => {
+      await pendingEvent();
+      return call('get', `${deliveries}?event=message.created&outcome=pending&since=${SINCE_Q}&limit=2`, { cookie: owner.cookie });
+    },
+    403: ownerOnly('get', deliveries),
+    404: () => call('get', `/sites/${OTHER_SITE}/deliveries`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/deliveries`),
+  });
+  const delivery = `${deliveries}/${NO_EVENT}`;
+  Object.assign(scenarios.getDelivery, {
+    ...commonEvents('get', delivery, 'getDelivery'),
+    200: async () => {
+      const { eventId } = await pendingEvent();
+      return call('get', `${deliveries}/${encodeURIComponent(eventId)}`, { cookie: owner.cookie });
+    },
+    403: ownerOnly('get', delivery),
+    404: () => call('get', delivery, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/deliveries/${NO_EVENT}`),
+  });
+  Object.assign(scenarios.redeliverDelivery, {
+    ...commonEvents('post', `${delivery}/redeliver`, 'redeliverEvent'),
+    202: async () => {
+      const { eventId } = await pendingEvent();
+      return call('post', `${deliveries}/${encodeURIComponent(eventId)}/redeliver`, { cookie: owner.cookie });
+    },
+    403: ownerOnly('post', `${delivery}/redeliver`),
+    404: () => call('post', `${delivery}/redeliver`, { cookie: owner.cookie }),
+    429: () => exhausted('post', (s) => `/sites/${s}/deliveries/${NO_EVENT}/redeliver`),
+  });
+  const recovery = `/sites/${site}/delivery-recovery`;
+  Object.assign(scenarios.countRecoverableDeliveries, {
+    ...commonEvents('get', `${recovery}?since=${SINCE_Q}`, 'countFailedSince'),
+    200: () => call('get', `${recovery}?since=${SINCE_Q}`, { cookie: owner.cookie }),
+    403: ownerOnly('get', `${recovery}?since=${SINCE_Q}`),
+    404: () => call('get', `/sites/${OTHER_SITE}/delivery-recovery?since=${SINCE_Q}`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/delivery-recovery?since=${SINCE_Q}`),
+  });
+  Object.assign(scenarios.recoverDeliveries, {
+    ...commonEvents('post', recovery, 'redeliverFailedSince', { since: SINCE }),
+    ...writes('post', recovery, { since: SINCE }),
+    202: async () => {
+      await ensureAddress();
+      return call('post', recovery, { cookie: owner.cookie, body: { since: SINCE } });
+    },
+    404: () => call('post', `/sites/${OTHER_SITE}/delivery-recovery`, { cookie: owner.cookie, body: { since: SINCE } }),
+    429: () => exhausted('post', (s) => `/sites/${s}/delivery-recovery`, { since: SINCE }),
+  });
+  const noConversation = `/sites/${site}/conversations/conv_00000000000000000000000000/timeline`;
+  Object.assign(scenarios.getConversationTimeline, {
+    ...commonEvents('get', noConversation, 'timeline'),
+    200: async () => {
+      const { conversationId } = await pendingEvent();
+      return call('get', `/sites/${site}/conversations/${conversationId}/timeline?limit=10`, { cookie: agent.cookie });
+    },
+    404: () => call('get', noConversation, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/conversations/conv_00000000000000000000000000/timeline`),
   });
 }
 

@@ -41,6 +41,29 @@ function oneJson(stdout: string) {
   return JSON.parse(lines[0]);
 }
 
+test('webhook roll-secret and switch-secret: the same roll as the management API, audited as the operator', async () => {
+  const site = await h.newSite('cli-roll');
+  await admin(['webhook', 'set', '--site', site.id, '--url', receiver.url('/cli-roll'), '--json']);
+  const rolled = await admin(['webhook', 'roll-secret', '--site', site.id, '--switch-in-hours', '2', '--json']);
+  expect(rolled.code).toBe(0);
+  const roll = oneJson(rolled.stdout);
+  expect(roll).toEqual({ id: expect.stringMatching(/^whk_/), secret: expect.stringMatching(/^whsec_/), switchAt: expect.any(String) });
+  expect(Math.abs(Date.parse(roll.switchAt) - Date.now() - 2 * 3600_000)).toBeLessThan(60_000);
+  expect((await h.runtime.services.webhooks.getEndpoint(site.id)).secretRoll).toEqual({ switchAt: roll.switchAt });
+
+  const switched = await admin(['webhook', 'switch-secret', '--site', site.id, '--json']);
+  expect(switched.code).toBe(0);
+  expect(Date.parse(oneJson(switched.stdout).switchAt)).toBeLessThan(Date.parse(roll.switchAt));
+  const again = await admin(['webhook', 'switch-secret', '--site', site.id, '--json']);
+  expect(again.code).toBe(0); // still pending until the switch time: switching again keeps the earlier time
+  const audit = await h.runtime.db('audit_log').where({ site_id: site.id }).orderBy('created_at').pluck('action');
+  expect(audit).toEqual(expect.arrayContaining(['event_address.created', 'event_address.secret_roll_started', 'event_address.secret_switched']));
+  expect(await h.runtime.db('audit_log').where({ site_id: site.id }).whereNotNull('actor_account_id').first()).toBeUndefined();
+  const bad = await admin(['webhook', 'roll-secret', '--site', site.id, '--switch-in-hours', '1000', '--json']);
+  expect(bad.code).not.toBe(0);
+  expect(bad.stderr).toMatch(/switchInHours must be 1 to 168/);
+});
+
 test('webhook set, rotate-secret, deliveries and redeliver', async () => {
   const site = await h.newSite('cli');
   const url = receiver.url('/cli');

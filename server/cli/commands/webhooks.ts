@@ -23,6 +23,20 @@ export const webhookCommands: Record<string, Command> = {
     };
   },
 
+  'webhook roll-secret': async (rt, args) => {
+    const hours = optional(args.flags, 'switch-in-hours');
+    const result = await rt.services.webhooks.rollSecret(required(args, 'site'), hours === undefined ? undefined : Number(hours));
+    return {
+      json: result,
+      text: `new signing secret of ${result.id} (shown once; add it to your receiver beside the current one):\n\n  ${result.secret}\n\ndeliveries stay signed with the current secret until ${result.switchAt}, then with this one (webhook switch-secret switches sooner)`,
+    };
+  },
+
+  'webhook switch-secret': async (rt, args) => {
+    const result = await rt.services.webhooks.switchSecret(required(args, 'site'));
+    return { json: result, text: `attempts of ${result.id} signed from ${result.switchAt} on carry the new secret; the old one is dropped then` };
+  },
+
   'webhook deliveries': async (rt, args) => {
     const limit = optional(args.flags, 'limit');
     const deliveries = await rt.services.webhooks.deliveries(required(args, 'site'), {

@@ -8,6 +8,7 @@ import * as m006 from './006_window_revocation';
 import * as m007 from './007_visitor_files';
 import * as m008 from './008_accounts';
 import * as m009 from './009_key_creators';
+import * as m010 from './010_event_address_roll';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -25,6 +26,7 @@ const migrations: Record<string, Migration> = {
   '007_visitor_files': m007,
   '008_accounts': m008,
   '009_key_creators': m009,
+  '010_event_address_roll': m010,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

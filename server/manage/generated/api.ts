@@ -254,6 +254,122 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/conversations/{conversationId}/timeline": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a conversation's timeline
+         * @description Owners and agents. The conversation's messages with who wrote each (the visitor, an API key by
+         *     its label, or a member), the events each emitted, and every delivery attempt of those events with
+         *     its outcome, in one list by time (a message before its events, an event before its attempts).
+         *     Paged by messages, oldest first: a page holds up to `limit` (at most 100) messages, the events
+         *     created from its first message to the next page's, and all their attempts.
+         */
+        get: operations["getConversationTimeline"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List deliveries
+         * @description Owners only. One entry per event sent to the address (test deliveries included, marked), newest
+         *     first by (`createdAt`, `eventId`), keyset paging with `limit` and `cursor`; filter by event,
+         *     outcome and creation time. Kept 30 days.
+         */
+        get: operations["listDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/deliveries/{eventId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one delivery with its attempts
+         * @description Owners only. The delivery, its request body (the same bytes on every attempt), and each attempt:
+         *     the request headers as sent (the signature included, never the secret), the response status,
+         *     the first 1 KiB of the answer, the error text and the duration.
+         */
+        get: operations["getDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/deliveries/{eventId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send one delivery again
+         * @description Owners only. The same event id and body, attempt numbers continuing, a fresh budget of retries.
+         *     An attempt in flight now is not doubled (`eventIds` is then empty). Test deliveries are not
+         *     redelivered (`400`).
+         */
+        post: operations["redeliverDelivery"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/delivery-recovery": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Count failed deliveries since a time
+         * @description Owners only. How many deliveries of events created since `since` ended failed (tests excluded):
+         *     what `recoverDeliveries` would send again.
+         */
+        get: operations["countRecoverableDeliveries"];
+        put?: never;
+        /**
+         * Send every failed delivery since a time again
+         * @description Owners only. Every delivery of an event created since `since` that ended failed is queued again
+         *     (as `redeliverDelivery` does). The same operation as the CLI's `webhook redeliver --failed-since`.
+         */
+        post: operations["recoverDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/embed": {
         parameters: {
             query?: never;
@@ -269,6 +385,130 @@ export interface paths {
         get: operations["getEmbedSnippet"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/event-address": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the event address
+         * @description Owners only. The site's address, its events, whether it is `enabled` or `disabled` (with the
+         *     reason, `owner` or `failing`, and since when), the failure streak the automatic disabling reads,
+         *     and a pending secret roll's switch time. Never a secret. `404` when the site has no address.
+         */
+        get: operations["getEventAddress"];
+        /**
+         * Set the event address
+         * @description Owners only. Sets the URL (`https://`, public unless the instance allows private networks) and
+         *     the subscribed events (all three when left out). The first time, a signing secret is made and
+         *     returned once (`201`); later changes keep the secret (`200`, `secret: null`).
+         */
+        put: operations["setEventAddress"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Disable or enable the event address
+         * @description Owners only. Disabled, deliveries end `failed` without an attempt (recover them once enabled).
+         *     Enabling clears the failure streak, also after an automatic disabling.
+         */
+        patch: operations["changeEventAddressState"];
+        trace?: never;
+    };
+    "/sites/{siteId}/event-address/secret/roll": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a planned secret roll
+         * @description Owners only. A new secret is shown once, now; attempts stay signed with the current secret until
+         *     the switch (`switchInHours`, 24 by default), then with the new one, and the old one is dropped.
+         *     An attempt signed at or after `switchAt` carries the new secret. Configure the receiver with both
+         *     (the SDK's `verifyWebhook({ secrets: [old, new] })`) and nothing is lost. A roll while one is
+         *     pending replaces its new secret.
+         */
+        post: operations["rollEventSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/event-address/secret/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the signing secret at once
+         * @description Owners only. For a secret that leaked: a new secret, shown once, signs every attempt from now on
+         *     and the old one stops at once (a pending roll is dropped). For a change without lost deliveries
+         *     use `rollEventSecret`.
+         */
+        post: operations["rotateEventSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/event-address/secret/switch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Switch a pending roll now
+         * @description Owners only. The pending roll switches 10 seconds from now (the longest a worker may sign with an
+         *     address it read before this change), so every attempt signed from `switchAt` on carries the new
+         *     secret on every instance. `400` when no roll is pending.
+         */
+        post: operations["switchEventSecret"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/event-address/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a signed test delivery
+         * @description Owners only. An example payload of `event` (the shapes of the public document's event schemas),
+         *     signed with the secret that signs now and carrying the same headers as a real attempt, sent once
+         *     now. Its outcome is in the answer and in the delivery log as a test: never retried, redelivered,
+         *     recovered, or counted toward disabling. A disabled address gets it too.
+         */
+        post: operations["sendTestEvent"];
         delete?: never;
         options?: never;
         head?: never;
@@ -533,6 +773,23 @@ export interface components {
         ApiKeyResponse: {
             data: components["schemas"]["ApiKey"];
         };
+        Attempt: {
+            /** Format: int32 */
+            attempt: number;
+            durationMs: components["schemas"]["DurationMs"];
+            error: components["schemas"]["AttemptError"];
+            /** @description The request's headers as sent (`X-Service-Signature` included; never the secret); `null` for an attempt that was interrupted before it was recorded. */
+            requestHeaders: {
+                [key: string]: string;
+            } | null;
+            response: components["schemas"]["ResponseExcerpt"];
+            startedAt: components["schemas"]["Timestamp"];
+            status: components["schemas"]["HttpStatusOrNull"];
+            /** Format: uri */
+            url: string;
+        };
+        /** @description Why the attempt failed without a usable answer, for example `timeout after 20000 ms`; `null` otherwise. */
+        AttemptError: string | null;
         AuditEntry: {
             /** @description What was done, for example `member.role_changed.agent`, `member.removed`, `invitation.created.owner`, `token.created`. */
             action: string;
@@ -601,6 +858,39 @@ export interface components {
         };
         /** @description Opaque. Pass it back unchanged. */
         Cursor: string;
+        Delivery: {
+            /**
+             * Format: int32
+             * @description Attempts made, across redeliveries.
+             */
+            attempts: number;
+            createdAt: components["schemas"]["Timestamp"];
+            event: components["schemas"]["EventName"];
+            eventId: components["schemas"]["EventIdValue"];
+            /** @description When a pending delivery is tried next; `null` once it ended. */
+            nextAttemptAt: components["schemas"]["Timestamp"] | null;
+            outcome: components["schemas"]["DeliveryOutcome"];
+            /** @description A test delivery (`sendTestEvent`). */
+            test: boolean;
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        DeliveryDetail: {
+            attempts: components["schemas"]["Attempt"][];
+            delivery: components["schemas"]["Delivery"];
+            /** @description The JSON body every attempt sent, byte for byte. */
+            requestBody: string;
+        };
+        DeliveryList: {
+            data: components["schemas"]["Delivery"][];
+            page: components["schemas"]["PageInfo"];
+        };
+        /** @enum {string} */
+        DeliveryOutcome: "delivered" | "failed" | "pending";
+        DeliveryResponse: {
+            data: components["schemas"]["DeliveryDetail"];
+        };
+        /** Format: int32 */
+        DurationMs: number;
         /**
          * Format: email
          * @description Compared case-insensitively; stored lower-cased.
@@ -646,6 +936,44 @@ export interface components {
         ErrorResponse: {
             error: components["schemas"]["Error"];
         };
+        EventAddress: {
+            createdAt: components["schemas"]["Timestamp"];
+            disabledAt: components["schemas"]["Timestamp"] | null;
+            /** @description `owner` (disabled by a member) or `failing` (disabled by the service after persistent failure); `null` while enabled. */
+            disabledReason: ("owner" | "failing") | null;
+            events: components["schemas"]["EventName"][];
+            /**
+             * Format: int32
+             * @description Deliveries that ended failed since the last success. Five days of failure with at least 10 of them disables the address.
+             */
+            failedDeliveries: number;
+            /** @description When the current run of failed deliveries began; `null` when the last delivery that ended was a success. */
+            failingSince: components["schemas"]["Timestamp"] | null;
+            id: components["schemas"]["EventAddressIdValue"];
+            /** @description A planned roll in progress, or `null`. */
+            secretRoll: {
+                switchAt: components["schemas"]["Timestamp"];
+            } | null;
+            /** @enum {string} */
+            state: "enabled" | "disabled";
+            updatedAt: components["schemas"]["Timestamp"];
+            /** Format: uri */
+            url: string;
+        };
+        /** @example whk_01jd8x3r5k0000000000000000 */
+        EventAddressIdValue: string;
+        EventAddressResponse: {
+            data: components["schemas"]["EventAddress"];
+        };
+        EventAddressStateRequest: {
+            enabled: boolean;
+        };
+        /** @example message.created:01jd8x3r5k0000000000000000 */
+        EventIdValue: string;
+        /** @enum {string} */
+        EventName: "conversation.started" | "message.created" | "conversation.closed";
+        /** @description The answer's HTTP status; `null` when none came (time-out, refused, TLS, DNS). */
+        HttpStatusOrNull: number | null;
         /**
          * @description `off`: visitors are anonymous. `optional`: a visitor whose page vouches for it with a valid identity hash is verified, others chat anonymously. `enforce`: only verified visitors.
          * @enum {string}
@@ -740,20 +1068,58 @@ export interface components {
         Password: string;
         /** @description The password as set. */
         PresentedPassword: string;
+        RecoveryCountResponse: {
+            data: {
+                /** Format: int32 */
+                failed: number;
+                since: components["schemas"]["Timestamp"];
+            };
+        };
+        RecoveryRequest: {
+            since: components["schemas"]["Timestamp"];
+        };
+        RedeliveredResponse: {
+            data: {
+                /** @description The events queued again. */
+                eventIds: components["schemas"]["EventIdValue"][];
+            };
+        };
         ReplaceOriginsRequest: {
             origins: components["schemas"]["Origin"][];
         };
+        /** @description The first 1 KiB of the answer's body. */
+        ResponseExcerpt: string | null;
         /**
          * @description `owner`: everything on the site. `agent`: the inbox (read, reply, close, assign).
          * @enum {string}
          */
         Role: "owner" | "agent";
+        RolledSecretResponse: {
+            data: {
+                id: components["schemas"]["EventAddressIdValue"];
+                secret: components["schemas"]["SigningSecret"];
+                switchAt: components["schemas"]["Timestamp"];
+            };
+        };
+        RollSecretRequest: {
+            /**
+             * Format: int32
+             * @description Hours until the new secret starts signing (1 to 168; 24 when left out).
+             */
+            switchInHours?: number;
+        };
         RotatedIdentitySecretResponse: {
             data: {
                 identityMode: components["schemas"]["IdentityMode"];
                 identitySecret: components["schemas"]["IdentitySecret"];
                 /** @constant */
                 identitySecretSet: true;
+            };
+        };
+        RotatedSecretResponse: {
+            data: {
+                id: components["schemas"]["EventAddressIdValue"];
+                secret: components["schemas"]["SigningSecret"];
             };
         };
         /**
@@ -782,6 +1148,23 @@ export interface components {
         SessionList: {
             data: components["schemas"]["Session"][];
         };
+        SetEventAddressRequest: {
+            events?: components["schemas"]["EventName"][];
+            /**
+             * Format: uri
+             * @example https://example.com/hooks/chat
+             */
+            url: string;
+        };
+        SetEventAddressResponse: {
+            data: {
+                address: components["schemas"]["EventAddress"];
+                /** @description The signing secret when the address was just made (shown once); `null` otherwise. */
+                secret: components["schemas"]["SigningSecret"] | null;
+            };
+        };
+        /** @description `whsec_` and 32 random bytes in base62; shown once. */
+        SigningSecret: string;
         SignInRequest: {
             email: components["schemas"]["Email"];
             password: components["schemas"]["PresentedPassword"];
@@ -802,6 +1185,73 @@ export interface components {
          * @example Acme shop
          */
         SiteName: string;
+        SwitchedSecretResponse: {
+            data: {
+                id: components["schemas"]["EventAddressIdValue"];
+                switchAt: components["schemas"]["Timestamp"];
+            };
+        };
+        TestDeliveryRequest: {
+            event: components["schemas"]["EventName"];
+        };
+        TestDeliveryResponse: {
+            data: {
+                durationMs: components["schemas"]["DurationMs"];
+                error: components["schemas"]["AttemptError"];
+                event: components["schemas"]["EventName"];
+                eventId: components["schemas"]["EventIdValue"];
+                /** @enum {string} */
+                outcome: "delivered" | "failed";
+                response: components["schemas"]["ResponseExcerpt"];
+                status: components["schemas"]["HttpStatusOrNull"];
+            };
+        };
+        /** @description One entry of a conversation's timeline, by `type`. */
+        TimelineEntry: {
+            at: components["schemas"]["Timestamp"];
+            /** @description Who wrote it: the visitor, an API key (with its label), or a member (`accountId`, null when not recorded). */
+            author: {
+                accountId: components["schemas"]["AccountIdValue"] | null;
+                apiKeyId: string | null;
+                apiKeyLabel: components["schemas"]["Label"] | null;
+                /** @enum {string} */
+                type: "visitor" | "api_key" | "member";
+            };
+            /** @enum {string} */
+            direction: "incoming" | "outgoing";
+            /** @enum {string} */
+            format: "plain" | "markdown";
+            messageId: string;
+            /** @enum {string} */
+            origin: "widget" | "messenger" | "api";
+            /** @constant */
+            type: "message";
+        } | {
+            at: components["schemas"]["Timestamp"];
+            /** @description The delivery's state; `null` when the event went to no address. */
+            delivery: components["schemas"]["DeliveryOutcome"] | null;
+            event: components["schemas"]["EventName"];
+            eventId: components["schemas"]["EventIdValue"];
+            messageId: string | null;
+            /** @constant */
+            type: "event";
+        } | {
+            at: components["schemas"]["Timestamp"];
+            /** Format: int32 */
+            attempt: number;
+            durationMs: components["schemas"]["DurationMs"];
+            error: components["schemas"]["AttemptError"];
+            eventId: components["schemas"]["EventIdValue"];
+            /** @enum {string} */
+            outcome: "delivered" | "failed";
+            status: components["schemas"]["HttpStatusOrNull"];
+            /** @constant */
+            type: "attempt";
+        };
+        TimelineResponse: {
+            data: components["schemas"]["TimelineEntry"][];
+            page: components["schemas"]["PageInfo"];
+        };
         /**
          * Format: date-time
          * @description ISO 8601 UTC with milliseconds.
@@ -1028,8 +1478,12 @@ export interface components {
     parameters: {
         /** @description Account identifier. */
         AccountId: components["schemas"]["AccountIdValue"];
+        /** @description Conversation identifier. */
+        ConversationId: string;
         /** @description `page.nextCursor` of the previous page, unchanged. */
         Cursor: components["schemas"]["Cursor"];
+        /** @description The event's id (`X-Service-Delivery`). */
+        EventId: components["schemas"]["EventIdValue"];
         /** @description Access key identifier (not the key). */
         KeyId: components["schemas"]["KeyIdValue"];
         /** @description Page size. */
@@ -1715,6 +2169,242 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getConversationTimeline: {
+        parameters: {
+            query?: {
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the timeline. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimelineResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listDeliveries: {
+        parameters: {
+            query?: {
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Only deliveries of this event. */
+                event?: components["schemas"]["EventName"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Only deliveries in this state. */
+                outcome?: components["schemas"]["DeliveryOutcome"];
+                /** @description Only events created at or after this time. */
+                since?: components["schemas"]["Timestamp"];
+                /** @description Only events created before this time. */
+                until?: components["schemas"]["Timestamp"];
+            };
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of deliveries. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's id (`X-Service-Delivery`). */
+                eventId: components["parameters"]["EventId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The delivery. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    redeliverDelivery: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The event's id (`X-Service-Delivery`). */
+                eventId: components["parameters"]["EventId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedeliveredResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    countRecoverableDeliveries: {
+        parameters: {
+            query: {
+                /** @description Events created at or after this time. */
+                since: components["schemas"]["Timestamp"];
+            };
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The count. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RecoveryCountResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    recoverDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RecoveryRequest"];
+            };
+        };
+        responses: {
+            /** @description Queued. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RedeliveredResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     getEmbedSnippet: {
         parameters: {
             query?: never;
@@ -1756,6 +2446,281 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getEventAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The address. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventAddressResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setEventAddress: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetEventAddressRequest"];
+            };
+        };
+        responses: {
+            /** @description The address changed; the secret is unchanged. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetEventAddressResponse"];
+                };
+            };
+            /** @description The address was made; its signing secret is shown once. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetEventAddressResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    changeEventAddressState: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EventAddressStateRequest"];
+            };
+        };
+        responses: {
+            /** @description The address. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventAddressResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rollEventSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["RollSecretRequest"];
+            };
+        };
+        responses: {
+            /** @description The new secret, shown once, and when it starts signing. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RolledSecretResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateEventSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new secret, shown once. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RotatedSecretResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    switchEventSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description When the new secret starts signing. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SwitchedSecretResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendTestEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TestDeliveryRequest"];
+            };
+        };
+        responses: {
+            /** @description The test delivery and its outcome. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestDeliveryResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
