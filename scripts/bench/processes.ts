@@ -92,6 +92,15 @@ function probe(url: string): Promise<number | undefined> {
   });
 }
 
+/**
+ * Refuses a port something already answers on: a server left running by an interrupted bench would
+ * answer /healthz for the one being started (which then fails to listen), and be measured instead.
+ */
+async function assertPortFree(url: string, name: string): Promise<void> {
+  const status = await probe(`${url}/healthz`);
+  if (status !== undefined) throw new Error(`something already answers on ${url} (HTTP ${status}), where ${name} is to start: a process left by an interrupted bench? Stop it first.`);
+}
+
 async function waitForHealthz(child: ChildProcess, output: () => string, url: string, name: string, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -111,8 +120,9 @@ async function waitForHealthz(child: ChildProcess, output: () => string, url: st
  */
 export async function startService(opts: ProcessOptions & { startTimeoutMs?: number }): Promise<RunningProcess & { compiled: boolean }> {
   const { args, compiled } = entryPoint('dist/server/main.js', 'server/main.ts');
-  const { child, output } = spawnNode(args, serviceEnv(opts), 'the service');
   const url = `https://127.0.0.1:${opts.port}`;
+  await assertPortFree(url, 'the service');
+  const { child, output } = spawnNode(args, serviceEnv(opts), 'the service');
   await waitForHealthz(child, output, url, 'the service', opts.startTimeoutMs ?? 600_000);
   return { pid: child.pid!, url, compiled, stop: stopper(child) };
 }
@@ -120,8 +130,9 @@ export async function startService(opts: ProcessOptions & { startTimeoutMs?: num
 /** The bare node:https + mysql2 baseline (scripts/bench/bare-server.ts). */
 export async function startBareServer(opts: { databaseUrl: string; port: number; tlsCertFile: string; tlsKeyFile: string }): Promise<RunningProcess> {
   const env = { PATH: process.env.PATH, DATABASE_URL: opts.databaseUrl, PORT: String(opts.port), TLS_CERT_FILE: opts.tlsCertFile, TLS_KEY_FILE: opts.tlsKeyFile };
-  const { child, output } = spawnNode(['--import', 'tsx', path.join(REPO_ROOT, 'scripts/bench/bare-server.ts')], env, 'the bare server');
   const url = `https://127.0.0.1:${opts.port}`;
+  await assertPortFree(url, 'the bare server');
+  const { child, output } = spawnNode(['--import', 'tsx', path.join(REPO_ROOT, 'scripts/bench/bare-server.ts')], env, 'the bare server');
   await waitForHealthz(child, output, url, 'the bare server', 60_000);
   return { pid: child.pid!, url, stop: stopper(child) };
 }
