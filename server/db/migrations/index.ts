@@ -7,6 +7,7 @@ import * as m005 from './005_read_path';
 import * as m006 from './006_window_revocation';
 import * as m007 from './007_visitor_files';
 import * as m008 from './008_accounts';
+import * as m011 from './011_inbox';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -23,6 +24,7 @@ const migrations: Record<string, Migration> = {
   '006_window_revocation': m006,
   '007_visitor_files': m007,
   '008_accounts': m008,
+  '011_inbox': m011,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
