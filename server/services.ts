@@ -30,6 +30,10 @@ import { createOutbox } from './webhooks/outbox';
 import { createAccountStore } from './accounts/store';
 import { createAccountsService } from './accounts/service';
 import type { PasswordHasher } from './accounts/passwords';
+import { createInboxStore } from './inbox/store';
+import { withInboxActivity } from './inbox/activity';
+import { createInboxHub } from './inbox/live';
+import { createInboxService } from './inbox/service';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -56,7 +60,9 @@ export function createServices(
   const channel = opts.channel ?? createEventChannel();
   const onEvents = opts.onEvents;
   if (onEvents) channel.subscribe(() => onEvents());
-  const outbox = createOutbox(channel);
+  const inboxStore = createInboxStore(db);
+  // Every public event is also a row of its site's inbox feed (the dashboard's live streams).
+  const outbox = withInboxActivity(createOutbox(channel), inboxStore);
   const keys: Keys = deriveKeys(master);
   const cursors = createCursorCodec(keys.cursors);
   const conversationStore = createConversationStore(db);
@@ -97,6 +103,8 @@ export function createServices(
   const messages = createMessageService(messageDeps);
   /** What the chat window reads and writes through: the same rules, its own file links. */
   const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
+  const conversations = createConversationService({ db, store: conversationStore, cursors, now, outbox });
+  const accounts = createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
   return {
     db,
     config,
@@ -109,7 +117,7 @@ export function createServices(
      */
     stores: { access: accessStore, events: eventStore, media: mediaStore },
     access,
-    conversations: createConversationService({ db, store: conversationStore, cursors, now, outbox }),
+    conversations,
     messages,
     media,
     /** Per site: visitor files on or off, their allowed types, and the site's quotas. */
@@ -133,7 +141,23 @@ export function createServices(
     },
     idempotency: createIdempotencyService(createIdempotencyStore(db), now),
     /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
-    accounts: createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher }),
+    accounts,
+    /** The dashboard's inbox (/manage/v1): lists, replies, closes, assignments, read marks, and its live streams. */
+    inbox: {
+      service: createInboxService({
+        db,
+        store: inboxStore,
+        accounts,
+        conversations,
+        conversationStore,
+        messages,
+        channel,
+        hub: createInboxHub(inboxStore, { channel }),
+        now,
+      }),
+      /** Open inbox streams: 5 per account, a quarter of the connections in all; `closeAll()` on shutdown. */
+      streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 4)) }),
+    },
     /** Event addresses, signing secrets, the delivery log and redelivery (the CLI's `webhook` commands). */
     webhooks: createWebhookService({
       store: eventStore,
