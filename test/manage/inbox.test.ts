@@ -218,8 +218,12 @@ describe('filters and paging', () => {
   });
 
   test('time filters', async () => {
-    const sixth = (await get(inbox(`/${conv[6]}`, s), o.cookie)).body.data.createdAt;
-    expect(await list(`createdBefore=${encodeURIComponent(sixth)}`)).toEqual(newestFirst(conv).filter((c) => conv.indexOf(c) < 6 || false).filter((c) => c < conv[6]));
+    const at = async (c: string) => Date.parse((await get(inbox(`/${c}`, s), o.cookie)).body.data.createdAt);
+    const sixth = await at(conv[6]);
+    const times = await Promise.all(conv.map(at));
+    const iso = encodeURIComponent(new Date(sixth).toISOString());
+    expect(await list(`createdBefore=${iso}`)).toEqual(newestFirst(conv.filter((_, i) => times[i] < sixth)));
+    expect(await list(`createdAfter=${iso}&assignee=unassigned`)).toEqual(newestFirst(conv.filter((_, i) => times[i] >= sixth && i >= 4)));
   });
 
   test('a cursor is bound to its filters', async () => {
