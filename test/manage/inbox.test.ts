@@ -253,3 +253,19 @@ describe('roles and CSRF', () => {
     expect(res.body.data.authorId).toBe(owner.id);
   });
 });
+
+describe('the inbox feed', () => {
+  test('maintenance keeps a week of it', async () => {
+    await newConversation('kept a week');
+    const db = h.runtime.db;
+    const count = async () => Number((await db('inbox_activity').where({ site_id: site }).count({ n: '*' }).first())!.n);
+    const before = await count();
+    expect(before).toBeGreaterThan(0);
+    expect(Number(await h.runtime.services.inbox.service.purge(Date.now() + 6 * 24 * 3600_000))).toBe(0);
+    expect(Number(await h.runtime.services.inbox.service.purge(Date.now() + 8 * 24 * 3600_000))).toBeGreaterThanOrEqual(before);
+    expect(await count()).toBe(0);
+    // The position counter stays: a stream that resumes goes on from the newest position, never reusing one.
+    expect(await h.runtime.services.inbox.service.purge()).toBe(0);
+    expect(Number((await db('inbox_positions').where({ site_id: site }).first()).position)).toBeGreaterThanOrEqual(before);
+  });
+});
