@@ -10,6 +10,7 @@ import { createApp } from '../../server/app';
 import { createLogger } from '../../server/platform/logger';
 import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
 import { openRuntime, Runtime } from '../../server/runtime';
+import { dialectOf } from '../../server/db/knex';
 import { createStreamRegistry } from '../../server/window/streams';
 import type { Harness } from '../helpers/harness';
 import { listenHttps } from '../helpers/harness';
@@ -148,6 +149,20 @@ describe('the inbox stream', () => {
     expect(got.filter((e) => e.event === 'message.created').map((e) => (e.data as { message: { content: string } }).message.content)).toEqual(['two', 'three', 'four']);
     expect(new Set(got.map((e) => e.id)).size).toBe(got.length);
     expect(Number(got[0].id)).toBeGreaterThan(Number(last.id));
+  });
+
+  test('concurrent writers (on both instances with MariaDB): every position arrives once, in order, none skipped', async () => {
+    const s = await stream(owner.cookie, undefined, otherServer);
+    const start = Number((await ready(s)).id);
+    // On SQLite the two instances share one process here, and better-sqlite3 waits for the write
+    // lock synchronously, holding up the other connection that has it: one instance writes there.
+    const both = dialectOf(h.runtime.db) === 'mysql';
+    const writers = [h.runtime.services.window.chat, (both ? other : h.runtime).services.window.chat];
+    // 24 first messages at once, half through each instance: 48 feed rows (message.created, conversation.started).
+    await Promise.all(Array.from({ length: 24 }, (_, i) => writers[i % 2].visitorSay(site, newVisitor(), `burst ${i}`)));
+    await waitFor('every row on the stream', () => s.events.length - 1 >= 48, 10_000);
+    const positions = s.events.filter((e) => e.event !== 'ready').map((e) => Number(e.id));
+    expect(positions).toEqual(Array.from({ length: 48 }, (_, i) => start + 1 + i));
   });
 
   test('a Last-Event-ID the feed never had is 400; another site\'s stream is 404', async () => {
