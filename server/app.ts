@@ -123,7 +123,7 @@ function mainRoutes(opts: AppOptions): express.Router {
 
   // 4c. The management API (openapi/manage.yaml): accounts by session cookie or management token,
   //     its own pipeline in manage/entry.ts.
-  main.use(MANAGE_BASE_PATH, manageEntry({ services, limiter, validateResponses: opts.validateResponses }));
+  main.use(MANAGE_BASE_PATH, manageEntry({ services, limiter, logger: opts.logger, validateResponses: opts.validateResponses }));
   return main;
 }
 

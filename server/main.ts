@@ -92,6 +92,7 @@ async function main() {
     server.closeIdleConnections();
     // Live streams of the chat window never end by themselves; the window reconnects with Last-Event-ID.
     services.window.streams.closeAll();
+    services.inbox.streams.closeAll();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     maintenance.stop();
     await worker?.stop();

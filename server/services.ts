@@ -34,6 +34,10 @@ import type { PasswordHasher } from './accounts/passwords';
 import { createTimeline } from './webhooks/timeline';
 import { createDeliveryTransport } from './webhooks/transport';
 import fs from 'node:fs';
+import { createInboxStore } from './inbox/store';
+import { withInboxActivity } from './inbox/activity';
+import { createInboxHub } from './inbox/live';
+import { createInboxService } from './inbox/service';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -60,7 +64,9 @@ export function createServices(
   const channel = opts.channel ?? createEventChannel();
   const onEvents = opts.onEvents;
   if (onEvents) channel.subscribe(() => onEvents());
-  const outbox = createOutbox(channel);
+  const inboxStore = createInboxStore(db);
+  // Every public event is also a row of its site's inbox feed (the dashboard's live streams).
+  const outbox = withInboxActivity(createOutbox(channel), inboxStore);
   const keys: Keys = deriveKeys(master);
   const cursors = createCursorCodec(keys.cursors);
   const conversationStore = createConversationStore(db);
@@ -101,6 +107,7 @@ export function createServices(
   const messages = createMessageService(messageDeps);
   /** What the chat window reads and writes through: the same rules, its own file links. */
   const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
+  const conversations = createConversationService({ db, store: conversationStore, cursors, now, outbox });
   const accounts = createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
   return {
     db,
@@ -114,7 +121,7 @@ export function createServices(
      */
     stores: { access: accessStore, events: eventStore, media: mediaStore },
     access,
-    conversations: createConversationService({ db, store: conversationStore, cursors, now, outbox }),
+    conversations,
     messages,
     media,
     /** Per site: visitor files on or off, their allowed types, and the site's quotas. */
@@ -141,6 +148,22 @@ export function createServices(
     accounts,
     /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */
     siteAdmin: createSiteAdmin({ access, accounts, cursors, windowUrl: config.windowPublicUrl ?? config.publicUrl }),
+    /** The dashboard's inbox (/manage/v1): lists, replies, closes, assignments, read marks, and its live streams. */
+    inbox: {
+      service: createInboxService({
+        db,
+        store: inboxStore,
+        accounts,
+        conversations,
+        conversationStore,
+        messages,
+        channel,
+        hub: createInboxHub(inboxStore, { channel }),
+        now,
+      }),
+      /** Open inbox streams: 5 per account, a quarter of the connections in all; `closeAll()` on shutdown. */
+      streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 4)) }),
+    },
     /** Event addresses, signing secrets, the delivery log and redelivery (the CLI's `webhook` commands). */
     webhooks: createWebhookService({
       store: eventStore,

@@ -195,6 +195,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
           "direction",
           "origin",
           "apiKeyId",
+          "authorId",
           "content",
           "format",
           "attachments",
@@ -224,6 +225,15 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
             ],
             "maxLength": 30,
             "pattern": "^key_[0-9a-hjkmnp-tv-z]{26}$"
+          },
+          "authorId": {
+            "description": "Id of the team member (account) who wrote it in the dashboard's inbox; `null` for every other\nwriter. Such replies have `direction: outgoing` and `origin: messenger`.\n",
+            "type": [
+              "string",
+              "null"
+            ],
+            "maxLength": 30,
+            "pattern": "^usr_[0-9a-hjkmnp-tv-z]{26}$"
           },
           "content": {
             "type": "string",
@@ -477,6 +487,7 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
           "direction",
           "origin",
           "apiKeyId",
+          "authorId",
           "content",
           "format",
           "attachments",
@@ -506,6 +517,15 @@ export const eventSchemas: Record<WebhookEventName, Record<string, unknown>> = {
             ],
             "maxLength": 30,
             "pattern": "^key_[0-9a-hjkmnp-tv-z]{26}$"
+          },
+          "authorId": {
+            "description": "Id of the team member (account) who wrote it in the dashboard's inbox; `null` for every other\nwriter. Such replies have `direction: outgoing` and `origin: messenger`.\n",
+            "type": [
+              "string",
+              "null"
+            ],
+            "maxLength": 30,
+            "pattern": "^usr_[0-9a-hjkmnp-tv-z]{26}$"
           },
           "content": {
             "type": "string",

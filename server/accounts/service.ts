@@ -179,6 +179,21 @@ export function createAccountsService(opts: AccountsOptions) {
     async addFirstOwner(actor: Actor & { manager: Manager }, siteId: string, trx: Knex) {
       await store.insertMembership({ account_id: actor.manager.accountId, site_id: siteId, role: 'owner', created_at: now() }, trx);
     },
+    /**
+     * For a live stream, asked again while it runs (without counting as the session's activity):
+     * why the caller may no longer act on the site (membership, session or token ended), or null.
+     */
+    async refusalOf(manager: Manager, siteId: string): Promise<string | null> {
+      if (!(await store.findMembership(manager.accountId, siteId))) return 'no longer a member of the site';
+      if (manager.sessionId) {
+        const s = (await store.listSessionsOf(manager.accountId)).find((x) => x.id === manager.sessionId);
+        if (!s || sessionState({ createdAt: s.created_at, lastSeenAt: s.last_seen_at }, now()) !== 'active') return 'the session ended';
+      } else if (manager.tokenId) {
+        const t = await store.findToken(manager.tokenId);
+        if (!t || t.revoked_at !== null) return 'the token was revoked';
+      }
+      return null;
+    },
 
     // ---- Accounts (the CLI makes the first ones) ----
 

@@ -24,8 +24,10 @@ export function createConversationService(deps: {
 }) {
   const { db, store, cursors, now, outbox } = deps;
   return {
-    async list(siteId: string, query: ListConversationsQuery) {
+    /** The public list; the inbox adds its filters (`inbox`), which the cursor is bound to as well. */
+    async list(siteId: string, query: ListConversationsQuery, inbox: Pick<ConversationFilters, 'assigneeId' | 'unreadFor'> = {}) {
       const filters: ConversationFilters = {
+        ...inbox,
         state: query.state,
         createdAfter: timeFilter(query.createdAfter, 'createdAfter'),
         createdBefore: timeFilter(query.createdBefore, 'createdBefore'),
@@ -46,8 +48,12 @@ export function createConversationService(deps: {
       return conversationToDto(row);
     },
 
-    /** open -> closed once, with one `conversation.closed`; closing again answers the same card. */
-    async close(siteId: string, id: string) {
+    /**
+     * open -> closed once, with one `conversation.closed`; closing again answers the same card.
+     * `withinTransaction` runs in the closing transaction only when this call closed it (the
+     * inbox's audit entry).
+     */
+    async close(siteId: string, id: string, withinTransaction?: (trx: Knex.Transaction, closed: ReturnType<typeof conversationToDto>) => Promise<void>) {
       return runInTransaction(db, async (trx) => {
         const row = await store.findForUpdate(trx, siteId, id);
         if (!row) throw notFound('Conversation');
@@ -59,6 +65,7 @@ export function createConversationService(deps: {
         }
         const closed = conversationToDto({ ...row, state: 'closed', open_marker: null, closed_at: at, updated_at: at });
         await outbox.emit(trx, { siteId, name: 'conversation.closed', conversation: closed, message: null }, at);
+        if (withinTransaction) await withinTransaction(trx, closed);
         return closed;
       });
     },

@@ -27,6 +27,9 @@ export interface ConversationFilters {
   createdBefore?: number;
   updatedAfter?: number;
   updatedBefore?: number;
+  /** The inbox's filters: the assignee (null: unassigned), and conversations with news for this account (`inbox_reads`, 011_inbox.ts). */
+  assigneeId?: string | null;
+  unreadFor?: string;
 }
 
 export function conversationToDto(row: ConversationRow): Conversation {
@@ -122,12 +125,21 @@ export function createConversationStore(db: Knex) {
      * (005_read_path.ts), so a deep page costs what the first one does.
      */
     async list(siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number) {
-      const index = filters.state ? 'conversations_site_state_created_updated' : 'conversations_site_created_updated';
-      const q = db.from<ConversationRow>(withIndex(db, 'conversations', index)).where('site_id', siteId);
+      const index =
+        filters.assigneeId !== undefined ? 'conversations_site_assignee_created' : filters.state ? 'conversations_site_state_created_updated' : 'conversations_site_created_updated';
+      const q = db.from<ConversationRow>(withIndex(db, 'conversations', index)).where('conversations.site_id', siteId);
+      if (filters.assigneeId === null) q.whereNull('assignee_id');
+      else if (filters.assigneeId !== undefined) q.andWhere('assignee_id', filters.assigneeId);
       if (filters.state) q.andWhere('state', filters.state);
+      if (filters.unreadFor !== undefined) {
+        // News for the member: a message after their read mark (one primary-key look-up per conversation walked).
+        q.leftJoin('inbox_reads', (j) => j.on('inbox_reads.conversation_id', '=', 'conversations.id').andOn('inbox_reads.account_id', '=', db.raw('?', [filters.unreadFor])))
+          .whereNotNull('last_message_at')
+          .andWhere((w) => w.whereNull('inbox_reads.last_read_at').orWhere('last_message_at', '>', db.ref('inbox_reads.last_read_at')));
+      }
       if (filters.createdAfter !== undefined) q.andWhere('created_at', '>=', filters.createdAfter);
-      if (filters.updatedAfter !== undefined) q.andWhere('updated_at', '>=', filters.updatedAfter);
-      if (filters.updatedBefore !== undefined) q.andWhere('updated_at', '<', filters.updatedBefore);
+      if (filters.updatedAfter !== undefined) q.andWhere('conversations.updated_at', '>=', filters.updatedAfter);
+      if (filters.updatedBefore !== undefined) q.andWhere('conversations.updated_at', '<', filters.updatedBefore);
       // The scan's upper end on created_at, given as ONE bound: SQLite ranges an index column on a
       // single upper bound and merely filters by the others, so `createdBefore` beside the cursor
       // would walk every row above the cursor. A conversation's updated_at never falls below its
@@ -145,7 +157,7 @@ export function createConversationStore(db: Knex) {
       const rows: ConversationRow[] = await q
         .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
         .limit(limit)
-        .select(COLUMNS);
+        .select(filters.unreadFor === undefined ? COLUMNS : COLUMNS.map((c) => `conversations.${c}`));
       return rows.map(mapConversationRow);
     },
   };

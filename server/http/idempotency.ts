@@ -39,16 +39,22 @@ function canonical(value: unknown): string {
  * `normalise` fills in the document's defaults, so `{content}` and `{content, format: 'plain'}`
  * count as the same request.
  */
-export function idempotency(service: IdempotencyService, normalise: (body: unknown) => unknown = (b) => b): RequestHandler {
+export function idempotency(
+  service: IdempotencyService,
+  normalise: (body: unknown) => unknown = (b) => b,
+  /** Whose keys these are: the API key by default; the management API's inbox passes the account. */
+  ownerOf: (req: Parameters<RequestHandler>[0]) => string | undefined = (req) => req.principal?.keyId,
+): RequestHandler {
   return async (req, res, next) => {
     const key = req.headers['idempotency-key'];
-    if (typeof key !== 'string' || !req.principal) return next();
+    const owner = ownerOf(req);
+    if (typeof key !== 'string' || !owner) return next();
     try {
       const fingerprint = createHash('sha256')
         .update(`${req.method} ${req.baseUrl}${req.path}\n${canonical(normalise(req.body ?? null))}\n`)
         .update(await filesFingerprint(req.uploadedFiles ?? []))
         .digest('hex');
-      const begun = await service.begin(req.principal.keyId, key, fingerprint);
+      const begun = await service.begin(owner, key, fingerprint);
       if (begun.kind === 'replay') {
         res.setHeader('Idempotent-Replayed', 'true');
         res.status(begun.status).type('application/json').send(begun.body);

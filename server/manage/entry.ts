@@ -6,11 +6,13 @@ import type { RateLimiter } from '../http/rate-limit/limiter';
 import { clientIpBucket } from '../http/rate-limit/client-ip';
 import { limitByClientIp, rateHeaders, rateLimited } from '../http/rate-limit/answers';
 import type { Services } from '../services';
+import type { Logger } from '../platform/logger';
 import { createSignInThrottle } from '../accounts/throttle';
 import { clearedSessionCookie, crossSiteRefusal, sessionCookieOf } from './guards';
 import { manageRoutes } from './routes';
 import { siteAdminRoutes } from './sites-routes';
 import { eventRoutes } from './events-routes';
+import { inboxUploads } from './inbox-routes';
 
 export const MANAGE_BASE_PATH = '/manage/v1';
 
@@ -18,6 +20,7 @@ export interface ManageEntryOptions {
   services: Services;
   limiter: RateLimiter;
   validateResponses: boolean;
+  logger: Logger;
 }
 
 /** The operations that open without a credential: they are how a person gets one. */
@@ -91,12 +94,13 @@ export function manageEntry(opts: ManageEntryOptions): Router {
     }
   });
 
-  // 3.
+  // 3. (an inbox reply with files is multipart, spooled once its site and conversation are known)
+  router.use(inboxUploads(services));
   router.use(jsonBody, canonicalContentType);
   router.use(validateAgainst(manageDocument(), opts.validateResponses));
 
   // 4.
-  router.use(manageRoutes(accounts, createSignInThrottle(limiter)));
+  router.use(manageRoutes(accounts, createSignInThrottle(limiter), services, opts.logger));
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));
   return router;

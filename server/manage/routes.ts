@@ -4,6 +4,9 @@ import type { AccountsService, Actor, Manager } from '../accounts/service';
 import type { SignInThrottle } from '../accounts/throttle';
 import { clearedSessionCookie, sessionCookie } from './guards';
 import { invalid } from '../platform/errors';
+import type { Services } from '../services';
+import type { Logger } from '../platform/logger';
+import { inboxRoutes } from './inbox-routes';
 
 type Schemas = components['schemas'];
 type Body<T extends keyof Schemas> = Schemas[T];
@@ -27,8 +30,9 @@ const send = <T extends keyof Schemas>(res: Response, status: number, body: Body
  * The operations of openapi/manage.yaml, each a call into the accounts service; who may do what is
  * decided there. The entry (entry.ts) has authenticated, checked the origin and validated by then.
  */
-export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle): Router {
+export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle, services: Services, logger: Logger): Router {
   const router = Router();
+  router.use(inboxRoutes(services, logger));
 
   router.post('/session', async (req, res) => {
     const { email, password } = req.body as Body<'SignInRequest'>;

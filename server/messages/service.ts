@@ -20,6 +20,8 @@ export interface NewMessage {
   direction: MessageRow['direction'];
   origin: MessageRow['origin'];
   apiKeyId: string | null;
+  /** The member who wrote it in the dashboard's inbox (origin `messenger`); absent for other writers. */
+  authorId?: string | null;
   content: string;
   format: MessageFormat;
   files: IncomingFile[];
@@ -58,6 +60,7 @@ export function createMessageService(deps: Deps) {
       direction: row.direction,
       origin: row.origin,
       apiKeyId: row.api_key_id,
+      authorId: row.author_id ?? null,
       content: row.content,
       format: row.format,
       attachments: attachments.map((a) => media.toDto(a)),
@@ -111,6 +114,7 @@ export function createMessageService(deps: Deps) {
         direction: input.direction,
         origin: input.origin,
         api_key_id: input.apiKeyId,
+        author_id: input.authorId ?? null,
         content: input.content,
         format: input.format,
         created_at: at,

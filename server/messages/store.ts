@@ -17,6 +17,8 @@ export interface MessageRow {
   direction: MessageDirection;
   origin: MessageOrigin;
   api_key_id: string | null;
+  /** The account that wrote a dashboard reply; null for every other origin. */
+  author_id: string | null;
   content: string;
   format: MessageFormat;
   created_at: number;
@@ -25,7 +27,7 @@ export interface MessageRow {
 }
 
 /** The columns of a message row, named. */
-export const MESSAGE_COLUMNS = ['id', 'conversation_id', 'site_id', 'direction', 'origin', 'api_key_id', 'content', 'format', 'created_at', 'attachment_count'] as const;
+export const MESSAGE_COLUMNS = ['id', 'conversation_id', 'site_id', 'direction', 'origin', 'api_key_id', 'author_id', 'content', 'format', 'created_at', 'attachment_count'] as const;
 
 /** The one row mapping of `messages`: mysql2 may hand BIGINT back as a string. */
 export function mapMessageRow(row: MessageRow): MessageRow {

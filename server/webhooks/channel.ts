@@ -14,6 +14,14 @@ export interface CommittedEvent {
 }
 
 /**
+ * Notices of the inbox's private changes (assignments, read marks, server/inbox): no event of the
+ * outbox stands behind them, so the chat window's live hub skips them (a delivery worker woken by
+ * one finds nothing due).
+ */
+export const INBOX_NOTICE_PREFIX = 'inbox:';
+export const isInboxNotice = (e: CommittedEvent) => e.id.startsWith(INBOX_NOTICE_PREFIX);
+
+/**
  * Told of the events commits wrote, or `null` when events may have been committed that this
  * process was not told of (Redis came back after an outage, or a message it could not read): the
  * listener then looks in the database itself.

@@ -13,11 +13,6 @@ export const TIMELINE_MAX_MESSAGES = 100;
 const EVENTS_PER_PAGE = 3 * TIMELINE_MAX_MESSAGES + 10;
 const ATTEMPTS_PER_PAGE = 2000;
 
-/**
- * The account that wrote a message in the dashboard's inbox, once messages carry it; until then
- * null, and a messenger message names no member.
- */
-export const authorIdOf = (m: MessageRow): string | null => (m as MessageRow & { author_id?: string | null }).author_id ?? null;
 
 type Author =
   | { type: 'visitor'; apiKeyId: null; apiKeyLabel: null; accountId: null }
@@ -56,7 +51,7 @@ export function createTimeline(deps: { conversations: ConversationStore; message
     }
     const authorOf = (m: MessageRow): Author => {
       if (m.origin === 'api') return { type: 'api_key', apiKeyId: m.api_key_id, apiKeyLabel: m.api_key_id ? (labels.get(m.api_key_id) ?? null) : null, accountId: null };
-      if (m.origin === 'messenger') return { type: 'member', apiKeyId: null, apiKeyLabel: null, accountId: authorIdOf(m) };
+      if (m.origin === 'messenger') return { type: 'member', apiKeyId: null, apiKeyLabel: null, accountId: m.author_id };
       return { type: 'visitor', apiKeyId: null, apiKeyLabel: null, accountId: null };
     };
 

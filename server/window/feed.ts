@@ -49,9 +49,9 @@ export function decodePosition(text: string, where: string): FeedPosition {
   return { kind: 'at', conversationId: m[1], createdAt: Number(m[3]), ids: m[4] ? m[4].split(',') : [] };
 }
 
-/** What the window sees of a message: no API key ids or origins of the service's side. */
+/** What the window sees of a message: no API key ids, authors or origins of the service's side. */
 export function toWindowMessage(m: Message): WindowMessage {
-  const { origin: _origin, apiKeyId: _apiKeyId, ...rest } = m;
+  const { origin: _origin, apiKeyId: _apiKeyId, authorId: _authorId, ...rest } = m;
   return rest;
 }
 

@@ -1,4 +1,4 @@
-import type { CommittedEvent, EventChannel } from '../webhooks/channel';
+import { CommittedEvent, EventChannel, isInboxNotice } from '../webhooks/channel';
 import type { EventStore } from '../webhooks/store';
 
 /** The event store's reads the hub's poll makes. */
@@ -150,6 +150,7 @@ export function createLiveHub(store: LiveEventSource, opts: LiveOptions = {}) {
   function committed(events: readonly CommittedEvent[]) {
     const woken = new Set<Listener>();
     for (const e of events) {
+      if (isInboxNotice(e)) continue;
       remember(e);
       collect(e.siteId, e.visitorId, woken);
     }

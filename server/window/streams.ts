@@ -7,7 +7,7 @@ import type { LiveHub } from './live';
 import { clientIpBucket } from '../http/rate-limit/client-ip';
 
 export interface StreamLimits {
-  /** Streams one visitor may hold; a new one beyond this, once accepted, ends the visitor's oldest (a reload leaves one behind). */
+  /** Streams one holder (a visitor, or a member for the inbox) may hold; a new one beyond this, once accepted, ends the holder's oldest (a reload leaves one behind). */
   perVisitor: number;
   /** Streams this process holds at most; beyond it the answer is 503 and the window polls. Keep it
    * well below HTTP_MAX_CONNECTIONS, or live streams alone could take every connection of the API. */
@@ -21,21 +21,53 @@ export interface StreamLimits {
 const DEFAULTS: StreamLimits = { perVisitor: 5, total: 500, perClientIp: 20, heartbeatMs: 15_000 };
 
 interface OpenStream {
-  visitorKey: string;
+  holderKey: string;
   clientIpKey: string;
   end(): void;
 }
 
+/** One event of a stream: its id is the position a reconnect resumes after (Last-Event-ID). */
+export interface StreamEvent {
+  id: string;
+  event: string;
+  data: unknown;
+}
+
 /**
- * The live streams of the window entry (Server-Sent Events). A stream starts at a feed position,
- * writes every event after it, and is woken by the live hub when its visitor has news; it also re-reads
- * at each heartbeat, which catches anything the hub could not see. It ends when the window token
- * expires (the window reconnects with a fresh token and Last-Event-ID) or when the client goes.
+ * What a live stream reads and who holds it: the window's visitor feed, or the inbox of a site for
+ * a member (server/inbox). Positions are the source's own; only `encode` turns them into event ids.
+ */
+export interface StreamSource<P> {
+  /** Whose stream it is (a visitor of a site, an account): the per-holder limit counts by it. */
+  holderKey: string;
+  from: P;
+  read(from: P, max: number): Promise<{ events: StreamEvent[]; position: P; more: boolean }>;
+  encode(position: P): string;
+  /** Wakes the stream when the source may have news; returns the unsubscribe. */
+  subscribe(listener: () => void): () => void;
+  /** When the credential ends: the stream ends then with `endEvent`. */
+  expiresAt: number;
+  /** The event that tells the client its credential ended (it renews it and reconnects with Last-Event-ID). */
+  endEvent: string;
+  /** The 503's message when the limits are reached. */
+  busyMessage: string;
+  /** Asked at every heartbeat: why the credential may no longer be used, or null. */
+  refusal?: () => Promise<string | null>;
+  logger: Logger;
+  now: () => number;
+}
+
+/**
+ * Live streams (Server-Sent Events) of one kind: the chat window's, or the inbox's. A stream starts
+ * at a position of its source, writes every event after it, and is woken when its source may have
+ * news; it also re-reads at each heartbeat, which catches anything a wake-up could not see. It ends
+ * when its credential expires or is refused (the client renews it and reconnects with
+ * Last-Event-ID) or when the client goes.
  */
 export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
-  const { perVisitor, total, perClientIp, heartbeatMs } = { ...DEFAULTS, ...limits };
+  const { perVisitor: perHolder, total, perClientIp, heartbeatMs } = { ...DEFAULTS, ...limits };
   const open = new Set<OpenStream>();
-  const byVisitor = new Map<string, OpenStream[]>();
+  const byHolder = new Map<string, OpenStream[]>();
   const byClientIp = new Map<string, number>();
 
   function remove(s: OpenStream) {
@@ -43,16 +75,128 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
     const n = (byClientIp.get(s.clientIpKey) ?? 1) - 1;
     if (n > 0) byClientIp.set(s.clientIpKey, n);
     else byClientIp.delete(s.clientIpKey);
-    const list = byVisitor.get(s.visitorKey);
+    const list = byHolder.get(s.holderKey);
     if (!list) return;
     const i = list.indexOf(s);
     if (i >= 0) list.splice(i, 1);
-    if (!list.length) byVisitor.delete(s.visitorKey);
+    if (!list.length) byHolder.delete(s.holderKey);
+  }
+
+  function openSource<P>(req: Request, res: Response, source: StreamSource<P>) {
+    const { holderKey } = source;
+    const clientIpKey = clientIpBucket(req.ip ?? '');
+    const mine = byHolder.get(holderKey) ?? [];
+    // The holder's oldest stream makes room only for a new one that will be accepted: its slot
+    // counts as free in the checks, and it ends after them.
+    const replaced = mine.length >= perHolder ? mine[0] : undefined;
+    const totalAfter = open.size - (replaced ? 1 : 0);
+    const clientIpAfter = (byClientIp.get(clientIpKey) ?? 0) - (replaced?.clientIpKey === clientIpKey ? 1 : 0);
+    if (totalAfter >= total || clientIpAfter >= perClientIp) {
+      throw new ApiError('service_unavailable', source.busyMessage, undefined, { 'Retry-After': '10' });
+    }
+    // The client may have gone during the checks before this (their 'close' is past): not a stream.
+    if (res.destroyed || req.destroyed) return;
+    replaced?.end();
+
+    let position = source.from;
+    let ended = false;
+    let reading = false;
+    let readAgain = false;
+
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    // Reverse proxies (nginx) buffer answers unless told not to; a buffered stream is not live.
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    req.socket.setNoDelay(true);
+
+    const write = (text: string) => {
+      if (!ended && !res.writableEnded && !res.destroyed) res.write(text);
+    };
+    const send = (e: StreamEvent) => write(`id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
+
+    // Reads run one at a time; a wake during a read asks for one more read after it.
+    const pump = async () => {
+      if (ended) return;
+      if (reading) {
+        readAgain = true;
+        return;
+      }
+      reading = true;
+      try {
+        do {
+          readAgain = false;
+          let more = true;
+          for (let batch = 0; more && batch < 20 && !ended; batch++) {
+            const read = await source.read(position, 100);
+            for (const e of read.events) send(e);
+            position = read.position;
+            more = read.more;
+          }
+        } while (readAgain && !ended);
+      } catch (err) {
+        // The database is away for a moment: the next wake or heartbeat reads again.
+        source.logger.warn({ err: { message: (err as Error).message } }, 'live stream read failed');
+      } finally {
+        reading = false;
+      }
+    };
+
+    const stream: OpenStream = {
+      holderKey,
+      clientIpKey,
+      end() {
+        if (ended) return;
+        ended = true;
+        clearInterval(heartbeat);
+        clearTimeout(expiry);
+        unsubscribe();
+        remove(stream);
+        if (!res.writableEnded) res.end();
+      },
+    };
+    open.add(stream);
+    byClientIp.set(clientIpKey, (byClientIp.get(clientIpKey) ?? 0) + 1);
+    mine.push(stream);
+    byHolder.set(holderKey, mine);
+
+    // The client answers this by renewing its credential (which may be refused) and reconnecting.
+    const expire = () => {
+      write(`event: ${source.endEvent}\ndata: {}\n\n`);
+      stream.end();
+    };
+    const unsubscribe = source.subscribe(() => void pump());
+    // A credential checked once at the start would outlive a revocation by up to its lifetime: it
+    // is checked again at each heartbeat (one keyed read), and a refused stream ends as if expired.
+    const recheck = async () => {
+      try {
+        if (ended || !source.refusal || (await source.refusal()) === null) return;
+      } catch {
+        return; // the database is away for a moment: keep the stream, ask again at the next beat
+      }
+      expire();
+    };
+    const heartbeat = setInterval(() => {
+      write(': ping\n\n');
+      void recheck();
+      void pump();
+    }, heartbeatMs);
+    // The credential's lifetime is the stream's (capped: a timer holds at most about 24.8 days).
+    const expiry = setTimeout(expire, Math.min(2 ** 31 - 1, Math.max(0, source.expiresAt - source.now())));
+    res.on('close', () => stream.end());
+
+    write('retry: 2000\n\n');
+    send({ id: source.encode(position), event: 'ready', data: { lastEventId: source.encode(position) } });
+    void pump();
   }
 
   return {
     count: () => open.size,
 
+    /** A stream of any source (the inbox's). */
+    openSource,
+
+    /** The chat window's stream of a visitor's feed. */
     open(
       req: Request,
       res: Response,
@@ -68,112 +212,23 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       },
     ) {
       const { claims, feed } = ctx;
-      const visitorKey = `${claims.siteId}:${claims.visitorId}`;
-      const clientIpKey = clientIpBucket(req.ip ?? '');
-      const mine = byVisitor.get(visitorKey) ?? [];
-      // The visitor's oldest stream makes room only for a new one that will be accepted: its slot
-      // counts as free in the checks, and it ends after them.
-      const replaced = mine.length >= perVisitor ? mine[0] : undefined;
-      const totalAfter = open.size - (replaced ? 1 : 0);
-      const clientIpAfter = (byClientIp.get(clientIpKey) ?? 0) - (replaced?.clientIpKey === clientIpKey ? 1 : 0);
-      if (totalAfter >= total || clientIpAfter >= perClientIp) {
-        throw new ApiError('service_unavailable', 'Too many live connections right now; poll /events/poll instead.', undefined, { 'Retry-After': '10' });
-      }
-      // The client may have gone during the checks before this (their 'close' is past): not a stream.
-      if (res.destroyed || req.destroyed) return;
-      replaced?.end();
-
-      let position = ctx.from;
-      let ended = false;
-      let reading = false;
-      let readAgain = false;
-
-      res.status(200);
-      res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
-      // Reverse proxies (nginx) buffer answers unless told not to; a buffered stream is not live.
-      res.setHeader('X-Accel-Buffering', 'no');
-      res.flushHeaders();
-      req.socket.setNoDelay(true);
-
-      const write = (text: string) => {
-        if (!ended && !res.writableEnded && !res.destroyed) res.write(text);
-      };
-      const send = (e: { id: string; event: string; data: unknown }) => write(`id: ${e.id}\nevent: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`);
-
-      // Reads run one at a time; a wake during a read asks for one more read after it.
-      const pump = async () => {
-        if (ended) return;
-        if (reading) {
-          readAgain = true;
-          return;
-        }
-        reading = true;
-        try {
-          do {
-            readAgain = false;
-            let more = true;
-            for (let batch = 0; more && batch < 20 && !ended; batch++) {
-              const read = await feed.read(claims.siteId, claims.visitorId, position, 100);
-              for (const e of read.events as FeedEvent[]) send(e);
-              position = read.position;
-              more = read.more;
-            }
-          } while (readAgain && !ended);
-        } catch (err) {
-          // The database is away for a moment: the next wake or heartbeat reads again.
-          ctx.logger.warn({ err: { message: (err as Error).message } }, 'window stream read failed');
-        } finally {
-          reading = false;
-        }
-      };
-
-      const stream: OpenStream = {
-        visitorKey,
-        clientIpKey,
-        end() {
-          if (ended) return;
-          ended = true;
-          clearInterval(heartbeat);
-          clearTimeout(expiry);
-          unsubscribe();
-          remove(stream);
-          if (!res.writableEnded) res.end();
+      openSource<FeedPosition>(req, res, {
+        holderKey: `${claims.siteId}:${claims.visitorId}`,
+        from: ctx.from,
+        read: async (from, max) => {
+          const read = await feed.read(claims.siteId, claims.visitorId, from, max);
+          return { events: read.events as FeedEvent[], position: read.position, more: read.more };
         },
-      };
-      open.add(stream);
-      byClientIp.set(clientIpKey, (byClientIp.get(clientIpKey) ?? 0) + 1);
-      mine.push(stream);
-      byVisitor.set(visitorKey, mine);
-
-      // The window answers this by asking for a new token (which may be refused) and reconnecting.
-      const expire = () => {
-        write(`event: token-expired\ndata: {}\n\n`);
-        stream.end();
-      };
-      const unsubscribe = ctx.live.subscribe(claims.siteId, claims.visitorId, () => void pump());
-      // A token checked once at the start would outlive a revocation by up to its lifetime: the
-      // site's settings are read again at each heartbeat (one keyed read), and a refused stream
-      // ends as if its token expired, so the window asks the gateway, which refuses or starts over.
-      const recheck = async () => {
-        try {
-          if (ended || !ctx.refusal || (await ctx.refusal()) === null) return;
-        } catch {
-          return; // the database is away for a moment: keep the stream, ask again at the next beat
-        }
-        expire();
-      };
-      const heartbeat = setInterval(() => {
-        write(': ping\n\n');
-        void recheck();
-        void pump();
-      }, heartbeatMs);
-      // The token's lifetime is the stream's: a refused visitor or origin stops within minutes.
-      const expiry = setTimeout(expire, Math.max(0, claims.expiresAt - ctx.now()));
-      res.on('close', () => stream.end());
-
-      write('retry: 2000\n\n');
-      send({ id: encodePosition(position), event: 'ready', data: { lastEventId: encodePosition(position) } });
-      void pump();
+        encode: encodePosition,
+        subscribe: (listener) => ctx.live.subscribe(claims.siteId, claims.visitorId, listener),
+        // The token's lifetime is the stream's: a refused visitor or origin stops within minutes.
+        expiresAt: claims.expiresAt,
+        endEvent: 'token-expired',
+        busyMessage: 'Too many live connections right now; poll /events/poll instead.',
+        refusal: ctx.refusal,
+        logger: ctx.logger,
+        now: ctx.now,
+      });
     },
 
     /** Ends every stream (shutdown). */

@@ -29,7 +29,7 @@ test('forgets old idempotency keys, stale spool files and orphaned media, and ke
   now += 25 * 3600_000;
   await request(h.app).post(`/api/v1/conversations/${conv}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'fresh').send({ content: 'b' });
   const result = await runMaintenance(h.runtime.services, Date.now());
-  expect(result).toEqual({ purgedKeys: 1, removedSpool: 1, expiredMedia: 0, removedOrphans: 1, purgedRevocations: 0, removedDeliveryLog: { attempts: 0, deliveries: 0, events: 0 }, accounts: { sessions: 0, invitations: 0, audit: 0 } });
+  expect(result).toEqual({ purgedKeys: 1, removedSpool: 1, expiredMedia: 0, removedOrphans: 1, purgedRevocations: 0, removedDeliveryLog: { attempts: 0, deliveries: 0, events: 0 }, accounts: { sessions: 0, invitations: 0, audit: 0 }, inboxActivity: 0 });
   expect(fs.existsSync(path.join(mediaDir, kept.message.attachments[0].id))).toBe(true);
   expect(fs.existsSync(path.join(mediaDir, 'med_orphan_from_a_crash'))).toBe(false);
   expect((await h.runtime.db('idempotency_keys')).length).toBe(1);

@@ -35,4 +35,5 @@ test('two migrations at once on a new database both finish, and the waiting one 
   expect(names).toContain('007_visitor_files');
   expect(names).toContain('009_key_creators');
   expect(names).toContain('010_event_address_roll');
+  expect(names).toContain('011_inbox');
 });

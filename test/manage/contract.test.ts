@@ -9,6 +9,8 @@ import { documentChecks } from '../helpers/openapi';
 import { manageDocument } from '../../server/http/openapi-document';
 import { M, manageHarness, newMember, PASSWORD, SAME_ORIGIN, signIn } from './helpers';
 import { deliveryEnv, Receiver, startReceiver } from '../webhooks/helpers';
+import { listenHttps } from '../helpers/harness';
+import { openSse } from '../window/helpers';
 
 const { documentedOperations, assertMatchesDocument } = documentChecks(manageDocument(), { requiredHeadersOnly: true });
 
@@ -65,14 +67,14 @@ function call(method: Method, path: string, c: Call = {}) {
 }
 
 /** The same request twice from a new owner on the app limited to one request a minute: the second is 429. */
-async function exhausted(method: Method, path: (siteId: string, accountId: string) => string, body?: object): Promise<Res> {
+async function exhausted(method: Method, path: (siteId: string, accountId: string) => string, body?: object, headers?: Record<string, string>): Promise<Res> {
   const s = await limited.newSite();
   const email = `limited-${Math.random().toString(36).slice(2)}@example.com`;
   const account = await newMember(limited, s.id, email, 'owner');
   const signed = await limited.runtime.services.accounts.signIn(email, PASSWORD, {});
   const cookie = `__Host-session=${signed.token}`;
-  await call(method, path(s.id, account.id), { app: limited.app, cookie, body });
-  return call(method, path(s.id, account.id), { app: limited.app, cookie, body });
+  await call(method, path(s.id, account.id), { app: limited.app, cookie, body, headers });
+  return call(method, path(s.id, account.id), { app: limited.app, cookie, body, headers });
 }
 
 /** An accounts-service method throwing something unexpected while `send` runs: the 500 envelope, nothing internal. */
@@ -289,6 +291,14 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   countRecoverableDeliveries: {},
   recoverDeliveries: {},
   getConversationTimeline: {},
+  listInboxConversations: {},
+  getInboxConversation: {},
+  listInboxMessages: {},
+  replyFromInbox: {},
+  closeInboxConversation: {},
+  assignInboxConversation: {},
+  markInboxConversationRead: {},
+  streamInbox: {},
 };
 
 // The site routes are built once the fixtures exist (their paths name the site).
@@ -350,6 +360,7 @@ function siteScenarios() {
   });
   ownerScenarios();
   eventScenarios();
+  inboxScenarios();
 }
 
 type SiteAdminMethod = keyof Harness['runtime']['services']['siteAdmin'];
@@ -616,6 +627,107 @@ function eventScenarios() {
     },
     404: () => call('get', noConversation, { cookie: owner.cookie }),
     429: () => exhausted('get', (s) => `/sites/${s}/conversations/conv_00000000000000000000000000/timeline`),
+  });
+}
+
+const NO_CONVERSATION = 'conv_00000000000000000000000000';
+let visitorCount = 0;
+/** A fresh open conversation of the fixture site. */
+const conversation = async () => (await h.visitorSay(site, `contract-visitor-${++visitorCount}`, 'hello')).conversation.id as string;
+
+function inboxScenarios() {
+  const inbox = `/sites/${site}/inbox/conversations`;
+  const one = (id: string) => `${inbox}/${id}`;
+  const missing = one(NO_CONVERSATION);
+  const otherSite = `/sites/${OTHER_SITE}/inbox/conversations`;
+  Object.assign(scenarios.listInboxConversations, {
+    ...common('get', inbox, 'requireRole'),
+    200: async () => {
+      await conversation();
+      return call('get', `${inbox}?assignee=unassigned&unread=true&limit=2`, { cookie: agent.cookie });
+    },
+    400: () => call('get', `${inbox}?assignee=someone`, { cookie: owner.cookie }),
+    404: () => call('get', otherSite, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations`),
+  });
+  Object.assign(scenarios.getInboxConversation, {
+    ...common('get', missing, 'requireRole'),
+    200: async () => call('get', one(await conversation()), { cookie: agent.cookie }),
+    400: () => call('get', one('not-a-conversation'), { cookie: owner.cookie }),
+    404: () => call('get', missing, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}`),
+  });
+  Object.assign(scenarios.listInboxMessages, {
+    ...common('get', `${missing}/messages`, 'requireRole'),
+    200: async () => call('get', `${one(await conversation())}/messages?order=desc`, { cookie: agent.cookie }),
+    400: () => call('get', `${missing}/messages?order=sideways`, { cookie: owner.cookie }),
+    404: () => call('get', `${missing}/messages`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/messages`),
+  });
+  const reply = { content: 'Thanks, looking into it.' };
+  Object.assign(scenarios.replyFromInbox, {
+    ...common('post', `${missing}/messages`, 'requireRole', reply),
+    ...writes('post', `${missing}/messages`, reply),
+    201: async () => call('post', `${one(await conversation())}/messages`, { cookie: agent.cookie, body: reply }),
+    400: () => call('post', `${missing}/messages`, { cookie: owner.cookie, body: { content: 'x', format: 'html' } }),
+    404: () => call('post', `${missing}/messages`, { cookie: owner.cookie, body: reply }),
+    409: async () => {
+      const id = await conversation();
+      await call('post', `${one(id)}/close`, { cookie: owner.cookie });
+      return call('post', `${one(id)}/messages`, { cookie: owner.cookie, body: reply });
+    },
+    422: async () => {
+      const id = await conversation();
+      const headers = { ...SAME_ORIGIN, 'Idempotency-Key': `contract-${id}` };
+      await call('post', `${one(id)}/messages`, { cookie: owner.cookie, body: reply, headers });
+      return call('post', `${one(id)}/messages`, { cookie: owner.cookie, body: { content: 'something else' }, headers });
+    },
+    429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/messages`, reply),
+  });
+  Object.assign(scenarios.closeInboxConversation, {
+    ...common('post', `${missing}/close`, 'requireRole'),
+    200: async () => call('post', `${one(await conversation())}/close`, { cookie: agent.cookie }),
+    400: () => call('post', `${one('nope')}/close`, { cookie: owner.cookie }),
+    403: () => call('post', `${missing}/close`, { cookie: owner.cookie, headers: CROSS_SITE }),
+    404: () => call('post', `${missing}/close`, { cookie: owner.cookie }),
+    429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/close`),
+  });
+  Object.assign(scenarios.assignInboxConversation, {
+    ...common('post', `${missing}/assignee`, 'requireRole', { assigneeId: null }),
+    ...writes('post', `${missing}/assignee`, { assigneeId: null }),
+    200: async () => call('post', `${one(await conversation())}/assignee`, { cookie: agent.cookie, body: { assigneeId: agent.id } }),
+    400: () => call('post', `${missing}/assignee`, { cookie: owner.cookie, body: { assigneeId: 'someone' } }),
+    403: async () => call('post', `${one(await conversation())}/assignee`, { cookie: agent.cookie, body: { assigneeId: owner.id } }),
+    404: () => call('post', `${missing}/assignee`, { cookie: owner.cookie, body: { assigneeId: null } }),
+    429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/assignee`, { assigneeId: null }),
+  });
+  Object.assign(scenarios.markInboxConversationRead, {
+    ...common('post', `${missing}/read`, 'requireRole'),
+    200: async () => call('post', `${one(await conversation())}/read`, { cookie: agent.cookie }),
+    400: () => call('post', `${one('nope')}/read`, { cookie: owner.cookie }),
+    403: () => call('post', `${missing}/read`, { cookie: owner.cookie, headers: CROSS_SITE }),
+    404: () => call('post', `${missing}/read`, { cookie: owner.cookie }),
+    429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/read`),
+  });
+  const events = `/sites/${site}/inbox/events`;
+  Object.assign(scenarios.streamInbox, {
+    ...common('get', events, 'requireRole'),
+    // A stream never ends by itself: read it until its first event, then hang up.
+    200: async () => {
+      const server = await listenHttps(h.app);
+      try {
+        const s = await openSse(server, `${M}${events}`, { Cookie: agent.cookie });
+        await s.waitFor((e) => e.event === 'ready');
+        s.close();
+        return { status: s.status, headers: s.headers, body: undefined } as unknown as Res;
+      } finally {
+        await server.close();
+      }
+    },
+    400: () => call('get', events, { cookie: owner.cookie, headers: { 'Last-Event-ID': 'not-a-position' } }),
+    404: () => call('get', `/sites/${OTHER_SITE}/inbox/events`, { cookie: owner.cookie }),
+    // The first request must not become a stream (it would never end): a bad Last-Event-ID is answered at once.
+    429: () => exhausted('get', (s) => `/sites/${s}/inbox/events`, undefined, { 'Last-Event-ID': 'x' }),
   });
 }
 

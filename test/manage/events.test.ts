@@ -18,6 +18,7 @@ const pool = workerPool(() => h);
 let site: string;
 let ownerToken: string;
 let agentToken: string;
+let agentId: string;
 let otherSite: string;
 
 const DAY = 24 * 3600_000;
@@ -51,6 +52,7 @@ beforeAll(async () => {
   const agent = await newMember(h, site, 'agent@example.com', 'agent');
   ownerToken = await tokenOf(owner.id, owner.email);
   agentToken = await tokenOf(agent.id, agent.email);
+  agentId = agent.id;
   otherSite = (await h.newSite('other')).id;
   pool.start();
 });
@@ -295,17 +297,20 @@ test("a conversation's timeline: messages with their authors, the events they em
   const key = await h.runtime.services.access.createKey(site, ['conversations:read', 'conversations:write'], 'support bot');
   const reply = await request(h.app).post(`/api/v1/conversations/${conversationId}/messages`).set('Authorization', `Bearer ${key.key}`).send({ content: 'How can I help?' });
   expect(reply.status).toBe(201);
-  await waitFor('the timeline deliveries', async () => (await h.runtime.db('delivery_attempts').where('event_id', 'like', 'message.created:%').andWhere({ site_id: site })).length >= 2 && (await h.runtime.db('deliveries').where({ site_id: site, status: 'pending' })).length === 0);
+  const fromInbox = await api('post', `/sites/${site}/inbox/conversations/${conversationId}/messages`, { content: 'I am on it.' }, agentToken);
+  expect(fromInbox.status).toBe(201);
+  await waitFor('the timeline deliveries', async () => (await h.runtime.db('delivery_attempts').where('event_id', 'like', 'message.created:%').andWhere({ site_id: site })).length >= 3 && (await h.runtime.db('deliveries').where({ site_id: site, status: 'pending' })).length === 0);
 
   const res = await api('get', `/sites/${site}/conversations/${conversationId}/timeline`, undefined, agentToken);
   expect(res.status).toBe(200);
-  const entries = res.body.data as { type: string; at: string; author?: { type: string; apiKeyLabel: string | null }; eventId?: string; event?: string; messageId?: string }[];
-  expect(entries.filter((e) => e.type === 'message').map((e) => [e.author!.type, e.author!.apiKeyLabel])).toEqual([
-    ['visitor', null],
-    ['api_key', 'support bot'],
+  const entries = res.body.data as { type: string; at: string; author?: { type: string; apiKeyLabel: string | null; accountId: string | null }; eventId?: string; event?: string; messageId?: string }[];
+  expect(entries.filter((e) => e.type === 'message').map((e) => [e.author!.type, e.author!.apiKeyLabel, e.author!.accountId])).toEqual([
+    ['visitor', null, null],
+    ['api_key', 'support bot', null],
+    ['member', null, agentId],
   ]);
-  expect(entries.filter((e) => e.type === 'event').map((e) => e.event)).toEqual(['conversation.started', 'message.created', 'message.created']);
-  expect(entries.filter((e) => e.type === 'attempt')).toHaveLength(3);
+  expect(entries.filter((e) => e.type === 'event').map((e) => e.event)).toEqual(['conversation.started', 'message.created', 'message.created', 'message.created']);
+  expect(entries.filter((e) => e.type === 'attempt')).toHaveLength(4);
   // Sorted by time; each event after its message, each attempt after its event.
   const times = entries.map((e) => Date.parse(e.at));
   expect([...times].sort((a, b) => a - b)).toEqual(times);
@@ -316,10 +321,19 @@ test("a conversation's timeline: messages with their authors, the events they em
   expect((await api('get', `/sites/${otherSite}/conversations/${conversationId}/timeline`)).status).toBe(404);
   expect((await api('get', `/sites/${site}/conversations/conv_00000000000000000000000000/timeline`)).status).toBe(404);
 
-  const page1 = await api('get', `/sites/${site}/conversations/${conversationId}/timeline?limit=1`);
-  expect(page1.body.data.filter((e: { type: string }) => e.type === 'message')).toHaveLength(1);
-  const page2 = await api('get', `/sites/${site}/conversations/${conversationId}/timeline?limit=1&cursor=${page1.body.page.nextCursor}`);
-  expect([...page1.body.data, ...page2.body.data]).toEqual(entries);
+  // One message a page: three pages, which together are the whole timeline.
+  const paged: unknown[] = [];
+  let cursor: string | null = null;
+  let pages = 0;
+  do {
+    const page = await api('get', `/sites/${site}/conversations/${conversationId}/timeline?limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+    expect(page.body.data.filter((e: { type: string }) => e.type === 'message')).toHaveLength(1);
+    paged.push(...page.body.data);
+    cursor = page.body.page.nextCursor;
+    pages++;
+  } while (cursor && pages < 5);
+  expect(pages).toBe(3);
+  expect(paged).toEqual(entries);
 });
 
 test("another site's delivery is 404; the changes are in the audit log with actor and client address", async () => {

@@ -355,6 +355,11 @@ export interface components {
             /** @description Id of the key that wrote it; `null` unless `origin` is `api`. Compare with your key's id for loop protection. */
             apiKeyId: string | null;
             attachments: components["schemas"]["Attachment"][];
+            /**
+             * @description Id of the team member (account) who wrote it in the dashboard's inbox; `null` for every other
+             *     writer. Such replies have `direction: outgoing` and `origin: messenger`.
+             */
+            authorId: string | null;
             /** @description Free text as written, at most 10,000 characters (Unicode code points). */
             content: string;
             conversationId: components["schemas"]["ConversationIdValue"];

@@ -9,6 +9,7 @@ import * as m007 from './007_visitor_files';
 import * as m008 from './008_accounts';
 import * as m009 from './009_key_creators';
 import * as m010 from './010_event_address_roll';
+import * as m011 from './011_inbox';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -27,6 +28,7 @@ const migrations: Record<string, Migration> = {
   '008_accounts': m008,
   '009_key_creators': m009,
   '010_event_address_roll': m010,
+  '011_inbox': m011,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -537,6 +537,173 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/inbox/conversations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the site's conversations for the inbox
+         * @description Newest first by (`createdAt`, `id`), keyset paging with `limit` and `cursor` flat at any depth,
+         *     like the public list. Filters: `state`, `assignee` (`me`, `unassigned`, `any`), `unread` (news
+         *     for the signed-in member since their read mark) and the public list's time filters. Each item
+         *     carries its assignee and the member's unread count. Agents and owners.
+         */
+        get: operations["listInboxConversations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/inbox/conversations/{conversationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read one conversation of the inbox
+         * @description The conversation with its assignee and the member's unread count; its messages are
+         *     `listInboxMessages`. Another site's conversation answers `404`.
+         */
+        get: operations["getInboxConversation"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/assignee": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Assign a conversation to a member, or unassign it
+         * @description `assigneeId` a member of the site, or `null` to unassign. Owners assign anyone; an agent may
+         *     assign to themselves (also taking it over) and unassign a conversation assigned to
+         *     themselves, anything else is `403 forbidden`. Not a public event: members' live streams
+         *     show it. Written to the audit log (`conversation.assigned` / `conversation.unassigned`).
+         */
+        post: operations["assignInboxConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/close": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Close a conversation
+         * @description The public API's close: open to closed once, one `conversation.closed`; closing a closed
+         *     conversation answers it unchanged. Written to the audit log (`conversation.closed`).
+         */
+        post: operations["closeInboxConversation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a conversation's messages
+         * @description Oldest first by default (`order=desc` for newest first), keyset paging with `limit` and
+         *     `cursor`, exactly like the public API's message list.
+         */
+        get: operations["listInboxMessages"];
+        put?: never;
+        /**
+         * Reply as the signed-in member
+         * @description A reply written in the dashboard: `direction: outgoing`, `origin: messenger` and `authorId`
+         *     the signed-in account. It goes through the same path as the public API's reply: it appears
+         *     in the chat window and the public API, and emits `message.created` to the event address.
+         *     JSON, or `multipart/form-data` to attach 1 to 10 files. `Idempotency-Key` works as on the
+         *     public reply (scoped to the account). Replying also marks the conversation read for the member.
+         *     A closed conversation answers `409 conversation_closed`.
+         */
+        post: operations["replyFromInbox"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a conversation read
+         * @description The signed-in member's read mark moves to the conversation's newest message (never
+         *     backwards); its unread count is then 0. Shown on the member's own live streams only.
+         */
+        post: operations["markInboxConversationRead"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/inbox/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Live updates of the site's inbox (Server-Sent Events)
+         * @description `text/event-stream`. Each event has an `id` (the site's inbox feed position), an `event`
+         *     name and JSON `data`: `conversation.started`, `message.created` and `conversation.closed`
+         *     carry the event's `data` as delivered to event addresses (`{conversation, message}`);
+         *     `conversation.assigned` carries `{conversationId, assigneeId, assignedBy}`; `conversation.read`
+         *     (the member's own read marks only) carries the read mark. The first event is `ready` with
+         *     the current position. Reconnect with `Last-Event-ID` to resume exactly after the last event
+         *     received. A comment line (`: ping`) every 15 s; the stream ends with `event: session-ended`
+         *     when the session or token ends or the membership does. At most 5 streams per account (a
+         *     sixth ends the oldest); beyond the service's total, `503` with `Retry-After`.
+         */
+        get: operations["streamInbox"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/invitations": {
         parameters: {
             query?: never;
@@ -773,6 +940,34 @@ export interface components {
         ApiKeyResponse: {
             data: components["schemas"]["ApiKey"];
         };
+        AssignRequest: {
+            /** @description A member of the site, or `null` to unassign. */
+            assigneeId: components["schemas"]["AccountIdValue"] | null;
+        };
+        /** @description A file attached to a message. */
+        Attachment: {
+            id: components["schemas"]["MediaIdValue"];
+            /**
+             * @description The media type the file was sent with, lowercased; `application/octet-stream` when it was not a valid `type/subtype`.
+             * @example image/png
+             */
+            mimeType: string;
+            /**
+             * @description The file name as sent, made safe: no directories, no control characters, none of
+             *     `" \ / < > : | ? *`, no leading dot, at most 200 characters.
+             */
+            name: string;
+            /**
+             * Format: int64
+             * @description Size in bytes; at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the operator changed it).
+             */
+            size: number;
+            /**
+             * Format: uri
+             * @description Signed link that opens the file without a key for one hour.
+             */
+            url: string;
+        };
         Attempt: {
             /** Format: int32 */
             attempt: number;
@@ -817,6 +1012,13 @@ export interface components {
         ChangeRoleRequest: {
             role: components["schemas"]["Role"];
         };
+        /** @example conv_01jd8x3r5k0000000000000000 */
+        ConversationIdValue: string;
+        /**
+         * @description `open` from the visitor's first message; `closed` after a close.
+         * @enum {string}
+         */
+        ConversationState: "open" | "closed";
         CreatedApiKey: {
             createdAt: components["schemas"]["Timestamp"];
             createdBy: components["schemas"]["AccountIdValue"];
@@ -981,6 +1183,56 @@ export interface components {
         IdentityMode: "off" | "optional" | "enforce";
         /** @description The identity-verification secret, shown in this answer only; keep it on your server. */
         IdentitySecret: string;
+        /** @description A conversation of the site, with what the signed-in member sees beside the public card. */
+        InboxConversation: {
+            /** @description The member it is assigned to; `null` when unassigned. */
+            assigneeId: components["schemas"]["AccountIdValue"] | null;
+            /** @description When the conversation was closed; `null` unless closed. */
+            closedAt: components["schemas"]["Timestamp"] | null;
+            createdAt: components["schemas"]["Timestamp"];
+            id: components["schemas"]["ConversationIdValue"];
+            /** @description Time of the newest message. */
+            lastMessageAt: components["schemas"]["Timestamp"] | null;
+            /** @description The time of the newest message the member has read; `null` before their first read. */
+            lastReadAt: components["schemas"]["Timestamp"] | null;
+            state: components["schemas"]["ConversationState"];
+            /**
+             * Format: int32
+             * @description Messages after the signed-in member's read mark that they did not write.
+             */
+            unreadCount: number;
+            /** @description Last message or state change. */
+            updatedAt: components["schemas"]["Timestamp"];
+            /** @description The visitor's identifier as given by the chat window (1 to 128 printable ASCII characters, no spaces). */
+            visitorId: string;
+        };
+        InboxConversationList: {
+            data: components["schemas"]["InboxConversation"][];
+            page: components["schemas"]["PageInfo"];
+        };
+        InboxConversationResponse: {
+            data: components["schemas"]["InboxConversation"];
+        };
+        InboxMessageList: {
+            data: components["schemas"]["Message"][];
+            page: components["schemas"]["PageInfo"];
+        };
+        InboxMessageResponse: {
+            data: components["schemas"]["Message"];
+        };
+        /** @description A reply with files. `content` may be empty when at least one file is attached. */
+        InboxReplyMultipartRequest: {
+            content?: string;
+            /** @description 1 to 10 files, each at most `MAX_ATTACHMENT_BYTES` (20 MiB unless the operator changed it). */
+            file?: unknown[];
+            format?: components["schemas"]["MessageFormat"];
+        };
+        /** @description A text reply. */
+        InboxReplyRequest: {
+            /** @description The reply text, 1 to 10,000 characters. */
+            content: string;
+            format?: components["schemas"]["MessageFormat"];
+        };
         Invitation: {
             email: components["schemas"]["Email"];
             expiresAt: components["schemas"]["Timestamp"];
@@ -1021,6 +1273,8 @@ export interface components {
         ManagedSiteResponse: {
             data: components["schemas"]["ManagedSite"];
         };
+        /** @example med_01jd8x3r5k0000000000000000 */
+        MediaIdValue: string;
         Member: {
             accountId: components["schemas"]["AccountIdValue"];
             email: components["schemas"]["Email"];
@@ -1044,6 +1298,40 @@ export interface components {
                 via: "session" | "token";
             };
         };
+        /** @description A message of a conversation. */
+        Message: {
+            /** @description Id of the key that wrote it; `null` unless `origin` is `api`. Compare with your key's id for loop protection. */
+            apiKeyId: string | null;
+            attachments: components["schemas"]["Attachment"][];
+            /**
+             * @description Id of the team member (account) who wrote it in the dashboard's inbox; `null` for every other
+             *     writer. Such replies have `direction: outgoing` and `origin: messenger`.
+             */
+            authorId: string | null;
+            /** @description Free text as written, at most 10,000 characters (Unicode code points). */
+            content: string;
+            conversationId: components["schemas"]["ConversationIdValue"];
+            createdAt: components["schemas"]["Timestamp"];
+            direction: components["schemas"]["MessageDirection"];
+            format: components["schemas"]["MessageFormat"];
+            id: string;
+            origin: components["schemas"]["MessageOrigin"];
+        };
+        /**
+         * @description `incoming` from the visitor, `outgoing` to the visitor.
+         * @enum {string}
+         */
+        MessageDirection: "incoming" | "outgoing";
+        /**
+         * @description `plain` text, or `markdown` rendered sanitised in the chat window.
+         * @enum {string}
+         */
+        MessageFormat: "plain" | "markdown";
+        /**
+         * @description `widget` the chat window, `messenger` an agent answering from a messenger, `api` this API.
+         * @enum {string}
+         */
+        MessageOrigin: "widget" | "messenger" | "api";
         /** @description A site of the account, with the account's role on it. */
         MySite: {
             id: components["schemas"]["SiteIdValue"];
@@ -1068,6 +1356,16 @@ export interface components {
         Password: string;
         /** @description The password as set. */
         PresentedPassword: string;
+        ReadMark: {
+            accountId: components["schemas"]["AccountIdValue"];
+            conversationId: components["schemas"]["ConversationIdValue"];
+            /** @description The time of the newest message read; `null` when the conversation has none. */
+            lastReadAt: components["schemas"]["Timestamp"] | null;
+            lastReadMessageId: string | null;
+        };
+        ReadMarkResponse: {
+            data: components["schemas"]["ReadMark"];
+        };
         RecoveryCountResponse: {
             data: {
                 /** Format: int32 */
@@ -1292,6 +1590,22 @@ export interface components {
     };
     responses: {
         /**
+         * @description `conversation_closed`: the conversation is closed and takes no reply.
+         *     `idempotency_key_in_use`: the first request with this `Idempotency-Key` is still running; retry later.
+         */
+        Conflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /**
          * @description `forbidden`: the account's role on the site does not allow this (or the current password is wrong, or it would leave a site without an owner).
          *     `cross_site_request`: a change without a management token whose `Sec-Fetch-Site` is not `same-origin` (or, without Fetch Metadata, whose `Origin` is not the service's).
          */
@@ -1304,6 +1618,27 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description `idempotency_key_reused`: this `Idempotency-Key` was used with a different request. */
+        IdempotencyKeyReused: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "idempotency_key_reused",
+                 *         "message": "This Idempotency-Key was used with a different request."
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
@@ -1479,11 +1814,24 @@ export interface components {
         /** @description Account identifier. */
         AccountId: components["schemas"]["AccountIdValue"];
         /** @description Conversation identifier. */
-        ConversationId: string;
+        ConversationId: components["schemas"]["ConversationIdValue"];
+        /**
+         * @description Only conversations created at or after this instant (ISO 8601).
+         * @example 2026-11-01T00:00:00.000Z
+         */
+        CreatedAfter: string;
+        /** @description Only conversations created before this instant (ISO 8601). */
+        CreatedBefore: string;
         /** @description `page.nextCursor` of the previous page, unchanged. */
         Cursor: components["schemas"]["Cursor"];
         /** @description The event's id (`X-Service-Delivery`). */
         EventId: components["schemas"]["EventIdValue"];
+        /**
+         * @description 1 to 255 printable ASCII characters, remembered 24 hours per key. A repeat of the same
+         *     request answers the first answer with `Idempotent-Replayed: true` and creates nothing.
+         * @example 7f9c2d1e-6b0a-4a53-9f1e-2a4c8d3b5e71
+         */
+        IdempotencyKey: string;
         /** @description Access key identifier (not the key). */
         KeyId: components["schemas"]["KeyIdValue"];
         /** @description Page size. */
@@ -1496,6 +1844,10 @@ export interface components {
         SiteId: components["schemas"]["SiteIdValue"];
         /** @description Management token identifier (not the token). */
         TokenId: components["schemas"]["TokenIdValue"];
+        /** @description Only conversations updated (last message or state change) at or after this instant. */
+        UpdatedAfter: string;
+        /** @description Only conversations updated before this instant. */
+        UpdatedBefore: string;
     };
     requestBodies: never;
     headers: {
@@ -2763,6 +3115,351 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInboxConversations: {
+        parameters: {
+            query?: {
+                /** @description `me` assigned to the signed-in member, `unassigned` to nobody, `any` (the default) either. */
+                assignee?: "me" | "unassigned" | "any";
+                /**
+                 * @description Only conversations created at or after this instant (ISO 8601).
+                 * @example 2026-11-01T00:00:00.000Z
+                 */
+                createdAfter?: components["parameters"]["CreatedAfter"];
+                /** @description Only conversations created before this instant (ISO 8601). */
+                createdBefore?: components["parameters"]["CreatedBefore"];
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description Only open or only closed conversations. */
+                state?: components["schemas"]["ConversationState"];
+                /** @description `true`: only conversations with a message after the member's read mark. */
+                unread?: boolean;
+                /** @description Only conversations updated (last message or state change) at or after this instant. */
+                updatedAfter?: components["parameters"]["UpdatedAfter"];
+                /** @description Only conversations updated before this instant. */
+                updatedBefore?: components["parameters"]["UpdatedBefore"];
+            };
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of conversations. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxConversationList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getInboxConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxConversationResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    assignInboxConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AssignRequest"];
+            };
+        };
+        responses: {
+            /** @description The conversation with its assignee. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxConversationResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    closeInboxConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxConversationResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInboxMessages: {
+        parameters: {
+            query?: {
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `asc` (default) oldest first, `desc` newest first. */
+                order?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of messages. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxMessageList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replyFromInbox: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1 to 255 printable ASCII characters, remembered 24 hours per key. A repeat of the same
+                 *     request answers the first answer with `Idempotent-Replayed: true` and creates nothing.
+                 * @example 7f9c2d1e-6b0a-4a53-9f1e-2a4c8d3b5e71
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InboxReplyRequest"];
+                "multipart/form-data": components["schemas"]["InboxReplyMultipartRequest"];
+            };
+        };
+        responses: {
+            /** @description The created message. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxMessageResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    markInboxConversationRead: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The read mark. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReadMarkResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    streamInbox: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description The `id` of the last event received; resumes after it. */
+                "Last-Event-ID"?: string;
+            };
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event stream; it stays open. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example retry: 2000
+                     *
+                     *     id: 41
+                     *     event: ready
+                     *     data: {"lastEventId":"41"}
+                     *
+                     *     id: 42
+                     *     event: conversation.assigned
+                     *     data: {"conversationId":"conv_01jd8x3r5k0000000000000000","assigneeId":"usr_01jd8x3r5k0000000000000000","assignedBy":"usr_01jd8x3r5k0000000000000000"}
+                     */
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];

@@ -1,0 +1,221 @@
+import type { Knex } from 'knex';
+import { ApiError, invalid, notFound } from '../platform/errors';
+import { toIso } from '../platform/time';
+import { afterCommit, runInTransaction } from '../db/transaction';
+import type { AccountsService, Actor, Manager } from '../accounts/service';
+import type { ConversationService, ListConversationsQuery } from '../conversations/service';
+import type { Conversation, ConversationStore } from '../conversations/store';
+import type { MessageService } from '../messages/service';
+import type { Message, MessageFormat } from '../messages/store';
+import type { IncomingFile } from '../media/service';
+import { EventChannel, INBOX_NOTICE_PREFIX } from '../webhooks/channel';
+import type { StreamEvent, StreamSource } from '../window/streams';
+import type { Logger } from '../platform/logger';
+import type { InboxStore } from './store';
+import type { InboxHub } from './live';
+
+export type AssigneeFilter = 'me' | 'unassigned' | 'any';
+export type InboxQuery = ListConversationsQuery & { assignee?: AssigneeFilter; unread?: boolean };
+type Signed = Actor & { manager: Manager };
+
+/** A stream resuming from a position no longer in the feed (kept this long) starts at its end. */
+export const INBOX_ACTIVITY_RETENTION_MS = 7 * 24 * 3600_000;
+
+/**
+ * Who may assign: an owner, anyone of the site (or nobody); an agent, only themselves, and may
+ * unassign only a conversation assigned to themselves. Pure, for the service and its tests.
+ */
+export function assignmentRefusal(role: 'owner' | 'agent', actorId: string, current: string | null, next: string | null): string | null {
+  if (role === 'owner') return null;
+  if (next === actorId) return null;
+  if (next === null && current === actorId) return null;
+  return 'An agent may assign a conversation to themselves, or unassign it from themselves; owners assign anyone.';
+}
+
+export function createInboxService(deps: {
+  db: Knex;
+  store: InboxStore;
+  accounts: AccountsService;
+  conversations: ConversationService;
+  conversationStore: ConversationStore;
+  messages: MessageService;
+  channel: Pick<EventChannel, 'publish'>;
+  hub: InboxHub;
+  now: () => number;
+}) {
+  const { db, store, conversationStore, now } = deps;
+
+  /** The conversations with what the member sees beside the public card: assignee and unread count. */
+  async function withInbox(accountId: string, cards: Conversation[]) {
+    const ids = cards.map((c) => c.id);
+    const [assignees, marks, unread] = await Promise.all([store.assigneesOf(ids), store.readMarks(accountId, ids), store.unreadCounts(accountId, ids)]);
+    return cards.map((c) => ({
+      ...c,
+      assigneeId: assignees.get(c.id) ?? null,
+      unreadCount: unread.get(c.id) ?? 0,
+      lastReadAt: toIso(marks.get(c.id)?.last_read_at ?? null),
+    }));
+  }
+
+  async function conversationOf(siteId: string, id: string) {
+    const row = await conversationStore.find(siteId, id);
+    if (!row) throw notFound('Conversation');
+    return row;
+  }
+
+  /** A private change's row in the site's feed, and its notice on the channel once committed. */
+  async function record(trx: Knex.Transaction, siteId: string, visitorId: string, kind: string, conversationId: string, accountId: string | null, body: object) {
+    const at = now();
+    const position = await store.append(trx, { site_id: siteId, kind, conversation_id: conversationId, event_id: null, account_id: accountId, body: JSON.stringify(body), created_at: at });
+    afterCommit(trx, () => deps.channel.publish([{ id: `${INBOX_NOTICE_PREFIX}${siteId}:${position}`, siteId, visitorId, createdAt: at }]));
+  }
+
+  /** The member's read mark up to the conversation's newest message, in `trx`. */
+  async function markReadIn(trx: Knex.Transaction, accountId: string, siteId: string, conversation: { id: string; visitor_id: string }) {
+    const newest = await store.newestMessage(conversation.id, trx);
+    const at = now();
+    const mark = await store.markRead(trx, {
+      account_id: accountId,
+      conversation_id: conversation.id,
+      site_id: siteId,
+      last_read_at: newest?.created_at ?? 0,
+      last_read_message_id: newest?.id ?? null,
+      updated_at: at,
+    });
+    const dto = { conversationId: conversation.id, accountId, lastReadAt: toIso(mark.last_read_at), lastReadMessageId: mark.last_read_message_id };
+    await record(trx, siteId, conversation.visitor_id, 'conversation.read', conversation.id, accountId, dto);
+    return dto;
+  }
+
+  const service = {
+    async list(manager: Manager, siteId: string, query: InboxQuery) {
+      await deps.accounts.requireRole(manager, siteId, 'member');
+      const { assignee = 'any', unread, ...rest } = query;
+      const filters = {
+        assigneeId: assignee === 'me' ? manager.accountId : assignee === 'unassigned' ? null : undefined,
+        unreadFor: unread ? manager.accountId : undefined,
+      };
+      const page = await deps.conversations.list(siteId, rest, filters);
+      return { data: await withInbox(manager.accountId, page.data), page: page.page };
+    },
+
+    async get(manager: Manager, siteId: string, id: string) {
+      await deps.accounts.requireRole(manager, siteId, 'member');
+      const card = await deps.conversations.get(siteId, id);
+      return (await withInbox(manager.accountId, [card]))[0];
+    },
+
+    async messages(manager: Manager, siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
+      await deps.accounts.requireRole(manager, siteId, 'member');
+      return deps.messages.list(siteId, id, query);
+    },
+
+    /** Checked before an upload is spooled: the membership and the conversation. */
+    async checkReply(manager: Manager, siteId: string, id: string) {
+      await deps.accounts.requireRole(manager, siteId, 'member');
+      await conversationOf(siteId, id);
+    },
+
+    /**
+     * A reply as the signed-in member, through the messages service like every reply: `origin`
+     * `messenger` with `authorId`, `message.created` emitted. Replying reads the conversation: the
+     * member's read mark moves to the reply in the same commit.
+     */
+    async reply(
+      actor: Signed,
+      siteId: string,
+      id: string,
+      input: { content: string; format: MessageFormat; files: IncomingFile[] },
+      withinTransaction?: (trx: Knex.Transaction, message: Message) => Promise<void>,
+    ) {
+      await deps.accounts.requireRole(actor.manager, siteId, 'member');
+      const result = await deps.messages.reply(
+        siteId,
+        id,
+        { direction: 'outgoing', origin: 'messenger', apiKeyId: null, authorId: actor.manager.accountId, ...input },
+        async (trx, message) => {
+          await markReadIn(trx, actor.manager.accountId, siteId, { id, visitor_id: (await conversationStore.find(siteId, id, trx))!.visitor_id });
+          if (withinTransaction) await withinTransaction(trx, message);
+        },
+      );
+      return result.message;
+    },
+
+    /** Closes through the conversations service (one `conversation.closed`); audited when this call closed it. */
+    async close(actor: Signed, siteId: string, id: string) {
+      await deps.accounts.requireRole(actor.manager, siteId, 'member');
+      const closed = await deps.conversations.close(siteId, id, (trx, card) => deps.accounts.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined));
+      return (await withInbox(actor.manager.accountId, [closed]))[0];
+    },
+
+    async assign(actor: Signed, siteId: string, id: string, assigneeId: string | null) {
+      const membership = await deps.accounts.requireRole(actor.manager, siteId, 'member');
+      if (assigneeId !== null && !(await deps.accounts.listMembers(actor.manager, siteId)).some((m) => m.accountId === assigneeId)) {
+        throw invalid('The assignee is not a member of this site.', [{ path: '/body/assigneeId', message: 'must be a member of the site' }]);
+      }
+      await runInTransaction(db, async (trx) => {
+        const row = await conversationStore.findForUpdate(trx, siteId, id);
+        if (!row) throw notFound('Conversation');
+        const current = (await trx('conversations').where({ id }).first('assignee_id')).assignee_id as string | null;
+        const refusal = assignmentRefusal(membership.role, actor.manager.accountId, current, assigneeId);
+        if (refusal) throw new ApiError('forbidden', refusal);
+        if (current === assigneeId) return;
+        await store.setAssignee(trx, id, assigneeId);
+        await record(trx, siteId, row.visitor_id, 'conversation.assigned', id, actor.manager.accountId, { conversationId: id, assigneeId, assignedBy: actor.manager.accountId });
+        await deps.accounts.audit(actor, [siteId], assigneeId ? 'conversation.assigned' : 'conversation.unassigned', id, trx);
+      });
+      return service.get(actor.manager, siteId, id);
+    },
+
+    async markRead(manager: Manager, siteId: string, id: string) {
+      await deps.accounts.requireRole(manager, siteId, 'member');
+      const row = await conversationOf(siteId, id);
+      return runInTransaction(db, (trx) => markReadIn(trx, manager.accountId, siteId, row));
+    },
+
+    /**
+     * The member's live stream of the site's inbox, from `lastEventId` (a feed position) or from
+     * now. Public events carry the event's `data` as delivered to event addresses; assignments go to
+     * every member, a read mark only to its own member.
+     */
+    async stream(manager: Manager, siteId: string, lastEventId: string | undefined, logger: Logger): Promise<StreamSource<number>> {
+      await deps.accounts.requireRole(manager, siteId, 'member');
+      const tail = await store.tail(siteId);
+      let from = tail;
+      if (lastEventId !== undefined) {
+        const n = /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : NaN;
+        if (!(n <= tail)) throw invalid('Last-Event-ID is not an event id of this inbox; reconnect without it.', [{ path: '/header/Last-Event-ID', message: 'unknown event id' }]);
+        from = n;
+      }
+      return {
+        holderKey: manager.accountId,
+        from,
+        encode: String,
+        async read(after, max) {
+          const rows = await store.after(siteId, after, max);
+          const events: StreamEvent[] = [];
+          for (const r of rows) {
+            if (r.kind === 'conversation.read' && r.account_id !== manager.accountId) continue;
+            const data = r.event_id ? (r.event_body ? JSON.parse(r.event_body).data : null) : JSON.parse(r.body ?? 'null');
+            if (data === null) continue; // its event has been purged
+            events.push({ id: String(r.position), event: r.kind, data });
+          }
+          return { events, position: rows.length ? rows[rows.length - 1].position : after, more: rows.length >= max };
+        },
+        subscribe: (listener) => deps.hub.subscribe(siteId, listener),
+        expiresAt: now() + 12 * 3600_000,
+        endEvent: 'session-ended',
+        busyMessage: 'Too many live inbox connections right now; retry later or page the list.',
+        refusal: () => deps.accounts.refusalOf(manager, siteId),
+        logger,
+        now,
+      };
+    },
+
+    /** Maintenance: feed rows past their week. */
+    purge: (at = now()) => store.purgeActivity(at - INBOX_ACTIVITY_RETENTION_MS),
+  };
+  return service;
+}
+
+export type InboxService = ReturnType<typeof createInboxService>;

@@ -1,0 +1,149 @@
+import type { Knex } from 'knex';
+import { isUniqueViolation } from '../db/knex';
+
+/** A row of a site's inbox feed: a public event it mirrors (`event_id`), or a private change (`body`). */
+export interface ActivityRow {
+  site_id: string;
+  position: number;
+  kind: string;
+  conversation_id: string;
+  event_id: string | null;
+  account_id: string | null;
+  body: string | null;
+  created_at: number;
+}
+
+export interface ReadMarkRow {
+  account_id: string;
+  conversation_id: string;
+  site_id: string;
+  last_read_at: number;
+  last_read_message_id: string | null;
+  updated_at: number;
+}
+
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+
+/**
+ * The inbox's tables (011_inbox.ts): read marks, the site's feed and its position counter, and the
+ * conversation's assignee column (the inbox is its only writer and reader).
+ */
+export function createInboxStore(db: Knex) {
+  /**
+   * The site's next feed position, taken under the lock of the site's counter row, held until the
+   * caller's transaction ends: positions of a site commit in their order, so a reader that has seen
+   * position n has seen (or will never see) every position below it, and a rolled-back change
+   * gives its number back. The row is made by the site's first change; two first changes at once
+   * meet on its primary key and the loser bumps the winner's row.
+   */
+  async function nextPosition(trx: Knex.Transaction, siteId: string): Promise<number> {
+    const bump = () => trx('inbox_positions').where({ site_id: siteId }).update({ position: trx.raw('?? + 1', ['position']) });
+    if (Number(await bump()) === 0) {
+      try {
+        await trx('inbox_positions').insert({ site_id: siteId, position: 1 });
+        return 1;
+      } catch (err) {
+        if (!isUniqueViolation(err)) throw err;
+        await bump();
+      }
+    }
+    const row = await trx('inbox_positions').where({ site_id: siteId }).first('position');
+    return Number(row.position);
+  }
+
+  return {
+    db,
+
+    /** Appends to the site's feed in the change's transaction; answers the position. */
+    async append(trx: Knex.Transaction, row: Omit<ActivityRow, 'position'>): Promise<number> {
+      const position = await nextPosition(trx, row.site_id);
+      await trx('inbox_activity').insert({ ...row, position });
+      return position;
+    },
+
+    /** The site's newest feed position (0 before its first change). */
+    async tail(siteId: string): Promise<number> {
+      const row = await db('inbox_positions').where({ site_id: siteId }).first('position');
+      return row ? Number(row.position) : 0;
+    },
+
+    /** The newest positions of these sites, in one read (the live hub's poll). */
+    async tails(siteIds: string[]): Promise<Map<string, number>> {
+      const rows: { site_id: string; position: unknown }[] = await db('inbox_positions').whereIn('site_id', siteIds).select('site_id', 'position');
+      return new Map(rows.map((r) => [r.site_id, Number(r.position)]));
+    },
+
+    /** Up to `limit` feed rows after `after`, in order, each with its public event's body when it mirrors one. */
+    async after(siteId: string, after: number, limit: number): Promise<(ActivityRow & { event_body: string | null })[]> {
+      const rows = await db('inbox_activity as a')
+        .leftJoin('events as e', 'e.id', 'a.event_id')
+        .where('a.site_id', siteId)
+        .andWhere('a.position', '>', after)
+        .orderBy('a.position', 'asc')
+        .limit(limit)
+        .select('a.site_id', 'a.position', 'a.kind', 'a.conversation_id', 'a.event_id', 'a.account_id', 'a.body', 'a.created_at', 'e.body as event_body');
+      return rows.map((r: ActivityRow & { event_body: string | null }) => ({ ...r, position: Number(r.position), created_at: Number(r.created_at) }));
+    },
+
+    /** Feed rows older than `before` go (maintenance); a stream resuming before them starts at the tail. */
+    purgeActivity: (before: number) => db('inbox_activity').where('created_at', '<', before).delete(),
+
+    async assigneesOf(conversationIds: string[]): Promise<Map<string, string | null>> {
+      if (!conversationIds.length) return new Map();
+      const rows: { id: string; assignee_id: string | null }[] = await db('conversations').whereIn('id', conversationIds).select('id', 'assignee_id');
+      return new Map(rows.map((r) => [r.id, r.assignee_id]));
+    },
+
+    setAssignee: (trx: Knex.Transaction, conversationId: string, assigneeId: string | null) =>
+      trx('conversations').where({ id: conversationId }).update({ assignee_id: assigneeId }),
+
+    async readMarks(accountId: string, conversationIds: string[]): Promise<Map<string, ReadMarkRow>> {
+      if (!conversationIds.length) return new Map();
+      const rows: ReadMarkRow[] = await db('inbox_reads').where('account_id', accountId).whereIn('conversation_id', conversationIds).select();
+      return new Map(rows.map((r) => [r.conversation_id, { ...r, last_read_at: Number(r.last_read_at), updated_at: Number(r.updated_at) }]));
+    },
+
+    /**
+     * Per conversation, the messages after the member's read mark that the member did not write:
+     * one grouped count over messages_conversation_created, each conversation's range starting at
+     * its mark.
+     */
+    async unreadCounts(accountId: string, conversationIds: string[]): Promise<Map<string, number>> {
+      if (!conversationIds.length) return new Map();
+      const rows: { conversation_id: string; n: unknown }[] = await db('messages as m')
+        .leftJoin('inbox_reads as r', (j) => j.on('r.conversation_id', '=', 'm.conversation_id').andOn('r.account_id', '=', db.raw('?', [accountId])))
+        .whereIn('m.conversation_id', conversationIds)
+        .andWhere((w) => w.whereNull('r.last_read_at').orWhere('m.created_at', '>', db.ref('r.last_read_at')))
+        .andWhere((w) => w.whereNull('m.author_id').orWhere('m.author_id', '<>', accountId))
+        .groupBy('m.conversation_id')
+        .select('m.conversation_id', db.raw('count(*) as n'));
+      return new Map(rows.map((r) => [r.conversation_id, Number(r.n)]));
+    },
+
+    /** The newest message of a conversation: what "read" marks up to. */
+    async newestMessage(conversationId: string, trx: Knex = db): Promise<{ id: string; created_at: number } | undefined> {
+      const r = await trx('messages').where({ conversation_id: conversationId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).first('id', 'created_at');
+      return r && { id: r.id, created_at: Number(r.created_at) };
+    },
+
+    /** Sets the member's mark, never backwards; answers the mark now stored. */
+    async markRead(trx: Knex.Transaction, mark: ReadMarkRow): Promise<ReadMarkRow> {
+      const key = { account_id: mark.account_id, conversation_id: mark.conversation_id };
+      const moved = await trx('inbox_reads')
+        .where(key)
+        .andWhere('last_read_at', '<', mark.last_read_at)
+        .update({ last_read_at: mark.last_read_at, last_read_message_id: mark.last_read_message_id, updated_at: mark.updated_at });
+      if (Number(moved) === 0) {
+        try {
+          await trx('inbox_reads').insert(mark);
+        } catch (err) {
+          if (!isUniqueViolation(err)) throw err; // a mark at or past this one is there already
+        }
+      }
+      const stored: ReadMarkRow = await trx('inbox_reads').where(key).first();
+      return { ...stored, last_read_at: num(stored.last_read_at)!, updated_at: num(stored.updated_at)! };
+    },
+  };
+}
+
+export type InboxStore = ReturnType<typeof createInboxStore>;
