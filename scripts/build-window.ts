@@ -50,7 +50,9 @@ export async function bundleWindow(): Promise<WindowFiles> {
     bundle('loader.ts', 'iife'),
     bundle('panel.ts', 'iife'),
     // A CSS entry goes through esbuild's CSS minifier (the text loader is for the loader's import).
-    build({ entryPoints: [path.join(SOURCES, 'panel.css')], bundle: true, minify: true, write: false, logLevel: 'silent' }).then((r) => Buffer.from(r.outputFiles[0].contents)),
+    build({ entryPoints: [path.join(SOURCES, 'panel.css')], bundle: true, minify: true, write: false, logLevel: 'silent' }).then((r) =>
+      Buffer.from(r.outputFiles[0].contents),
+    ),
   ]);
   return { 'loader.js': loaderJs, 'panel.js': panelJs, 'panel.css': panelCss };
 }
@@ -59,7 +61,11 @@ export async function bundleWindow(): Promise<WindowFiles> {
 export function compress(body: Buffer): Record<ContentCoding, Buffer> {
   return {
     br: brotliCompressSync(body, {
-      params: { [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY, [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT, [constants.BROTLI_PARAM_SIZE_HINT]: body.length },
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
+        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+      },
     }),
     gzip: gzipSync(body, { level: 9 }),
   };

@@ -59,7 +59,9 @@ export function createApp(opts: AppOptions): Express {
   const main = mainRoutes(opts);
   const windowApp = windowSide(opts);
   if (windowHost) {
-    main.use(WINDOW_BASE_PATH, (_req, _res, next) => next(new ApiError('not_found', `The chat window is served at ${services.config.windowPublicUrl}${WINDOW_BASE_PATH}/ (WINDOW_PUBLIC_URL).`)));
+    main.use(WINDOW_BASE_PATH, (_req, _res, next) =>
+      next(new ApiError('not_found', `The chat window is served at ${services.config.windowPublicUrl}${WINDOW_BASE_PATH}/ (WINDOW_PUBLIC_URL).`)),
+    );
     app.use((req, res, next) => (req.hostname?.toLowerCase() === windowHost ? windowApp(req, res, next) : main(req, res, next)));
   } else {
     main.use(windowApp);

@@ -76,7 +76,7 @@ export function trustProxyFrom(value: string | undefined): TrustProxy {
   if (v.toLowerCase() === 'true') {
     throw new Error(
       'TRUST_PROXY=true is refused: it would trust every X-Forwarded-For entry, so any client could choose its own IP and escape the per-client-IP limits. ' +
-        'Give the number of proxy hops in front of the service (TRUST_PROXY=1 for one reverse proxy) or the proxies\' IPs (TRUST_PROXY=loopback, or TRUST_PROXY=10.0.0.0/8,172.16.0.0/12).',
+        "Give the number of proxy hops in front of the service (TRUST_PROXY=1 for one reverse proxy) or the proxies' IPs (TRUST_PROXY=loopback, or TRUST_PROXY=10.0.0.0/8,172.16.0.0/12).",
     );
   }
   if (/^\d+$/.test(v)) {
@@ -84,7 +84,10 @@ export function trustProxyFrom(value: string | undefined): TrustProxy {
     if (hops > 100) throw new Error(`TRUST_PROXY must be a hop count of at most 100 or a list of proxy IPs, got "${v}"`);
     return hops === 0 ? false : hops;
   }
-  const trusted = v.split(',').map((s) => s.trim()).filter(Boolean);
+  const trusted = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   try {
     proxyAddr.compile(trusted);
   } catch (err) {
@@ -129,9 +132,7 @@ export function windowPublicUrlFrom(value: string | undefined, publicUrl: string
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = intFrom(env.PORT, 8443, 'PORT');
   const publicUrl = (env.PUBLIC_URL || `https://localhost:${port}`).replace(/\/+$/, '');
-  const delays = (env.WEBHOOK_RETRY_DELAYS_MS ?? '5000,10000')
-    .split(',')
-    .map((s) => intFrom(s.trim(), 0, 'WEBHOOK_RETRY_DELAYS_MS'));
+  const delays = (env.WEBHOOK_RETRY_DELAYS_MS ?? '5000,10000').split(',').map((s) => intFrom(s.trim(), 0, 'WEBHOOK_RETRY_DELAYS_MS'));
   return {
     port,
     dataDir: path.resolve(env.DATA_DIR || './data'),

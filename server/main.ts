@@ -78,7 +78,9 @@ async function main() {
   worker?.start();
 
   const windowUrl = `${config.windowPublicUrl ?? config.publicUrl}/window/v1/loader.js`;
-  server.listen(config.port, () => logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/`, window: windowUrl }, 'listening (HTTPS)'));
+  server.listen(config.port, () =>
+    logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/`, window: windowUrl }, 'listening (HTTPS)'),
+  );
 
   const maintenance = startMaintenance(services, logger.child({ component: 'maintenance' }));
 

@@ -30,7 +30,8 @@ export async function runMaintenance(services: Services, now = Date.now()) {
   const removedSpool = removeOlderThan(path.join(services.config.dataDir, 'tmp'), now - HOUR);
   const mediaDir = path.join(services.config.dataDir, 'media');
   const retentionDays = services.config.mediaRetentionDays;
-  const expiredMedia = retentionDays > 0 ? await removeExpiredMedia({ db: services.db, visitorFiles: services.visitorFiles, mediaDir }, now - retentionDays * 24 * HOUR) : 0;
+  const expiredMedia =
+    retentionDays > 0 ? await removeExpiredMedia({ db: services.db, visitorFiles: services.visitorFiles, mediaDir }, now - retentionDays * 24 * HOUR) : 0;
   const candidates = listOlderThan(mediaDir, now - HOUR);
   let removedOrphans = 0;
   for (let i = 0; i < candidates.length; i += 500) {

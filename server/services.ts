@@ -90,7 +90,10 @@ export function createServices(
   const visitorFiles = createVisitorFiles({ db, limits: config.visitorFiles, now });
   const windowStore = createWindowStore();
   const access = createAccessService(accessStore, now, deriveKey(master, 'identity-secrets'));
-  const windowTokens = createWindowTokens({ windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') }, now);
+  const windowTokens = createWindowTokens(
+    { windowTokens: deriveKey(master, 'window-tokens'), visitorCredentials: deriveKey(master, 'window-visitor-credentials') },
+    now,
+  );
   // The chat window's live streams hear of every committed event on the channel, each event only
   // by the streams of its own visitor; the event store's poll covers what the channel does not carry.
   const live = createLiveHub(eventStore, { now, channel });
@@ -108,7 +111,14 @@ export function createServices(
   /** What the chat window reads and writes through: the same rules, its own file links. */
   const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
   const conversations = createConversationService({ db, store: conversationStore, cursors, now, outbox });
-  const accounts = createAccountsService({ store: createAccountStore(db), sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
+  const accounts = createAccountsService({
+    store: createAccountStore(db),
+    sites: accessStore,
+    cursors,
+    publicUrl: config.publicUrl,
+    now,
+    hasher: opts.passwordHasher,
+  });
   return {
     db,
     config,
@@ -133,7 +143,18 @@ export function createServices(
       gateway: createWindowGateway({ access, tokens: windowTokens, now, serviceOrigin: new URL(config.windowPublicUrl ?? config.publicUrl).origin }),
       store: windowStore,
       /** A visitor's and a messenger agent's messages: the window's routes and the CLI's `visitor say` and `agent say`. */
-      chat: createWindowChat({ db, conversations: conversationStore, messages, messageStore, media: windowMedia, mediaStore, visitorFiles, window: windowStore, now, outbox }),
+      chat: createWindowChat({
+        db,
+        conversations: conversationStore,
+        messages,
+        messageStore,
+        media: windowMedia,
+        mediaStore,
+        visitorFiles,
+        window: windowStore,
+        now,
+        outbox,
+      }),
       feed: createFeed({ conversations: conversationStore, messageStore, messages: windowMessages, mediaStore }),
       /** The window's messages and files: links on WINDOW_PUBLIC_URL when set (app.ts serves them there). */
       messages: windowMessages,
@@ -210,7 +231,8 @@ export function deliveryWorkerFor(
     secretKey: services.keys.webhookSecrets,
     logger,
     // Automatic disabling is the service's own change: audited with no account (actor `operator`).
-    onAutoDisabled: (siteId, endpointId) => services.accounts.audit({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId).then(() => undefined),
+    onAutoDisabled: (siteId, endpointId) =>
+      services.accounts.audit({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId).then(() => undefined),
     ...options,
     store,
   });

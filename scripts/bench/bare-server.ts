@@ -16,7 +16,13 @@ import mysql from 'mysql2/promise';
 import type { RowDataPacket } from 'mysql2';
 
 const POOL_SIZE = 10;
-const pool = mysql.createPool({ uri: process.env.DATABASE_URL!, connectionLimit: POOL_SIZE, supportBigNumbers: true, bigNumberStrings: false, charset: 'utf8mb4' });
+const pool = mysql.createPool({
+  uri: process.env.DATABASE_URL!,
+  connectionLimit: POOL_SIZE,
+  supportBigNumbers: true,
+  bigNumberStrings: false,
+  charset: 'utf8mb4',
+});
 const cursorKey = randomBytes(32);
 
 interface MessageRow extends RowDataPacket {
@@ -64,7 +70,9 @@ async function page(conversationId: string, limit: number) {
 async function siteOfKey(authorization: string | undefined): Promise<string | undefined> {
   const key = authorization?.startsWith('Bearer ') ? authorization.slice(7) : '';
   if (!key) return undefined;
-  const [rows] = await pool.query<RowDataPacket[]>('SELECT site_id, revoked_at FROM api_keys WHERE fingerprint = ?', [createHash('sha256').update(key).digest('hex')]);
+  const [rows] = await pool.query<RowDataPacket[]>('SELECT site_id, revoked_at FROM api_keys WHERE fingerprint = ?', [
+    createHash('sha256').update(key).digest('hex'),
+  ]);
   return rows.length === 1 && rows[0].revoked_at === null ? (rows[0].site_id as string) : undefined;
 }
 
@@ -81,21 +89,38 @@ async function reply(siteId: string, conversationId: string, content: string) {
   const conn = await pool.getConnection();
   try {
     await conn.beginTransaction();
-    const [found] = await conn.query<RowDataPacket[]>('SELECT id, state, updated_at FROM conversations WHERE id = ? AND site_id = ? FOR UPDATE', [conversationId, siteId]);
+    const [found] = await conn.query<RowDataPacket[]>('SELECT id, state, updated_at FROM conversations WHERE id = ? AND site_id = ? FOR UPDATE', [
+      conversationId,
+      siteId,
+    ]);
     if (found.length !== 1 || found[0].state !== 'open') {
       await conn.rollback();
       return undefined;
     }
     const at = Math.max(Date.now(), Number(found[0].updated_at));
-    const message = { id: newId('msg', at), conversation_id: conversationId, direction: 'outgoing', origin: 'api', api_key_id: null, content, format: 'plain', created_at: at };
-    await conn.query('INSERT INTO messages (id, conversation_id, site_id, direction, origin, api_key_id, content, format, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)', [
-      message.id, conversationId, siteId, message.direction, message.origin, null, content, message.format, at,
-    ]);
+    const message = {
+      id: newId('msg', at),
+      conversation_id: conversationId,
+      direction: 'outgoing',
+      origin: 'api',
+      api_key_id: null,
+      content,
+      format: 'plain',
+      created_at: at,
+    };
+    await conn.query(
+      'INSERT INTO messages (id, conversation_id, site_id, direction, origin, api_key_id, content, format, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+      [message.id, conversationId, siteId, message.direction, message.origin, null, content, message.format, at],
+    );
     await conn.query('UPDATE conversations SET updated_at = ?, last_message_at = ? WHERE id = ?', [at, at, conversationId]);
     const dto = toMessage(message as unknown as MessageRow);
     const eventId = `message.created:${newId('evt', at).slice(4)}`;
     await conn.query('INSERT INTO events (id, site_id, name, body, created_at) VALUES (?, ?, ?, ?, ?)', [
-      eventId, siteId, 'message.created', JSON.stringify({ id: eventId, event: 'message.created', createdAt: iso(at), data: { message: dto } }), at,
+      eventId,
+      siteId,
+      'message.created',
+      JSON.stringify({ id: eventId, event: 'message.created', createdAt: iso(at), data: { message: dto } }),
+      at,
     ]);
     await conn.commit();
     return dto;
@@ -116,33 +141,36 @@ function readBody(req: import('node:http').IncomingMessage): Promise<string> {
   });
 }
 
-const server = https.createServer({ cert: fs.readFileSync(process.env.TLS_CERT_FILE!), key: fs.readFileSync(process.env.TLS_KEY_FILE!), keepAliveTimeout: 65_000 }, async (req, res) => {
-  const send = (status: number, body: unknown) => {
-    const text = JSON.stringify(body);
-    res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
-    res.end(text);
-  };
-  try {
-    const url = new URL(req.url ?? '/', 'https://bare');
-    if (url.pathname === '/healthz') return send(200, { status: 'ok' });
-    const match = /^\/([qlw])\/conversations\/([^/]+)\/messages$/.exec(url.pathname);
-    if (!match) return send(404, { error: { code: 'not_found' } });
-    const [, variant, conversationId] = match;
-    const limit = Math.min(100, Number(url.searchParams.get('limit') ?? 25) || 25);
-    if (variant === 'q') return send(200, await page(conversationId, limit));
-    const siteId = await siteOfKey(req.headers.authorization);
-    if (!siteId) return send(401, { error: { code: 'unauthorized' } });
-    if (variant === 'l') {
-      if (!(await conversationExists(siteId, conversationId))) return send(404, { error: { code: 'not_found' } });
-      return send(200, await page(conversationId, limit));
+const server = https.createServer(
+  { cert: fs.readFileSync(process.env.TLS_CERT_FILE!), key: fs.readFileSync(process.env.TLS_KEY_FILE!), keepAliveTimeout: 65_000 },
+  async (req, res) => {
+    const send = (status: number, body: unknown) => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) });
+      res.end(text);
+    };
+    try {
+      const url = new URL(req.url ?? '/', 'https://bare');
+      if (url.pathname === '/healthz') return send(200, { status: 'ok' });
+      const match = /^\/([qlw])\/conversations\/([^/]+)\/messages$/.exec(url.pathname);
+      if (!match) return send(404, { error: { code: 'not_found' } });
+      const [, variant, conversationId] = match;
+      const limit = Math.min(100, Number(url.searchParams.get('limit') ?? 25) || 25);
+      if (variant === 'q') return send(200, await page(conversationId, limit));
+      const siteId = await siteOfKey(req.headers.authorization);
+      if (!siteId) return send(401, { error: { code: 'unauthorized' } });
+      if (variant === 'l') {
+        if (!(await conversationExists(siteId, conversationId))) return send(404, { error: { code: 'not_found' } });
+        return send(200, await page(conversationId, limit));
+      }
+      const body = JSON.parse(await readBody(req)) as { content: string };
+      const message = await reply(siteId, conversationId, body.content);
+      return message ? send(201, { data: message }) : send(404, { error: { code: 'not_found' } });
+    } catch (err) {
+      send(500, { error: { code: 'internal', message: (err as Error).message } });
     }
-    const body = JSON.parse(await readBody(req)) as { content: string };
-    const message = await reply(siteId, conversationId, body.content);
-    return message ? send(201, { data: message }) : send(404, { error: { code: 'not_found' } });
-  } catch (err) {
-    send(500, { error: { code: 'internal', message: (err as Error).message } });
-  }
-});
+  },
+);
 
 server.listen(Number(process.env.PORT), '127.0.0.1');
 process.on('SIGTERM', () => {

@@ -30,7 +30,12 @@ export interface ContenderResult {
 }
 
 export async function compare(ctx: BenchContext, contenders: Contender[], connections: number, label: string): Promise<Map<string, ContenderResult>> {
-  const samples = new Map(contenders.map((c) => [c.name, [] as { perSecond: number; p50: number; p99: number; cpuPerOp: number; rss: number; errors: number; firstError?: string; busy: boolean }[]]));
+  const samples = new Map(
+    contenders.map((c) => [
+      c.name,
+      [] as { perSecond: number; p50: number; p99: number; cpuPerOp: number; rss: number; errors: number; firstError?: string; busy: boolean }[],
+    ]),
+  );
   for (let round = 1; round <= ctx.options.rounds; round++) {
     for (const contender of contenders) {
       const busyNote = await ctx.quiet();
@@ -72,7 +77,10 @@ export async function compare(ctx: BenchContext, contenders: Contender[], connec
   for (const [name, list] of samples) {
     const busy = list.filter((s) => s.busy).length;
     const errors = list.reduce((sum, s) => sum + s.errors, 0);
-    const notes = [busy ? `machine busy in ${busy} of ${list.length} rounds` : '', errors ? `${errors} errors: ${list.find((s) => s.firstError)?.firstError?.slice(0, 80)}` : ''];
+    const notes = [
+      busy ? `machine busy in ${busy} of ${list.length} rounds` : '',
+      errors ? `${errors} errors: ${list.find((s) => s.firstError)?.firstError?.slice(0, 80)}` : '',
+    ];
     results.set(name, {
       name,
       perSecond: median(list.map((s) => s.perSecond)),

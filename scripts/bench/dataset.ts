@@ -122,7 +122,10 @@ type MessageTuple = [string, string, string, string, string, null, string, strin
 const MESSAGE_COLUMNS = ['id', 'conversation_id', 'site_id', 'direction', 'origin', 'api_key_id', 'content', 'format', 'created_at'];
 const CONVERSATION_COLUMNS = ['id', 'site_id', 'visitor_id', 'state', 'open_marker', 'created_at', 'updated_at', 'last_message_at', 'closed_at'];
 
-const WORDS = 'hello order shipping parcel refund invoice thanks please when where account password delivery size colour return exchange today tomorrow address payment card'.split(' ');
+const WORDS =
+  'hello order shipping parcel refund invoice thanks please when where account password delivery size colour return exchange today tomorrow address payment card'.split(
+    ' ',
+  );
 
 /**
  * Generates the rows in batches and hands them to `sink`; returns what the benchmark needs to know
@@ -170,7 +173,7 @@ async function generateRows(
 
   // The big site: many conversations, few messages (none), for list depth.
   const bigSiteId = siteIds[0];
-  for (let done = 0; done < shape.bigSiteConversations; ) {
+  for (let done = 0; done < shape.bigSiteConversations;) {
     const batch: ConversationRow[] = [];
     for (; batch.length < MYSQL_ROWS_PER_INSERT && done < shape.bigSiteConversations; done++) {
       const createdAt = createdFrom + Math.floor(((createdTo - createdFrom) * done) / shape.bigSiteConversations) + Math.floor(random() * 1000);
@@ -213,7 +216,11 @@ async function generateRows(
 }
 
 /** Sites and keys through the service's own access service, so keys are stored as the service expects. */
-async function createSitesAndKeys(databaseUrl: string | undefined, dataDir: string, shape: DatasetShape): Promise<{ sites: SiteKeys[]; close(): Promise<void> }> {
+async function createSitesAndKeys(
+  databaseUrl: string | undefined,
+  dataDir: string,
+  shape: DatasetShape,
+): Promise<{ sites: SiteKeys[]; close(): Promise<void> }> {
   const config = loadConfig({ DATA_DIR: dataDir, DATABASE_URL: databaseUrl, LOG_LEVEL: 'silent', NODE_ENV: 'production' });
   const runtime = await openRuntime(config);
   const sites: SiteKeys[] = [];
@@ -272,13 +279,26 @@ export async function mysqlDataset(serverUrl: string, shape: DatasetShape, opts:
       shape,
       access.sites.map((s) => s.siteId),
       {
-        conversations: (rows) => insert('conversations', CONVERSATION_COLUMNS, rows.map((r) => CONVERSATION_COLUMNS.map((c) => r[c as keyof ConversationRow]))),
+        conversations: (rows) =>
+          insert(
+            'conversations',
+            CONVERSATION_COLUMNS,
+            rows.map((r) => CONVERSATION_COLUMNS.map((c) => r[c as keyof ConversationRow])),
+          ),
         messages: (rows) => insert('messages', MESSAGE_COLUMNS, rows),
       },
       opts.log,
     );
     await conn.query('ANALYZE TABLE conversations, messages, api_keys, sites');
-    const dataset: Dataset = { engine: 'mysql', shape, databaseUrl, dataDir, sites: access.sites, ...datasetFields(generated), buildSeconds: Math.round((Date.now() - started) / 1000) };
+    const dataset: Dataset = {
+      engine: 'mysql',
+      shape,
+      databaseUrl,
+      dataDir,
+      sites: access.sites,
+      ...datasetFields(generated),
+      buildSeconds: Math.round((Date.now() - started) / 1000),
+    };
     writeCached(dataset);
     await conn.query('CREATE TABLE bench_dataset (shape TEXT NOT NULL, built_at BIGINT NOT NULL)');
     await conn.query('INSERT INTO bench_dataset VALUES (?, ?)', [JSON.stringify(shape), Date.now()]);
@@ -328,7 +348,9 @@ export async function sqliteDataset(shape: DatasetShape, opts: { rebuild: boolea
   const db = new Database(file);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = OFF');
-  const insertConversation = db.prepare(`INSERT INTO conversations (${CONVERSATION_COLUMNS.join(', ')}) VALUES (${CONVERSATION_COLUMNS.map(() => '?').join(', ')})`);
+  const insertConversation = db.prepare(
+    `INSERT INTO conversations (${CONVERSATION_COLUMNS.join(', ')}) VALUES (${CONVERSATION_COLUMNS.map(() => '?').join(', ')})`,
+  );
   const insertMessage = db.prepare(`INSERT INTO messages (${MESSAGE_COLUMNS.join(', ')}) VALUES (${MESSAGE_COLUMNS.map(() => '?').join(', ')})`);
   const conversations = db.transaction((rows: ConversationRow[]) => {
     for (const r of rows) insertConversation.run(...CONVERSATION_COLUMNS.map((c) => r[c as keyof ConversationRow]));
@@ -336,9 +358,21 @@ export async function sqliteDataset(shape: DatasetShape, opts: { rebuild: boolea
   const messages = db.transaction((rows: MessageTuple[]) => {
     for (const r of rows) insertMessage.run(...r);
   });
-  const generated = await generateRows(shape, access.sites.map((s) => s.siteId), { conversations: async (rows) => conversations(rows), messages: async (rows) => messages(rows) }, opts.log);
+  const generated = await generateRows(
+    shape,
+    access.sites.map((s) => s.siteId),
+    { conversations: async (rows) => conversations(rows), messages: async (rows) => messages(rows) },
+    opts.log,
+  );
   db.exec('ANALYZE');
-  const dataset: Dataset = { engine: 'sqlite', shape, dataDir, sites: access.sites, ...datasetFields(generated), buildSeconds: Math.round((Date.now() - started) / 1000) };
+  const dataset: Dataset = {
+    engine: 'sqlite',
+    shape,
+    dataDir,
+    sites: access.sites,
+    ...datasetFields(generated),
+    buildSeconds: Math.round((Date.now() - started) / 1000),
+  };
   writeCached(dataset);
   db.exec('CREATE TABLE bench_dataset (shape TEXT NOT NULL, built_at INTEGER NOT NULL)');
   db.prepare('INSERT INTO bench_dataset VALUES (?, ?)').run(JSON.stringify(shape), Date.now());

@@ -40,7 +40,10 @@ export interface DeliveryBenchContext {
 /** Requests the bare loop keeps in flight (the issue's baseline). */
 const BARE_IN_FLIGHT = 32;
 /** The worker's per-address cap as the measured worker gets it (WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS or its default), a second bare row. */
-const PER_ADDRESS_CAP = loadConfig({ WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS: process.env.WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS, WEBHOOK_CONCURRENCY: process.env.WEBHOOK_CONCURRENCY }).webhookMaxInFlightPerAddress;
+const PER_ADDRESS_CAP = loadConfig({
+  WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS: process.env.WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS,
+  WEBHOOK_CONCURRENCY: process.env.WEBHOOK_CONCURRENCY,
+}).webhookMaxInFlightPerAddress;
 /** Open conversations the events are spread over, so writers do not queue on one row lock. */
 const CONVERSATIONS = 16;
 /** A delivery run that makes no progress for this long is reported as stalled, not waited for. */
@@ -70,7 +73,9 @@ export async function runDeliveryBench(ctx: DeliveryBenchContext): Promise<Bench
       ctx.log(`  ${Math.round(bareAtCap[bareAtCap.length - 1].perSecond)} deliveries/s at ${PER_ADDRESS_CAP} in flight`);
       ctx.log(`delivery round ${round}/${ctx.rounds}: ${events} events through the worker (${engine})`);
       service.push(await throughput(ctx, receiver, events));
-      ctx.log(`  ${Math.round(service[service.length - 1].perSecond)} deliveries/s (${Math.round(service[service.length - 1].arrivalsPerSecond)} arrivals/s at the receiver)`);
+      ctx.log(
+        `  ${Math.round(service[service.length - 1].perSecond)} deliveries/s (${Math.round(service[service.length - 1].arrivalsPerSecond)} arrivals/s at the receiver)`,
+      );
     }
     const rows = throughputRows(bare, bareAtCap, service, events, engine);
     if (process.env.BENCH_DELIVERY_LATENCY === 'false') return rows;
@@ -105,7 +110,15 @@ interface BareResult {
 /** An event body of the size and shape the service sends (a message.created of a short reply). */
 function eventBody(id: string): string {
   const at = new Date().toISOString();
-  const conversation = { id: 'conv_01m82c8ectn5wveaf7bn3y95qd', state: 'open', visitorId: 'visitor-42', createdAt: at, updatedAt: at, lastMessageAt: at, closedAt: null };
+  const conversation = {
+    id: 'conv_01m82c8ectn5wveaf7bn3y95qd',
+    state: 'open',
+    visitorId: 'visitor-42',
+    createdAt: at,
+    updatedAt: at,
+    lastMessageAt: at,
+    closedAt: null,
+  };
   const message = {
     id: 'msg_01m82c8ectn5wveaf7bn3y95qe',
     conversationId: conversation.id,
@@ -193,7 +206,12 @@ export async function createDatabase(serverUrl: string): Promise<{ url: string; 
   const name = `${server.pathname.slice(1) || 'chat_bench'}_delivery_${randomBytes(4).toString('hex')}`.slice(0, 64);
   const admin = knexFactory({
     client: 'mysql2',
-    connection: { host: server.hostname, port: Number(server.port || 3306), user: decodeURIComponent(server.username), password: decodeURIComponent(server.password) },
+    connection: {
+      host: server.hostname,
+      port: Number(server.port || 3306),
+      user: decodeURIComponent(server.username),
+      password: decodeURIComponent(server.password),
+    },
     pool: { min: 0, max: 1 },
   });
   try {
@@ -263,7 +281,11 @@ async function openFixture(ctx: DeliveryBenchContext, receiver: Receiver): Promi
 const deliveryEnv = (receiver: Receiver) => ({ WEBHOOK_CA_FILE: receiver.caFile, WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
 
 /** Waits until the receiver has `count` distinct events, or no new one came for stallMs, or the deadline passed. */
-async function waitForArrivals(receiver: Receiver, count: number, opts: { stallMs: number; deadline?: number }): Promise<{ complete: boolean; distinct: number }> {
+async function waitForArrivals(
+  receiver: Receiver,
+  count: number,
+  opts: { stallMs: number; deadline?: number },
+): Promise<{ complete: boolean; distinct: number }> {
   let complete = false;
   receiver
     .whenCount(count)
@@ -416,7 +438,10 @@ function throughputRows(bare: BareResult[], bareAtCap: BareResult[], service: Th
   const incomplete = service.filter((s) => !s.complete).length;
   const rss = last.rssMiB.map((v) => (Number.isFinite(v) ? Math.round(v) : '-')).join(' / ');
   const growing = last.rssMiB[3] - last.rssMiB[0] > Math.max(32, 0.2 * last.rssMiB[0]);
-  const rounds = service.length > 1 ? `; rounds: ${service.map((s) => Math.round(s.perSecond)).join(', ')} vs bare ${bare.map((b) => Math.round(b.perSecond)).join(', ')}` : '';
+  const rounds =
+    service.length > 1
+      ? `; rounds: ${service.map((s) => Math.round(s.perSecond)).join(', ')} vs bare ${bare.map((b) => Math.round(b.perSecond)).join(', ')}`
+      : '';
   return [
     {
       what: 'delivery: bare sign + POST loop (node:https, keep-alive, 32 in flight)',
@@ -442,9 +467,13 @@ function throughputRows(bare: BareResult[], bareAtCap: BareResult[], service: Th
       peakRssMiB: Math.max(...service.map((s) => s.peakRssMiB)),
       note:
         `${last.requests} requests over ${last.connections} connections; worker CPU from its first delivery` +
-        (Number.isFinite(last.databaseCpuMsPerOp) ? `; database server CPU ${median(service.map((s) => s.databaseCpuMsPerOp)).toFixed(2)} ms per delivery` : '') +
+        (Number.isFinite(last.databaseCpuMsPerOp)
+          ? `; database server CPU ${median(service.map((s) => s.databaseCpuMsPerOp)).toFixed(2)} ms per delivery`
+          : '') +
         (last.failed ? `; ${last.failed} failed` : '') +
-        (incomplete ? `; ${incomplete} run(s) stopped before every event was delivered (stalled, or over the time cap; last: ${last.delivered} delivered)` : '') +
+        (incomplete
+          ? `; ${incomplete} run(s) stopped before every event was delivered (stalled, or over the time cap; last: ${last.delivered} delivered)`
+          : '') +
         rounds +
         busy,
     },
@@ -543,7 +572,13 @@ interface Offered {
  * Replies at `rate` a second for `durationMs`, open loop: each leaves at its time whether or not
  * earlier ones were answered, as visitors and agents do not wait for the service.
  */
-async function offerReplies(client: ReturnType<typeof replyClient>, conversations: string[], rate: number, durationMs: number, receiver: Receiver): Promise<Offered> {
+async function offerReplies(
+  client: ReturnType<typeof replyClient>,
+  conversations: string[],
+  rate: number,
+  durationMs: number,
+  receiver: Receiver,
+): Promise<Offered> {
   const offered: Offered = { created: 0, refused: 0, replyMs: [], answeredAt: [], windowMs: 0, backlog: [] };
   const sampleBacklog = async (slot: number) => {
     const answered = offered.created;
@@ -623,7 +658,8 @@ async function latency(ctx: DeliveryBenchContext, receiver: Receiver, mode: Late
       // Warm-up: one reply per conversation, delivered, so the worker is up and the code paths are hot.
       await receiver.reset();
       await Promise.all(fixture.conversations.map((c) => client.reply(c)));
-      if (!(await waitForArrivals(receiver, fixture.conversations.length, { stallMs: STALL_MS })).complete) throw new Error(`${mode} worker: the warm-up events never arrived`);
+      if (!(await waitForArrivals(receiver, fixture.conversations.length, { stallMs: STALL_MS })).complete)
+        throw new Error(`${mode} worker: the warm-up events never arrived`);
       const quiet = await waitForQuiet({ maxWaitMs: ctx.quietWaitMs });
       await receiver.reset();
 

@@ -77,7 +77,10 @@ async function timePages(base: string, first: string, deep: string, headers: Rec
   const firstMs: number[] = [];
   const deepMs: number[] = [];
   for (let i = 0; i < TIMED_PAIRS; i++) {
-    for (const [path, into] of [[first, firstMs], [deep, deepMs]] as const) {
+    for (const [path, into] of [
+      [first, firstMs],
+      [deep, deepMs],
+    ] as const) {
       const res = await timeOne(base, { path, headers });
       if (res.status !== 200) throw new Error(`GET ${path} answered ${res.status}: ${res.body.slice(0, 300)}`);
       into.push(res.ms);
@@ -88,7 +91,9 @@ async function timePages(base: string, first: string, deep: string, headers: Rec
 
 /** The statements the service sent while `during` ran that mention `marker`, from MariaDB's general log. */
 async function captureStatements(admin: mysql.Connection, marker: string, during: () => Promise<unknown>): Promise<string[]> {
-  const [[saved]] = (await admin.query('SELECT @@global.general_log AS enabled, @@global.log_output AS output')) as unknown as [{ enabled: number; output: string }[]];
+  const [[saved]] = (await admin.query('SELECT @@global.general_log AS enabled, @@global.log_output AS output')) as unknown as [
+    { enabled: number; output: string }[],
+  ];
   const [[{ since }]] = (await admin.query('SELECT NOW(6) AS since')) as unknown as [{ since: Date }[]];
   await admin.query("SET GLOBAL log_output = 'TABLE', general_log = 1");
   try {
@@ -156,7 +161,9 @@ export async function runDepthPart(ctx: BenchContext, dataset: Dataset): Promise
         const statements = await captureStatements(admin, list.marker, () => timeOne(service.url, { path: deep, headers: list.headers }));
         // The list query is the one that sorts; the key and conversation lookups have their own plans.
         const listStatement = statements.find((s) => /order by/i.test(s));
-        plans.push(`${list.what}, page ${deepPage}:\n    ${listStatement ?? '(statement not captured)'}\n${listStatement ? await analyze(admin, listStatement) : ''}`);
+        plans.push(
+          `${list.what}, page ${deepPage}:\n    ${listStatement ?? '(statement not captured)'}\n${listStatement ? await analyze(admin, listStatement) : ''}`,
+        );
       }
     }
   } finally {

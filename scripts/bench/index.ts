@@ -97,10 +97,13 @@ async function main() {
   const wantsMysql = options.engines.includes('mysql');
   const wantsSqlite = options.engines.includes('sqlite') || options.parts.includes('depth') || options.parts.includes('dataset');
   const shape = shapeFor(options.messages);
-  if (needsData && (wantsMysql || options.parts.includes('depth') || options.parts.includes('dataset'))) ctx.mysql = await mysqlDataset(options.mysqlServerUrl, shape, { rebuild: options.rebuild, log });
+  if (needsData && (wantsMysql || options.parts.includes('depth') || options.parts.includes('dataset')))
+    ctx.mysql = await mysqlDataset(options.mysqlServerUrl, shape, { rebuild: options.rebuild, log });
   if (needsData && wantsSqlite) ctx.sqlite = await sqliteDataset(shapeFor(Math.min(options.messages, SQLITE_MAX_MESSAGES)), { rebuild: options.rebuild, log });
 
-  const engineSets = [wantsMysql ? ctx.mysql : undefined, options.engines.includes('sqlite') ? ctx.sqlite : undefined].filter((d): d is Dataset => d !== undefined);
+  const engineSets = [wantsMysql ? ctx.mysql : undefined, options.engines.includes('sqlite') ? ctx.sqlite : undefined].filter(
+    (d): d is Dataset => d !== undefined,
+  );
   const rows: BenchRow[] = [];
   const appendices: string[] = [];
   const has = (part: string) => options.parts.includes(part as never);

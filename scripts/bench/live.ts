@@ -73,7 +73,12 @@ async function inParallel<T>(count: number, make: (i: number) => Promise<T>): Pr
 async function token(base: string, siteId: string, credential?: string): Promise<{ token: string; visitorCredential: string }> {
   const answer = await fetchJson<{ data: { token: string; visitorCredential: string } }>(
     base,
-    { method: 'POST', path: window(siteId, '/token'), headers: { origin: ORIGIN, 'content-type': 'application/json' }, body: JSON.stringify(credential ? { visitorCredential: credential } : {}) },
+    {
+      method: 'POST',
+      path: window(siteId, '/token'),
+      headers: { origin: ORIGIN, 'content-type': 'application/json' },
+      body: JSON.stringify(credential ? { visitorCredential: credential } : {}),
+    },
     [201],
   );
   return answer.data;
@@ -103,7 +108,16 @@ function openStream(base: URL, siteId: string, bearer: string, localAddress: str
     let ready = false;
     let head = '';
     const req = https.request(
-      { host: base.hostname, port: base.port, path: window(siteId, '/events'), headers: { authorization: `Bearer ${bearer}`, accept: 'text/event-stream' }, rejectUnauthorized: false, agent: false, localAddress, family: 4 },
+      {
+        host: base.hostname,
+        port: base.port,
+        path: window(siteId, '/events'),
+        headers: { authorization: `Bearer ${bearer}`, accept: 'text/event-stream' },
+        rejectUnauthorized: false,
+        agent: false,
+        localAddress,
+        family: 4,
+      },
       (res) => {
         if (res.statusCode !== 200) {
           res.resume();
@@ -160,11 +174,18 @@ export async function runLivePart(ctx: BenchContext, engine: Engine): Promise<Be
       body: JSON.stringify({ content: `live bench ${runId} reply ${n} from connection ${c}` }),
     });
 
-    const samples = new Map(STREAM_COUNTS.map((n) => [n, [] as { cpuPerOp: number; perSecond: number; p50: number; p99: number; busy: boolean; idleCpuPerSecond: number; lost: number; stray: number }[]]));
+    const samples = new Map(
+      STREAM_COUNTS.map((n) => [
+        n,
+        [] as { cpuPerOp: number; perSecond: number; p50: number; p99: number; busy: boolean; idleCpuPerSecond: number; lost: number; stray: number }[],
+      ]),
+    );
     for (let round = 1; round <= ctx.options.rounds; round++) {
       for (const count of STREAM_COUNTS) {
         // Tokens last 10 minutes: each run opens its streams with fresh ones.
-        const open = await inParallel(count, async (i) => openStream(base, site.id, (await token(service!.url, site.id, bystanders[i].credential)).token, clientIp(i)));
+        const open = await inParallel(count, async (i) =>
+          openStream(base, site.id, (await token(service!.url, site.id, bystanders[i].credential)).token, clientIp(i)),
+        );
         try {
           const busy = (await ctx.quiet()) !== '';
           // What the open streams cost with nothing written (their heartbeats), beside the figure.

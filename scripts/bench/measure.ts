@@ -18,7 +18,10 @@ export function summarize(samplesMs: number[]): { n: number; p50: number; p99: n
 }
 
 export function median(values: number[]): number {
-  return percentile([...values].sort((a, b) => a - b), 50);
+  return percentile(
+    [...values].sort((a, b) => a - b),
+    50,
+  );
 }
 
 /** Clock ticks per second for /proc/<pid>/stat; 100 on every Linux build Node runs on. */

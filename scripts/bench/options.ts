@@ -56,7 +56,8 @@ export function parseOptions(argv: string[] = process.argv.slice(2)): BenchOptio
   }
   const partsText = flagValue(argv, 'parts');
   const parts = partsText ? (partsText.split(',').map((p) => p.trim()) as Part[]) : ALL_PARTS;
-  for (const part of parts) if (part !== 'dataset' && !ALL_PARTS.includes(part)) throw new Error(`unknown part "${part}"; parts are dataset, ${ALL_PARTS.join(', ')}`);
+  for (const part of parts)
+    if (part !== 'dataset' && !ALL_PARTS.includes(part)) throw new Error(`unknown part "${part}"; parts are dataset, ${ALL_PARTS.join(', ')}`);
   const engineText = flagValue(argv, 'engine') ?? 'mysql';
   if (!['mysql', 'sqlite', 'both'].includes(engineText)) throw new Error(`--engine is mysql, sqlite or both, got "${engineText}"`);
   const engines: Engine[] = engineText === 'both' ? ['mysql', 'sqlite'] : [engineText as Engine];

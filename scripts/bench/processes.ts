@@ -98,7 +98,8 @@ function probe(url: string): Promise<number | undefined> {
  */
 async function assertPortFree(url: string, name: string): Promise<void> {
   const status = await probe(`${url}/healthz`);
-  if (status !== undefined) throw new Error(`something already answers on ${url} (HTTP ${status}), where ${name} is to start: a process left by an interrupted bench? Stop it first.`);
+  if (status !== undefined)
+    throw new Error(`something already answers on ${url} (HTTP ${status}), where ${name} is to start: a process left by an interrupted bench? Stop it first.`);
 }
 
 async function waitForHealthz(child: ChildProcess, output: () => string, url: string, name: string, timeoutMs: number): Promise<void> {
@@ -129,7 +130,13 @@ export async function startService(opts: ProcessOptions & { startTimeoutMs?: num
 
 /** The bare node:https + mysql2 baseline (scripts/bench/bare-server.ts). */
 export async function startBareServer(opts: { databaseUrl: string; port: number; tlsCertFile: string; tlsKeyFile: string }): Promise<RunningProcess> {
-  const env = { PATH: process.env.PATH, DATABASE_URL: opts.databaseUrl, PORT: String(opts.port), TLS_CERT_FILE: opts.tlsCertFile, TLS_KEY_FILE: opts.tlsKeyFile };
+  const env = {
+    PATH: process.env.PATH,
+    DATABASE_URL: opts.databaseUrl,
+    PORT: String(opts.port),
+    TLS_CERT_FILE: opts.tlsCertFile,
+    TLS_KEY_FILE: opts.tlsKeyFile,
+  };
   const url = `https://127.0.0.1:${opts.port}`;
   await assertPortFree(url, 'the bare server');
   const { child, output } = spawnNode(['--import', 'tsx', path.join(REPO_ROOT, 'scripts/bench/bare-server.ts')], env, 'the bare server');

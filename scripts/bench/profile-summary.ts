@@ -50,7 +50,10 @@ export function ownerOf(frame: CallFrame): string {
   }
   if (url.startsWith('node:')) {
     const mod = url.slice(5).replace(/^internal\//, 'internal/');
-    return `node:${mod.split('/').slice(0, mod.startsWith('internal/') ? 2 : 1).join('/')}`;
+    return `node:${mod
+      .split('/')
+      .slice(0, mod.startsWith('internal/') ? 2 : 1)
+      .join('/')}`;
   }
   const nm = url.lastIndexOf('/node_modules/');
   if (nm >= 0) {
@@ -89,7 +92,15 @@ export interface Filter {
 
 export function summarise(profiles: CpuProfile[], filter: Filter = {}): Summary {
   const { focus, owner: onlyOwner, skipMs = 0 } = filter;
-  const s: Summary = { totalMs: 0, idleMs: 0, busyMs: 0, selfByOwner: new Map(), attributedByOwner: new Map(), inclusiveByOwner: new Map(), selfByFunction: new Map() };
+  const s: Summary = {
+    totalMs: 0,
+    idleMs: 0,
+    busyMs: 0,
+    selfByOwner: new Map(),
+    attributedByOwner: new Map(),
+    inclusiveByOwner: new Map(),
+    selfByFunction: new Map(),
+  };
   for (const profile of profiles) {
     const byId = new Map<number, ProfileNode>();
     const parent = new Map<number, number>();
@@ -190,18 +201,35 @@ export function formatHeapSummary(root: HeapNode, top = 25): string {
   };
   walk(root, '');
   const table = (title: string, map: Map<string, number>) =>
-    [title, ...[...map].sort((a, b) => b[1] - a[1]).slice(0, top).map(([k, b]) => `  ${((100 * b) / (total || 1)).toFixed(1).padStart(5)} %  ${(b / 1048576).toFixed(1).padStart(8)} MiB  ${k}`)].join('\n');
-  return [`sampled allocations: ${(total / 1048576).toFixed(1)} MiB`, table('by owner (charged to the nearest JS owner):', byOwner), table('by function:', byFunction)].join('\n\n');
+    [
+      title,
+      ...[...map]
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, top)
+        .map(([k, b]) => `  ${((100 * b) / (total || 1)).toFixed(1).padStart(5)} %  ${(b / 1048576).toFixed(1).padStart(8)} MiB  ${k}`),
+    ].join('\n');
+  return [
+    `sampled allocations: ${(total / 1048576).toFixed(1)} MiB`,
+    table('by owner (charged to the nearest JS owner):', byOwner),
+    table('by function:', byFunction),
+  ].join('\n\n');
 }
 
 function main(argv: string[]) {
   const files = argv.filter((a) => !a.startsWith('--'));
-  const opt = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.split('=').slice(1).join('=');
+  const opt = (name: string) =>
+    argv
+      .find((a) => a.startsWith(`--${name}=`))
+      ?.split('=')
+      .slice(1)
+      .join('=');
   const top = Number(opt('top') ?? 25);
   const filter: Filter = { focus: opt('focus'), owner: opt('owner'), skipMs: Number(opt('skip') ?? 0) };
   const ofAll = argv.includes('--of-all');
   if (!files.length) {
-    process.stderr.write('usage: tsx scripts/bench/profile-summary.ts FILE.cpuprofile... [--top=25] [--focus=text] [--owner=name] [--skip=ms] [--merge] [--of-all]\n');
+    process.stderr.write(
+      'usage: tsx scripts/bench/profile-summary.ts FILE.cpuprofile... [--top=25] [--focus=text] [--owner=name] [--skip=ms] [--merge] [--of-all]\n',
+    );
     process.exit(2);
   }
   const heap = files.filter((f) => f.endsWith('.heapprofile'));

@@ -76,7 +76,10 @@ export async function runReadPart(ctx: BenchContext, dataset: Dataset, opts: { m
           p50Ms: s.p50Ms,
           p99Ms: s.p99Ms,
           cpuMsPerOp: s.cpuMsPerOp,
-          note: joinNotes(`bare: p99 ${l.p99Ms.toFixed(1)} ms, ${l.cpuMsPerOp.toFixed(2)} ms CPU/req; CPU ratio ${(s.cpuMsPerOp / l.cpuMsPerOp).toFixed(2)}x`, l.note),
+          note: joinNotes(
+            `bare: p99 ${l.p99Ms.toFixed(1)} ms, ${l.cpuMsPerOp.toFixed(2)} ms CPU/req; CPU ratio ${(s.cpuMsPerOp / l.cpuMsPerOp).toFixed(2)}x`,
+            l.note,
+          ),
         });
       }
     }

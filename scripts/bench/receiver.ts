@@ -29,10 +29,7 @@ export interface ReceiverStats {
 export type Arrival = [id: string, createdAtMs: number, arrivedAtMs: number];
 
 type Request =
-  | { seq: number; type: 'reset' }
-  | { seq: number; type: 'stats' }
-  | { seq: number; type: 'arrivals' }
-  | { seq: number; type: 'when-count'; count: number };
+  { seq: number; type: 'reset' } | { seq: number; type: 'stats' } | { seq: number; type: 'arrivals' } | { seq: number; type: 'when-count'; count: number };
 
 /** A request as the parent writes it; `ask` numbers it. */
 type Unnumbered<T> = T extends unknown ? Omit<T, 'seq'> : never;
@@ -68,7 +65,11 @@ export interface Receiver {
 export async function startReceiver(): Promise<Receiver> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-receiver-'));
   // Through tsx, like processes.ts starts the service from source.
-  const child: ChildProcess = fork(__filename, [], { env: { ...process.env, BENCH_RECEIVER_DIR: dir }, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const child: ChildProcess = fork(__filename, [], {
+    env: { ...process.env, BENCH_RECEIVER_DIR: dir },
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   const waiting = new Map<number, (answer: Answer | null) => void>(); // null: the receiver stopped
   let seq = 0;
 

@@ -67,7 +67,11 @@ export async function runScaleOutPart(ctx: BenchContext, dataset: Dataset): Prom
         p99Ms: two.p99Ms,
         cpuMsPerOp: two.cpuMsPerOp,
         peakRssMiB: two.peakRssMiB,
-        note: joinNotes(`one instance: p99 ${one.p99Ms.toFixed(1)} ms, ${one.cpuMsPerOp.toFixed(2)} ms CPU/req; 2 cores shared with MariaDB and the client`, one.note, two.note),
+        note: joinNotes(
+          `one instance: p99 ${one.p99Ms.toFixed(1)} ms, ${one.cpuMsPerOp.toFixed(2)} ms CPU/req; 2 cores shared with MariaDB and the client`,
+          one.note,
+          two.note,
+        ),
       },
     ];
   } finally {

@@ -33,7 +33,12 @@ export async function runWritesPart(ctx: BenchContext, dataset: Dataset): Promis
   const engine = dataset.engine === 'mysql' ? 'MariaDB' : 'SQLite';
   const open = dataset.sampleConversations.filter((c) => c.state === 'open').map((c) => ({ id: c.id, key: keyOf(dataset, c.siteId) }));
   const db = createDb({ databaseUrl: dataset.databaseUrl, dataDir: dataset.dataDir });
-  const saved = await db('conversations').whereIn('id', open.map((c) => c.id)).select('id', 'updated_at', 'last_message_at');
+  const saved = await db('conversations')
+    .whereIn(
+      'id',
+      open.map((c) => c.id),
+    )
+    .select('id', 'updated_at', 'last_message_at');
   const since = Date.now();
   const runId = randomBytes(6).toString('hex');
   const service = await startService({ databaseUrl: dataset.databaseUrl, dataDir: dataset.dataDir, port: ctx.nextPort(), env: tlsEnv(ctx) });
@@ -44,12 +49,19 @@ export async function runWritesPart(ctx: BenchContext, dataset: Dataset): Promis
       bare = await startBareServer({ databaseUrl: dataset.databaseUrl!, port: ctx.nextPort(), tlsCertFile: ctx.tls.certFile, tlsKeyFile: ctx.tls.keyFile });
     }
     // Each connection replies to its own conversations, as agents answering different visitors do.
-    const reply = (prefix: string, idempotent: boolean, label: string) => (c: number, n: number): LoadRequest => {
-      const target = open[(c * 131 + n) % open.length];
-      const headers: Record<string, string> = { authorization: `Bearer ${target.key}`, 'content-type': 'application/json' };
-      if (idempotent) headers['idempotency-key'] = `bench-${runId}-${label}-${c}-${n}`;
-      return { method: 'POST', path: `${prefix}/conversations/${target.id}/messages`, headers, body: JSON.stringify({ content: `bench reply ${n} from connection ${c}` }) };
-    };
+    const reply =
+      (prefix: string, idempotent: boolean, label: string) =>
+      (c: number, n: number): LoadRequest => {
+        const target = open[(c * 131 + n) % open.length];
+        const headers: Record<string, string> = { authorization: `Bearer ${target.key}`, 'content-type': 'application/json' };
+        if (idempotent) headers['idempotency-key'] = `bench-${runId}-${label}-${c}-${n}`;
+        return {
+          method: 'POST',
+          path: `${prefix}/conversations/${target.id}/messages`,
+          headers,
+          body: JSON.stringify({ content: `bench reply ${n} from connection ${c}` }),
+        };
+      };
     for (const connections of CONNECTION_COUNTS) {
       const contenders: Contender[] = [
         { name: 'service with key', pids: [service.pid], targets: [service.url], request: reply(API_BASE, true, `k${connections}`), okStatuses: [201] },
@@ -71,7 +83,11 @@ export async function runWritesPart(ctx: BenchContext, dataset: Dataset): Promis
         p99Ms: withKey.p99Ms,
         cpuMsPerOp: withKey.cpuMsPerOp,
         peakRssMiB: withKey.peakRssMiB,
-        note: joinNotes(bareResult ? `bare: p99 ${bareResult.p99Ms.toFixed(1)} ms, ${bareResult.cpuMsPerOp.toFixed(2)} ms CPU/req` : '', withKey.note, bareResult?.note),
+        note: joinNotes(
+          bareResult ? `bare: p99 ${bareResult.p99Ms.toFixed(1)} ms, ${bareResult.cpuMsPerOp.toFixed(2)} ms CPU/req` : '',
+          withKey.note,
+          bareResult?.note,
+        ),
       });
       rows.push({
         what: `reply without Idempotency-Key, ${connections} connections, ${engine} (baseline: with the key; ratio = what idempotency costs)`,

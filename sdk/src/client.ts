@@ -16,14 +16,7 @@ import {
 import { Paginator, type Page } from './pagination.js';
 import { isBrowserPage, userAgent } from './runtime.js';
 import { randomUUID } from './crypto.js';
-import type {
-  Attachment,
-  Conversation,
-  ListConversationsParams,
-  ListMessagesParams,
-  Message,
-  MessageFormat,
-} from './types.js';
+import type { Attachment, Conversation, ListConversationsParams, ListMessagesParams, Message, MessageFormat } from './types.js';
 
 export interface ClientOptions {
   /** The site's access key, `wck_...`. Server-side only: never put it in page code. */
@@ -93,9 +86,7 @@ export type WithResponse<T> = T & { readonly lastResponse: ResponseMeta };
  * A file to attach to a reply: a `Blob`/`File`, or bytes with a name. Node.js Buffers are
  * Uint8Arrays and fit `data`.
  */
-export type FileInput =
-  | Blob
-  | { data: Blob | ArrayBuffer | ArrayBufferView | string; name: string; type?: string };
+export type FileInput = Blob | { data: Blob | ArrayBuffer | ArrayBufferView | string; name: string; type?: string };
 
 export interface ReplyParams {
   /** At most 10 000 characters; may be empty only when a file is attached. */
@@ -186,7 +177,11 @@ function filenameFrom(disposition: string | null): string | null {
 function isBlob(value: unknown): value is Blob {
   return (
     (typeof Blob !== 'undefined' && value instanceof Blob) ||
-    (typeof value === 'object' && value !== null && typeof (value as Blob).arrayBuffer === 'function' && typeof (value as Blob).size === 'number' && typeof (value as Blob).type === 'string')
+    (typeof value === 'object' &&
+      value !== null &&
+      typeof (value as Blob).arrayBuffer === 'function' &&
+      typeof (value as Blob).size === 'number' &&
+      typeof (value as Blob).type === 'string')
   );
 }
 
@@ -289,7 +284,10 @@ export class ChatClient {
       if (!KEY_ID.test(options.keyId)) throw new TypeError(`keyId must look like key_<26 characters>, not ${JSON.stringify(options.keyId)}.`);
       this.knownKeyIds.add(options.keyId);
     }
-    for (const [name, value] of [['timeoutMs', options.timeoutMs], ['maxRetries', options.maxRetries]] as const) {
+    for (const [name, value] of [
+      ['timeoutMs', options.timeoutMs],
+      ['maxRetries', options.maxRetries],
+    ] as const) {
       if (value !== undefined && !(Number.isFinite(value) && value >= 0)) throw new TypeError(`${name} must be a number >= 0.`);
     }
     const globalFetch = (globalThis as { fetch?: FetchLike }).fetch;
@@ -307,7 +305,11 @@ export class ChatClient {
       baseUrl: this.baseUrl,
       // A raw call is one call of `request` that hands the answer back instead of unwrapping it.
       fetch: async (request) => {
-        const { data: response } = await this.request((send) => send(request).then((answer) => ({ data: answer, response: answer })), { signal: request.signal }, { raw: true });
+        const { data: response } = await this.request(
+          (send) => send(request).then((answer) => ({ data: answer, response: answer })),
+          { signal: request.signal },
+          { raw: true },
+        );
         return response;
       },
       headers: { Authorization: `Bearer ${options.apiKey}`, 'User-Agent': userAgent(options.appInfo) },
@@ -368,7 +370,10 @@ export class ChatClient {
       ...(updatedBefore !== undefined ? { updatedBefore: iso(updatedBefore) } : {}),
     };
     return new Paginator(async (cursor) => {
-      const { data, meta } = await this.request((fetch) => this.api.GET('/conversations', { params: { query: { ...query, ...(cursor ? { cursor } : {}) } }, fetch }), options);
+      const { data, meta } = await this.request(
+        (fetch) => this.api.GET('/conversations', { params: { query: { ...query, ...(cursor ? { cursor } : {}) } }, fetch }),
+        options,
+      );
       return pageOf(data, meta);
     }, start);
   }
@@ -387,7 +392,8 @@ export class ChatClient {
     const { cursor: start, ...query } = params;
     return new Paginator(async (cursor) => {
       const { data, meta } = await this.request(
-        (fetch) => this.api.GET('/conversations/{id}/messages', { params: { path: { id: conversationId }, query: { ...query, ...(cursor ? { cursor } : {}) } }, fetch }),
+        (fetch) =>
+          this.api.GET('/conversations/{id}/messages', { params: { path: { id: conversationId }, query: { ...query, ...(cursor ? { cursor } : {}) } }, fetch }),
         options,
       );
       return pageOf(data, meta);
@@ -412,7 +418,12 @@ export class ChatClient {
         const { blob, name } = toBlob(file);
         form.append('file', blob, name);
       }
-      return this.api.POST('/conversations/{id}/messages', { params: { path }, body: { content: params.content, format: params.format }, bodySerializer: () => form, fetch });
+      return this.api.POST('/conversations/{id}/messages', {
+        params: { path },
+        body: { content: params.content, format: params.format },
+        bodySerializer: () => form,
+        fetch,
+      });
     }, options);
     if (data.data.apiKeyId) this.knownKeyIds.add(data.data.apiKeyId);
     return withResponse(data.data, meta);
@@ -421,7 +432,9 @@ export class ChatClient {
   private async downloadMediaFile(media: string | Pick<Attachment, 'id'>, options: RequestOptions = {}): Promise<MediaFile> {
     const id = typeof media === 'string' ? media : media?.id;
     if (typeof id !== 'string' || !id) throw new TypeError('media.download needs an attachment id (med_...) or an attachment.');
-    const { data, meta } = await this.request((fetch) => this.api.GET('/media/{id}', { params: { path: { id } }, parseAs: 'arrayBuffer', fetch }), options, { allowEmpty: true });
+    const { data, meta } = await this.request((fetch) => this.api.GET('/media/{id}', { params: { path: { id } }, parseAs: 'arrayBuffer', fetch }), options, {
+      allowEmpty: true,
+    });
     const bytes = data === undefined ? new Uint8Array(0) : new Uint8Array(data as ArrayBuffer);
     return {
       data: bytes,
@@ -493,7 +506,13 @@ export class ChatClient {
         let response: Response;
         let bytes: ArrayBuffer | null;
         try {
-          response = await this.fetchImpl(request.url, { method: request.method, headers: { ...headers }, body, signal: controller.signal, redirect: 'manual' });
+          response = await this.fetchImpl(request.url, {
+            method: request.method,
+            headers: { ...headers },
+            body,
+            signal: controller.signal,
+            redirect: 'manual',
+          });
           bytes = hasNullBody(response.status) ? null : await response.arrayBuffer();
         } catch (err) {
           if (signal?.aborted) throw new RequestAbortedError({ cause: signal.reason });
@@ -527,7 +546,14 @@ export class ChatClient {
     if (!read.raw) {
       if (!response.ok) throw toApiError(response, result.error, attempts);
       if (result.data === undefined && !read.allowEmpty) {
-        throw ApiError.from({ status: meta.status, code: 'unexpected_response', message: `HTTP ${meta.status} with an empty body.`, requestId: meta.requestId, headers: meta.headers, attempts });
+        throw ApiError.from({
+          status: meta.status,
+          code: 'unexpected_response',
+          message: `HTTP ${meta.status} with an empty body.`,
+          requestId: meta.requestId,
+          headers: meta.headers,
+          attempts,
+        });
       }
     }
     return { data: result.data as D, meta };

@@ -53,7 +53,10 @@ export interface WebhookOutcome {
 const DEFAULT_MAX_BODY = 1024 * 1024;
 
 function defaultOnError(error: unknown, context: { deliveryId: string | null }): void {
-  const what = error instanceof WebhookVerificationError ? `refused (${error.reason}): ${error.message}` : `failed: ${error instanceof Error ? error.stack ?? error.message : String(error)}`;
+  const what =
+    error instanceof WebhookVerificationError
+      ? `refused (${error.reason}): ${error.message}`
+      : `failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`;
   console.error(`[chat-service-sdk] webhook delivery ${context.deliveryId ?? '(no id)'} ${what}`);
 }
 
@@ -175,11 +178,7 @@ async function readLimited(body: ReadableStream<Uint8Array> | null, max: number)
  *   handleWebhookRequest(request, { secret: process.env.CHAT_WEBHOOK_SECRET! }, async (event) => { ... });
  * ```
  */
-export async function handleWebhookRequest(
-  request: Request,
-  options: WebhookHandlerOptions,
-  listener: (event: WebhookEvent) => unknown,
-): Promise<Response> {
+export async function handleWebhookRequest(request: Request, options: WebhookHandlerOptions, listener: (event: WebhookEvent) => unknown): Promise<Response> {
   const max = options.maxBodyBytes ?? DEFAULT_MAX_BODY;
   const declared = Number(request.headers.get('content-length') ?? Number.NaN);
   let outcome: WebhookOutcome;

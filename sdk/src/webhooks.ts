@@ -355,7 +355,11 @@ export async function verifyWebhook(options: VerifyWebhookOptions): Promise<Webh
     throw new WebhookVerificationError('replayed', `Delivery ${event.id} was already processed; a retry or redelivery of it is dropped.`, event.id);
   }
   if (state === 'processing') {
-    throw new WebhookVerificationError('in_progress', `Delivery ${event.id} is being processed (or its processing stopped less than processingTtlSeconds ago); answer 503 so that the service retries later.`, event.id);
+    throw new WebhookVerificationError(
+      'in_progress',
+      `Delivery ${event.id} is being processed (or its processing stopped less than processingTtlSeconds ago); answer 503 so that the service retries later.`,
+      event.id,
+    );
   }
   if ((options.markDone ?? 'verified') === 'verified') await completeDelivery(store, event.id, options);
   return event;
@@ -384,7 +388,8 @@ export async function verifySignedDelivery(options: Omit<VerifyWebhookOptions, '
     throw new WebhookVerificationError('malformed_signature', 'X-Service-Signature must be sha256= followed by 64 lowercase hex digits.', deliveryId);
   }
   const timestamp = timestampHeader!.trim();
-  if (!TIMESTAMP.test(timestamp)) throw new WebhookVerificationError('malformed_timestamp', 'X-Service-Timestamp must be Unix time in whole seconds.', deliveryId);
+  if (!TIMESTAMP.test(timestamp))
+    throw new WebhookVerificationError('malformed_timestamp', 'X-Service-Timestamp must be Unix time in whole seconds.', deliveryId);
 
   const given = fromHex(signatureMatch[1])!;
   const signed = signedBytes(timestamp, body);
@@ -403,8 +408,14 @@ export async function verifySignedDelivery(options: Omit<VerifyWebhookOptions, '
 
   const now = options.currentTime ?? Math.floor(Date.now() / 1000);
   const age = now - Number(timestamp);
-  if (age > tolerance) throw new WebhookVerificationError('timestamp_too_old', `The delivery was signed ${age} s ago, more than the ${tolerance} s tolerance.`, deliveryId);
-  if (-age > tolerance) throw new WebhookVerificationError('timestamp_in_future', `The delivery is signed ${-age} s in the future, more than the ${tolerance} s tolerance: check your clock.`, deliveryId);
+  if (age > tolerance)
+    throw new WebhookVerificationError('timestamp_too_old', `The delivery was signed ${age} s ago, more than the ${tolerance} s tolerance.`, deliveryId);
+  if (-age > tolerance)
+    throw new WebhookVerificationError(
+      'timestamp_in_future',
+      `The delivery is signed ${-age} s in the future, more than the ${tolerance} s tolerance: check your clock.`,
+      deliveryId,
+    );
 
   let event: WebhookEvent;
   try {
@@ -416,10 +427,18 @@ export async function verifySignedDelivery(options: Omit<VerifyWebhookOptions, '
     throw new WebhookVerificationError('invalid_body', 'The signed body is not an event envelope {id, event, createdAt, workspaceKey, data}.', deliveryId);
   }
   if (event.id !== deliveryId!.trim()) {
-    throw new WebhookVerificationError('delivery_id_mismatch', `X-Service-Delivery (${deliveryId}) differs from the signed body's id (${event.id}).`, deliveryId);
+    throw new WebhookVerificationError(
+      'delivery_id_mismatch',
+      `X-Service-Delivery (${deliveryId}) differs from the signed body's id (${event.id}).`,
+      deliveryId,
+    );
   }
   if (!event.id.startsWith(`${event.event}:`) || (eventHeader !== null && eventHeader.trim() !== event.event)) {
-    throw new WebhookVerificationError('event_mismatch', `X-Service-Event (${eventHeader}) or the id does not match the signed body's event (${event.event}).`, deliveryId);
+    throw new WebhookVerificationError(
+      'event_mismatch',
+      `X-Service-Event (${eventHeader}) or the id does not match the signed body's event (${event.event}).`,
+      deliveryId,
+    );
   }
   return event;
 }

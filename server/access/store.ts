@@ -116,8 +116,7 @@ export function createAccessStore(db: Knex) {
       await trx('site_allowed_origins').where({ site_id: siteId }).delete();
       if (origins.length) await trx('site_allowed_origins').insert(origins.map((origin) => ({ site_id: siteId, origin })));
     },
-    isOriginAllowed: async (siteId: string, origin: string) =>
-      !!(await db('site_allowed_origins').where({ site_id: siteId, origin }).first('origin')),
+    isOriginAllowed: async (siteId: string, origin: string) => !!(await db('site_allowed_origins').where({ site_id: siteId, origin }).first('origin')),
     findWindowSettings: async (siteId: string, trx: Knex = db) => {
       const row: WindowSettingsRow | undefined = await trx('site_window_settings').where({ site_id: siteId }).first(WINDOW_SETTINGS_COLUMNS);
       return row && mapWindowSettingsRow(row);
@@ -139,7 +138,11 @@ export function createAccessStore(db: Knex) {
     purgeVisitorRevocations: (before: number) => db('window_visitor_revocations').where('revoked_before', '<', before).del(),
     /** Voids every visitor's window credentials and sessions of the site begun at or before `at`. */
     revokeAllVisitors: (siteId: string, at: number) =>
-      revokeFrom(at, 'site_window_settings', { site_id: siteId }, 'visitors_revoked_before', { identity_mode: 'off', identity_secret_encrypted: null, updated_at: at }),
+      revokeFrom(at, 'site_window_settings', { site_id: siteId }, 'visitors_revoked_before', {
+        identity_mode: 'off',
+        identity_secret_encrypted: null,
+        updated_at: at,
+      }),
 
     insertKey: (row: ApiKeyRow, trx: Knex = db) => trx('api_keys').insert(row),
     /** Authentication's one query: the key with its site and rights, by the unique fingerprint. */
@@ -148,12 +151,19 @@ export function createAccessStore(db: Knex) {
       return row && mapKeyRow(row);
     },
     findKey: (id: string) => key(db('api_keys').where({ id })),
-    listKeys: async (siteId: string) => ((await db('api_keys').where({ site_id: siteId }).orderBy('created_at').select(KEY_COLUMNS)) as ApiKeyRow[]).map(mapKeyRow),
+    listKeys: async (siteId: string) =>
+      ((await db('api_keys').where({ site_id: siteId }).orderBy('created_at').select(KEY_COLUMNS)) as ApiKeyRow[]).map(mapKeyRow),
     /** `limit` keys of the site after `after`, oldest first by (created_at, id). */
     listKeysPage: async (siteId: string, limit: number, after?: { createdAt: number; id: string }) => {
       const q = db('api_keys').where({ site_id: siteId });
-      if (after) q.andWhere((w) => w.where('created_at', '>', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '>', after.id)));
-      return ((await q.orderBy([{ column: 'created_at' }, { column: 'id' }]).limit(limit).select(KEY_COLUMNS)) as ApiKeyRow[]).map(mapKeyRow);
+      if (after)
+        q.andWhere((w) => w.where('created_at', '>', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '>', after.id)));
+      return (
+        (await q
+          .orderBy([{ column: 'created_at' }, { column: 'id' }])
+          .limit(limit)
+          .select(KEY_COLUMNS)) as ApiKeyRow[]
+      ).map(mapKeyRow);
     },
     revokeKey: (id: string, at: number, trx: Knex = db) => trx('api_keys').where({ id }).whereNull('revoked_at').update({ revoked_at: at }),
     /** Writes lastUsedAt at most once a minute per key, so reads do not turn into a write each. */

@@ -25,7 +25,9 @@ const maxmemOf = (p: ScryptParams) => 2 * 128 * p.N * p.r + 1024 * 1024;
 
 function derive(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, KEY_BYTES, { N: params.N, r: params.r, p: params.p, maxmem: maxmemOf(params) }, (err, key) => (err ? reject(err) : resolve(key)));
+    scrypt(password.normalize('NFC'), salt, KEY_BYTES, { N: params.N, r: params.r, p: params.p, maxmem: maxmemOf(params) }, (err, key) =>
+      err ? reject(err) : resolve(key),
+    );
   });
 }
 

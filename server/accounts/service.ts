@@ -61,7 +61,14 @@ function sessionToDto(s: SessionRow, currentId?: string) {
 }
 
 function tokenToDto(t: TokenRow) {
-  return { id: t.id, label: t.label, prefix: t.display_prefix, createdAt: toIsoRequired(t.created_at), lastUsedAt: toIso(t.last_used_at), revokedAt: toIso(t.revoked_at) };
+  return {
+    id: t.id,
+    label: t.label,
+    prefix: t.display_prefix,
+    createdAt: toIsoRequired(t.created_at),
+    lastUsedAt: toIso(t.last_used_at),
+    revokedAt: toIso(t.revoked_at),
+  };
 }
 
 const memberToDto = (m: MemberRow) => ({ accountId: m.account_id, email: m.email, role: m.role, joinedAt: toIsoRequired(m.created_at) });
@@ -87,7 +94,8 @@ export function createAccountsService(opts: AccountsOptions) {
 
   function checkEmail(raw: string): string {
     const email = normaliseEmail(raw);
-    if (email.length > 254 || !EMAIL.test(email)) throw invalid('The email address is not valid.', [{ path: '/body/email', message: 'must be an email address' }]);
+    if (email.length > 254 || !EMAIL.test(email))
+      throw invalid('The email address is not valid.', [{ path: '/body/email', message: 'must be an email address' }]);
     return email;
   }
   function checkPassword(password: string, path = '/body/password') {
@@ -125,7 +133,12 @@ export function createAccountsService(opts: AccountsOptions) {
       client_ip: meta.clientIp ? meta.clientIp.slice(0, 64) : null,
     };
     await store.insertSession(row);
-    return { token, session: sessionToDto(row, row.id), account: accountToDto(account), cookieMaxAge: cookieMaxAgeSeconds({ createdAt: at, lastSeenAt: at }, at) };
+    return {
+      token,
+      session: sessionToDto(row, row.id),
+      account: accountToDto(account),
+      cookieMaxAge: cookieMaxAgeSeconds({ createdAt: at, lastSeenAt: at }, at),
+    };
   }
 
   /** A new account's row, its password checked and hashed (slow: outside any transaction). */
@@ -274,7 +287,9 @@ export function createAccountsService(opts: AccountsOptions) {
     async listSessions(manager: Manager) {
       const at = now();
       const rows = await store.listSessionsOf(manager.accountId);
-      return rows.filter((s) => sessionState({ createdAt: s.created_at, lastSeenAt: s.last_seen_at }, at) === 'active').map((s) => sessionToDto(s, manager.sessionId));
+      return rows
+        .filter((s) => sessionState({ createdAt: s.created_at, lastSeenAt: s.last_seen_at }, at) === 'active')
+        .map((s) => sessionToDto(s, manager.sessionId));
     },
 
     /** Ends one of the caller's own sessions (another account's is 404, like a missing one). */
@@ -358,7 +373,8 @@ export function createAccountsService(opts: AccountsOptions) {
       await runInTransaction(store.db, async (trx) => {
         const m = await store.findMembership(accountId, siteId, trx);
         if (!m) throw new ApiError('not_found', 'Member not found.');
-        if (m.role === 'owner' && (await store.countOwners(siteId, trx)) <= 1) throw new ApiError('forbidden', 'A site keeps at least one owner: make another member owner first.');
+        if (m.role === 'owner' && (await store.countOwners(siteId, trx)) <= 1)
+          throw new ApiError('forbidden', 'A site keeps at least one owner: make another member owner first.');
         await store.deleteMembership(accountId, siteId, trx);
         await store.deleteSessionsOf(accountId, undefined, trx);
         await audit(actor, [siteId], 'member.removed', accountId, trx);
@@ -423,7 +439,8 @@ export function createAccountsService(opts: AccountsOptions) {
         account = await store.findAccount(who.manager.accountId);
       } else {
         const email = checkEmail(who.email);
-        if (email !== inv.email) throw invalid('This invitation is for another email address.', [{ path: '/body/email', message: 'must be the invited email' }]);
+        if (email !== inv.email)
+          throw invalid('This invitation is for another email address.', [{ path: '/body/email', message: 'must be the invited email' }]);
         account = await store.findAccountByEmail(email);
         if (account) {
           if (!(await hasher.verify(who.password, account.password_hash))) throw wrongCredentials();
@@ -433,7 +450,8 @@ export function createAccountsService(opts: AccountsOptions) {
         signedIn = true;
       }
       if (!account) throw notSignedIn();
-      if (account.email !== inv.email) throw invalid('This invitation is for another email address.', [{ path: '/body/email', message: 'must be the invited email' }]);
+      if (account.email !== inv.email)
+        throw invalid('This invitation is for another email address.', [{ path: '/body/email', message: 'must be the invited email' }]);
       const joined = account;
       const actor: Actor = { manager: { accountId: joined.id, email: joined.email, via: 'session' }, clientIp: meta.clientIp ?? null };
       await runInTransaction(store.db, async (trx) => {

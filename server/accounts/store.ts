@@ -101,32 +101,50 @@ export function createAccountStore(db: Knex) {
     findAccount: (id: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ id }).first(ACCOUNT_COLUMNS), mapAccount),
     findAccountByEmail: (email: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ email }).first(ACCOUNT_COLUMNS), mapAccount),
     listAccounts: async () => ((await db('accounts').orderBy('created_at').select(ACCOUNT_COLUMNS)) as AccountRow[]).map(mapAccount),
-    setPassword: (id: string, hash: string, at: number, trx: Knex = db) => trx('accounts').where({ id }).update({ password_hash: hash, password_changed_at: at }),
+    setPassword: (id: string, hash: string, at: number, trx: Knex = db) =>
+      trx('accounts').where({ id }).update({ password_hash: hash, password_changed_at: at }),
 
     insertMembership: (row: MembershipRow, trx: Knex = db) => trx('memberships').insert(row),
     findMembership: (accountId: string, siteId: string, trx: Knex = db) =>
-      first<MembershipRow>(trx('memberships').where({ account_id: accountId, site_id: siteId }).first('account_id', 'site_id', 'role', 'created_at'), mapMembership),
+      first<MembershipRow>(
+        trx('memberships').where({ account_id: accountId, site_id: siteId }).first('account_id', 'site_id', 'role', 'created_at'),
+        mapMembership,
+      ),
     /** The account's sites, by when it joined them. */
     listMembershipsOf: async (accountId: string) =>
-      ((await db('memberships as m')
-        .join('sites as s', 's.id', 'm.site_id')
-        .where('m.account_id', accountId)
-        .orderBy([{ column: 'm.created_at' }, { column: 'm.site_id' }])
-        .select('m.account_id', 'm.site_id', 'm.role', 'm.created_at', 's.name as site_name')) as SiteMembershipRow[]).map(mapMembership),
+      (
+        (await db('memberships as m')
+          .join('sites as s', 's.id', 'm.site_id')
+          .where('m.account_id', accountId)
+          .orderBy([{ column: 'm.created_at' }, { column: 'm.site_id' }])
+          .select('m.account_id', 'm.site_id', 'm.role', 'm.created_at', 's.name as site_name')) as SiteMembershipRow[]
+      ).map(mapMembership),
     listMembers: async (siteId: string) =>
-      ((await db('memberships as m')
-        .join('accounts as a', 'a.id', 'm.account_id')
-        .where('m.site_id', siteId)
-        .orderBy([{ column: 'm.created_at' }, { column: 'm.account_id' }])
-        .select('m.account_id', 'm.site_id', 'm.role', 'm.created_at', 'a.email')) as MemberRow[]).map(mapMembership),
-    countOwners: async (siteId: string, trx: Knex = db) => Number((await trx('memberships').where({ site_id: siteId, role: 'owner' }).count({ n: '*' }).first())?.n ?? 0),
-    setRole: (accountId: string, siteId: string, role: Role, trx: Knex = db) => trx('memberships').where({ account_id: accountId, site_id: siteId }).update({ role }),
+      (
+        (await db('memberships as m')
+          .join('accounts as a', 'a.id', 'm.account_id')
+          .where('m.site_id', siteId)
+          .orderBy([{ column: 'm.created_at' }, { column: 'm.account_id' }])
+          .select('m.account_id', 'm.site_id', 'm.role', 'm.created_at', 'a.email')) as MemberRow[]
+      ).map(mapMembership),
+    countOwners: async (siteId: string, trx: Knex = db) =>
+      Number((await trx('memberships').where({ site_id: siteId, role: 'owner' }).count({ n: '*' }).first())?.n ?? 0),
+    setRole: (accountId: string, siteId: string, role: Role, trx: Knex = db) =>
+      trx('memberships').where({ account_id: accountId, site_id: siteId }).update({ role }),
     deleteMembership: (accountId: string, siteId: string, trx: Knex = db) => trx('memberships').where({ account_id: accountId, site_id: siteId }).del(),
 
     insertSession: (row: SessionRow) => db('sessions').insert(row),
     findSessionByHash: (hash: string) => first<SessionRow>(db('sessions').where({ token_hash: hash }).first(SESSION_COLUMNS), mapSession),
     listSessionsOf: async (accountId: string) =>
-      ((await db('sessions').where({ account_id: accountId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).select(SESSION_COLUMNS)) as SessionRow[]).map(mapSession),
+      (
+        (await db('sessions')
+          .where({ account_id: accountId })
+          .orderBy([
+            { column: 'created_at', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
+          .select(SESSION_COLUMNS)) as SessionRow[]
+      ).map(mapSession),
     /** Writes the use of a session, unless another request already wrote a later one. */
     touchSession: (id: string, at: number, idleExpiresAt: number) =>
       db('sessions').where({ id }).andWhere('last_seen_at', '<', at).update({ last_seen_at: at, idle_expires_at: idleExpiresAt }),
@@ -144,17 +162,32 @@ export function createAccountStore(db: Knex) {
     findTokenByFingerprint: (fingerprint: string) => first<TokenRow>(db('management_tokens').where({ fingerprint }).first(TOKEN_COLUMNS), mapToken),
     findToken: (id: string) => first<TokenRow>(db('management_tokens').where({ id }).first(TOKEN_COLUMNS), mapToken),
     listTokensOf: async (accountId: string) =>
-      ((await db('management_tokens').where({ account_id: accountId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).select(TOKEN_COLUMNS)) as TokenRow[]).map(mapToken),
-    revokeToken: (id: string, accountId: string, at: number) => db('management_tokens').where({ id, account_id: accountId }).whereNull('revoked_at').update({ revoked_at: at }),
+      (
+        (await db('management_tokens')
+          .where({ account_id: accountId })
+          .orderBy([
+            { column: 'created_at', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
+          .select(TOKEN_COLUMNS)) as TokenRow[]
+      ).map(mapToken),
+    revokeToken: (id: string, accountId: string, at: number) =>
+      db('management_tokens').where({ id, account_id: accountId }).whereNull('revoked_at').update({ revoked_at: at }),
     /** lastUsedAt moves at most once a minute, so reads do not become a write each. */
     touchToken: (id: string, at: number) =>
-      db('management_tokens').where({ id }).andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', at - 60_000)).update({ last_used_at: at }),
+      db('management_tokens')
+        .where({ id })
+        .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', at - 60_000))
+        .update({ last_used_at: at }),
 
     insertInvitation: (row: InvitationRow, trx: Knex = db) => trx('invitations').insert(row),
-    findInvitationByHash: (hash: string, trx: Knex = db) => first<InvitationRow>(trx('invitations').where({ token_hash: hash }).first(INVITATION_COLUMNS), mapInvitation),
+    findInvitationByHash: (hash: string, trx: Knex = db) =>
+      first<InvitationRow>(trx('invitations').where({ token_hash: hash }).first(INVITATION_COLUMNS), mapInvitation),
     /** Takes the invitation once: true for the one caller whose update found it unused and unexpired. */
     consumeInvitation: async (id: string, accountId: string, at: number, trx: Knex = db) =>
-      Number(await trx('invitations').where({ id }).whereNull('accepted_at').andWhere('expires_at', '>', at).update({ accepted_at: at, accepted_by: accountId })) === 1,
+      Number(
+        await trx('invitations').where({ id }).whereNull('accepted_at').andWhere('expires_at', '>', at).update({ accepted_at: at, accepted_by: accountId }),
+      ) === 1,
     /** Invitations that expired (or were used) more than `before`: nothing can take them any more. */
     purgeInvitations: (before: number) => db('invitations').where('expires_at', '<', before).del(),
 
@@ -162,8 +195,15 @@ export function createAccountStore(db: Knex) {
     /** One page of a site's log, newest first by (created_at, id), after `after` when given. */
     listAudit: async (siteId: string, limit: number, after?: { createdAt: number; id: string }) => {
       const q = db('audit_log').where({ site_id: siteId });
-      if (after) q.andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '<', after.id)));
-      const rows = (await q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).limit(limit).select(AUDIT_COLUMNS)) as AuditRow[];
+      if (after)
+        q.andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '<', after.id)));
+      const rows = (await q
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(limit)
+        .select(AUDIT_COLUMNS)) as AuditRow[];
       return rows.map(mapAudit);
     },
     purgeAudit: (before: number) => db('audit_log').where('created_at', '<', before).del(),

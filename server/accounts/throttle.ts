@@ -15,7 +15,9 @@ export const SIGN_IN_LIMITS = {
 };
 
 const tooMany = (seconds: number) =>
-  new ApiError('rate_limit_exceeded', `Too many sign-in attempts; retry in ${Math.max(1, seconds)} s.`, undefined, { 'Retry-After': String(Math.max(1, seconds)) });
+  new ApiError('rate_limit_exceeded', `Too many sign-in attempts; retry in ${Math.max(1, seconds)} s.`, undefined, {
+    'Retry-After': String(Math.max(1, seconds)),
+  });
 
 export type SignInThrottle = ReturnType<typeof createSignInThrottle>;
 

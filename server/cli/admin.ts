@@ -39,7 +39,10 @@ commands:
   account create --email E [--password-stdin]
   account list
   member add --site S --email E --role owner|agent
-${Object.keys(commands).filter((c) => c.startsWith('webhook')).map((c) => `  ${c} ...`).join('\n')}`;
+${Object.keys(commands)
+  .filter((c) => c.startsWith('webhook'))
+  .map((c) => `  ${c} ...`)
+  .join('\n')}`;
 
 async function main(argv: string[]) {
   const args = parseArgs(argv);

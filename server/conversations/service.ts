@@ -15,13 +15,7 @@ function timeFilter(value: string | undefined, name: string): number | undefined
   return ms;
 }
 
-export function createConversationService(deps: {
-  db: Knex;
-  store: ConversationStore;
-  cursors: CursorCodec;
-  now: () => number;
-  outbox: Outbox;
-}) {
+export function createConversationService(deps: { db: Knex; store: ConversationStore; cursors: CursorCodec; now: () => number; outbox: Outbox }) {
   const { db, store, cursors, now, outbox } = deps;
   return {
     /** The public list; the inbox adds its filters (`inbox`), which the cursor is bound to as well. */

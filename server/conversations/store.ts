@@ -91,7 +91,10 @@ export function createConversationStore(db: Knex) {
       return normalise(
         await db<ConversationRow>('conversations')
           .where({ site_id: siteId, visitor_id: visitorId })
-          .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+          .orderBy([
+            { column: 'created_at', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
           .first(COLUMNS),
       );
     },
@@ -102,19 +105,23 @@ export function createConversationStore(db: Knex) {
       if (after) {
         q.andWhere('created_at', '>=', after.created_at).andWhere((w) => w.where('created_at', '>', after.created_at).orWhere('id', '>', after.id));
       }
-      return normalise(await q.orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }]).first(COLUMNS));
+      return normalise(
+        await q
+          .orderBy([
+            { column: 'created_at', order: 'asc' },
+            { column: 'id', order: 'asc' },
+          ])
+          .first(COLUMNS),
+      );
     },
 
     insert: (trx: Knex.Transaction, row: ConversationRow) => trx('conversations').insert(row),
 
-    touch: (trx: Knex.Transaction, id: string, at: number) =>
-      trx('conversations').where({ id }).update({ updated_at: at, last_message_at: at }),
+    touch: (trx: Knex.Transaction, id: string, at: number) => trx('conversations').where({ id }).update({ updated_at: at, last_message_at: at }),
 
     /** Closes only an open conversation; answers whether this call did it (so one close emits one event). */
     async close(trx: Knex.Transaction, id: string, at: number): Promise<boolean> {
-      const n = await trx('conversations')
-        .where({ id, state: 'open' })
-        .update({ state: 'closed', open_marker: null, closed_at: at, updated_at: at });
+      const n = await trx('conversations').where({ id, state: 'open' }).update({ state: 'closed', open_marker: null, closed_at: at, updated_at: at });
       return Number(n) === 1;
     },
 
@@ -126,14 +133,20 @@ export function createConversationStore(db: Knex) {
      */
     async list(siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number) {
       const index =
-        filters.assigneeId !== undefined ? 'conversations_site_assignee_created' : filters.state ? 'conversations_site_state_created_updated' : 'conversations_site_created_updated';
+        filters.assigneeId !== undefined
+          ? 'conversations_site_assignee_created'
+          : filters.state
+            ? 'conversations_site_state_created_updated'
+            : 'conversations_site_created_updated';
       const q = db.from<ConversationRow>(withIndex(db, 'conversations', index)).where('conversations.site_id', siteId);
       if (filters.assigneeId === null) q.whereNull('assignee_id');
       else if (filters.assigneeId !== undefined) q.andWhere('assignee_id', filters.assigneeId);
       if (filters.state) q.andWhere('state', filters.state);
       if (filters.unreadFor !== undefined) {
         // News for the member: a message after their read mark (one primary-key look-up per conversation walked).
-        q.leftJoin('inbox_reads', (j) => j.on('inbox_reads.conversation_id', '=', 'conversations.id').andOn('inbox_reads.account_id', '=', db.raw('?', [filters.unreadFor])))
+        q.leftJoin('inbox_reads', (j) =>
+          j.on('inbox_reads.conversation_id', '=', 'conversations.id').andOn('inbox_reads.account_id', '=', db.raw('?', [filters.unreadFor])),
+        )
           .whereNotNull('last_message_at')
           .andWhere((w) => w.whereNull('inbox_reads.last_read_at').orWhere('last_message_at', '>', db.ref('inbox_reads.last_read_at')));
       }
@@ -148,14 +161,15 @@ export function createConversationStore(db: Knex) {
       const before = Math.min(filters.createdBefore ?? Infinity, filters.updatedBefore ?? Infinity);
       if (after && after.createdAt < before) {
         // Below the cursor, which lies below `before`. A range on created_at plus a tie-break: an index range on both engines.
-        q.andWhere('created_at', '<=', after.createdAt).andWhere((w) =>
-          w.where('created_at', '<', after.createdAt).orWhere('id', '<', after.id),
-        );
+        q.andWhere('created_at', '<=', after.createdAt).andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere('id', '<', after.id));
       } else if (before !== Infinity) {
         q.andWhere('created_at', '<', before); // a cursor at or above `before` excludes nothing more
       }
       const rows: ConversationRow[] = await q
-        .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
         .limit(limit)
         .select(filters.unreadFor === undefined ? COLUMNS : COLUMNS.map((c) => `conversations.${c}`));
       return rows.map(mapConversationRow);

@@ -163,15 +163,33 @@ const DATABASE_UNRESPONSIVE = 'DATABASE_UNRESPONSIVE';
 
 const CONNECTION_ERROR_CODES = new Set([
   // The network: refused while the server is down or restarting, reset or cut while it dies.
-  'ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
   // mysql2: the server closed the connection, a command on a connection already closed, a query time-out.
-  'PROTOCOL_CONNECTION_LOST', 'PROTOCOL_SEQUENCE_TIMEOUT', 'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR', 'PROTOCOL_ENQUEUE_AFTER_QUIT',
+  'PROTOCOL_CONNECTION_LOST',
+  'PROTOCOL_SEQUENCE_TIMEOUT',
+  'PROTOCOL_ENQUEUE_AFTER_FATAL_ERROR',
+  'PROTOCOL_ENQUEUE_AFTER_QUIT',
   // The server answers but will not serve: shutting down, killed our connection, full, or misconfigured.
-  'ER_SERVER_SHUTDOWN', 'ER_NORMAL_SHUTDOWN', 'ER_CONNECTION_KILLED', 'ER_CON_COUNT_ERROR', 'ER_TOO_MANY_USER_CONNECTIONS',
-  'ER_ACCESS_DENIED_ERROR', 'ER_BAD_DB_ERROR', 'ER_CANT_CREATE_THREAD', 'ER_OUT_OF_RESOURCES',
+  'ER_SERVER_SHUTDOWN',
+  'ER_NORMAL_SHUTDOWN',
+  'ER_CONNECTION_KILLED',
+  'ER_CON_COUNT_ERROR',
+  'ER_TOO_MANY_USER_CONNECTIONS',
+  'ER_ACCESS_DENIED_ERROR',
+  'ER_BAD_DB_ERROR',
+  'ER_CANT_CREATE_THREAD',
+  'ER_OUT_OF_RESOURCES',
   // Our own verdict (createMysqlGuard): the server stopped answering.
   DATABASE_UNRESPONSIVE,
-  'SQLITE_CANTOPEN', 'SQLITE_BUSY',
+  'SQLITE_CANTOPEN',
+  'SQLITE_BUSY',
 ]);
 const CONNECTION_ERROR_MESSAGES =
   /Unable to acquire a connection|The pool is probably full|aborted|database connection is not open|Connection lost|Can't add new command when connection is in closed state|read ECONNRESET|write EPIPE|Pool is closed/i;
@@ -253,7 +271,9 @@ function createMysqlGuard(settings: Record<string, unknown>) {
       deadline.unref();
       conn.on('error', () => finish(false));
       // An error packet (too many connections, access denied) is an answer: the server is alive.
-      conn.query({ sql: 'SELECT 1', timeout: MYSQL_TIMEOUTS.probeMs }, (err: (Error & { sqlMessage?: string }) | null) => finish(!err || Boolean(err.sqlMessage)));
+      conn.query({ sql: 'SELECT 1', timeout: MYSQL_TIMEOUTS.probeMs }, (err: (Error & { sqlMessage?: string }) | null) =>
+        finish(!err || Boolean(err.sqlMessage)),
+      );
     }).finally(() => {
       probing = null;
     });

@@ -137,7 +137,12 @@ function receiveMultipart(req: Request, res: Response, next: (err?: unknown) => 
     handedOver = true;
     const received = files as UploadedFile[];
     const wrong = received.find((f) => f.fieldname !== 'file');
-    if (wrong) return next(new ApiError('invalid_request', `Unexpected file field "${wrong.fieldname}"; send files as "file".`, [{ path: `/body/${wrong.fieldname}`, message: 'unexpected file field' }]));
+    if (wrong)
+      return next(
+        new ApiError('invalid_request', `Unexpected file field "${wrong.fieldname}"; send files as "file".`, [
+          { path: `/body/${wrong.fieldname}`, message: 'unexpected file field' },
+        ]),
+      );
     req.uploadedFiles = received;
     next();
   };
@@ -206,7 +211,8 @@ function receiveMultipart(req: Request, res: Response, next: (err?: unknown) => 
   req.pipe(parser);
 }
 
-const missingFieldName = () => new ApiError('invalid_request', 'The multipart body is malformed: Field name missing.', [{ path: '/body', message: 'Field name missing' }]);
+const missingFieldName = () =>
+  new ApiError('invalid_request', 'The multipart body is malformed: Field name missing.', [{ path: '/body', message: 'Field name missing' }]);
 
 /** Raised into the file streams of a request whose connection is gone. */
 class UploadAbandoned extends Error {

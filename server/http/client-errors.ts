@@ -24,9 +24,11 @@ export function answerClientErrorsInEnvelope(server: Server): void {
       return;
     }
     const answer =
-      err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? rawAnswer(408, 'The request did not arrive in time.')
-      : err.code === 'HPE_HEADER_OVERFLOW' ? rawAnswer(431, 'The request headers are too large.')
-      : rawAnswer(400, 'The request is not valid HTTP/1.1.');
+      err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? rawAnswer(408, 'The request did not arrive in time.')
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? rawAnswer(431, 'The request headers are too large.')
+          : rawAnswer(400, 'The request is not valid HTTP/1.1.');
     // Written, then destroyed: the socket is half-open capable, so end() alone would leave a client
     // that never reads or closes (a slowloris) holding the connection.
     socket.write(answer, () => socket.destroy());
@@ -34,7 +36,12 @@ export function answerClientErrorsInEnvelope(server: Server): void {
   });
   server.on('checkExpectation', (_req, res) => {
     const body = JSON.stringify({ error: { code: INVALID, message: 'Only "Expect: 100-continue" is supported.' } });
-    res.writeHead(417, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', Connection: 'close' });
+    res.writeHead(417, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(body),
+      'Cache-Control': 'no-store',
+      Connection: 'close',
+    });
     res.end(body);
   });
 }

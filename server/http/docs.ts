@@ -15,7 +15,14 @@ const DOCS_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'un
  * swagger-initializer.js, oauth2-redirect.html and .js, the ES bundles, source maps) is not served:
  * each would be another page or script on this origin for nothing.
  */
-const PAGE_FILES = new Set(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'swagger-ui-init.js', 'favicon-32x32.png', 'favicon-16x16.png']);
+const PAGE_FILES = new Set([
+  'swagger-ui.css',
+  'swagger-ui-bundle.js',
+  'swagger-ui-standalone-preset.js',
+  'swagger-ui-init.js',
+  'favicon-32x32.png',
+  'favicon-16x16.png',
+]);
 
 /**
  * With persistence off Swagger UI neither reads nor removes the key an earlier page left in

@@ -47,17 +47,29 @@ function translate(err: unknown): ApiError | null {
       message: d.message ?? 'is invalid',
     }));
     const code: ErrorCode =
-      v.status === 404 ? 'not_found'
-      : v.status === 405 ? 'method_not_allowed'
-      : v.status === 413 ? 'payload_too_large'
-      : v.status === 415 ? 'unsupported_media_type'
-      : 'invalid_request';
+      v.status === 404
+        ? 'not_found'
+        : v.status === 405
+          ? 'method_not_allowed'
+          : v.status === 413
+            ? 'payload_too_large'
+            : v.status === 415
+              ? 'unsupported_media_type'
+              : 'invalid_request';
     const message =
-      code === 'not_found' ? 'No such resource.'
-      : code === 'method_not_allowed' ? `Method not allowed here; allowed: ${v.headers?.Allow ?? 'none'}.`
-      : code === 'unsupported_media_type' ? 'Send application/json or multipart/form-data.'
-      : v.message ?? 'Invalid request.';
-    return new ApiError(code, message, code === 'invalid_request' ? details : undefined, code === 'method_not_allowed' && v.headers?.Allow ? { Allow: v.headers.Allow } : {});
+      code === 'not_found'
+        ? 'No such resource.'
+        : code === 'method_not_allowed'
+          ? `Method not allowed here; allowed: ${v.headers?.Allow ?? 'none'}.`
+          : code === 'unsupported_media_type'
+            ? 'Send application/json or multipart/form-data.'
+            : (v.message ?? 'Invalid request.');
+    return new ApiError(
+      code,
+      message,
+      code === 'invalid_request' ? details : undefined,
+      code === 'method_not_allowed' && v.headers?.Allow ? { Allow: v.headers.Allow } : {},
+    );
   }
   return null;
 }

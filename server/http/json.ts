@@ -20,9 +20,14 @@ export function fastJson(app: Express): void {
       const status = this.statusCode;
       const headers = this.req.headers;
       if (
-        status === 204 || status === 205 || status === 304 ||
-        headers['if-none-match'] !== undefined || headers['if-modified-since'] !== undefined ||
-        this.hasHeader('Content-Type') || this.hasHeader('ETag') || this.hasHeader('Last-Modified')
+        status === 204 ||
+        status === 205 ||
+        status === 304 ||
+        headers['if-none-match'] !== undefined ||
+        headers['if-modified-since'] !== undefined ||
+        this.hasHeader('Content-Type') ||
+        this.hasHeader('ETag') ||
+        this.hasHeader('Last-Modified')
       ) {
         return expressJson.call(this, obj);
       }

@@ -72,7 +72,9 @@ export function validateAgainst(document: Record<string, unknown>, validateRespo
 const finiteQueryNumbers: RequestHandler = (req, _res, next) => {
   for (const [name, value] of Object.entries(req.query)) {
     if (typeof value === 'number' && !Number.isFinite(value)) {
-      return next(new ApiError('invalid_request', `request/query/${name} must be a finite number`, [{ path: `/query/${name}`, message: 'must be a finite number' }]));
+      return next(
+        new ApiError('invalid_request', `request/query/${name} must be a finite number`, [{ path: `/query/${name}`, message: 'must be a finite number' }]),
+      );
     }
   }
   next();

@@ -18,9 +18,7 @@ export const IDEMPOTENCY_LOCK_MS = 60 * 1000;
  */
 export const IDEMPOTENCY_MAX_HOLD_MS = 15 * 60 * 1000;
 
-export type Begin =
-  | { kind: 'proceed'; handle: IdempotencyHandle }
-  | { kind: 'replay'; status: number; body: string };
+export type Begin = { kind: 'proceed'; handle: IdempotencyHandle } | { kind: 'replay'; status: number; body: string };
 
 export interface IdempotencyHandle {
   /**
@@ -42,11 +40,7 @@ export interface IdempotencyHandle {
  * Idempotency-Key as openapi/openapi.yaml declares it: scoped to the access key, remembered 24 hours; a repeat replays
  * the first answer; a repeat while the first runs is 409; the same key with another request is 422.
  */
-export function createIdempotencyService(
-  store: IdempotencyStore,
-  now: () => number = Date.now,
-  opts: { lockMs?: number; maxHoldMs?: number } = {},
-) {
+export function createIdempotencyService(store: IdempotencyStore, now: () => number = Date.now, opts: { lockMs?: number; maxHoldMs?: number } = {}) {
   const lockMs = opts.lockMs ?? IDEMPOTENCY_LOCK_MS;
   const maxHoldMs = opts.maxHoldMs ?? IDEMPOTENCY_MAX_HOLD_MS;
   return {
@@ -101,7 +95,10 @@ export function createIdempotencyService(
           // Committing now would make a second change under the key: a repeat took it over while this
           // request ran past its lease. 409 rather than the repeat's answer: that repeat may still be
           // running; a retry (the SDK retries this code) gets its answer replayed once it is done.
-          throw new ApiError('idempotency_key_in_use', 'Another request with this Idempotency-Key took over while this one was running; nothing was changed. Retry to get its answer.');
+          throw new ApiError(
+            'idempotency_key_in_use',
+            'Another request with this Idempotency-Key took over while this one was running; nothing was changed. Retry to get its answer.',
+          );
         }
       },
       async finish(status, body) {
@@ -124,18 +121,21 @@ export function createIdempotencyService(
   function keepLeaseAlive(apiKeyId: string, keyHash: string, token: string) {
     const since = now();
     let renewing = false;
-    const timer = setInterval(async () => {
-      if (renewing) return;
-      if (now() - since > maxHoldMs) return clearInterval(timer);
-      renewing = true;
-      try {
-        if (!(await store.renew(apiKeyId, keyHash, token, now() + lockMs))) clearInterval(timer);
-      } catch {
-        // next beat
-      } finally {
-        renewing = false;
-      }
-    }, Math.max(1, Math.floor(lockMs / 3)));
+    const timer = setInterval(
+      async () => {
+        if (renewing) return;
+        if (now() - since > maxHoldMs) return clearInterval(timer);
+        renewing = true;
+        try {
+          if (!(await store.renew(apiKeyId, keyHash, token, now() + lockMs))) clearInterval(timer);
+        } catch {
+          // next beat
+        } finally {
+          renewing = false;
+        }
+      },
+      Math.max(1, Math.floor(lockMs / 3)),
+    );
     timer.unref(); // never what keeps a process from exiting
     return { stop: () => clearInterval(timer) };
   }

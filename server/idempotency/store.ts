@@ -32,7 +32,9 @@ export function createIdempotencyStore(db: Knex) {
     },
     /** Extends the lease of a request still running; false once it lost the lease or finished. */
     async renew(apiKeyId: string, keyHash: string, token: string, newLock: number): Promise<boolean> {
-      const n = await db('idempotency_keys').where(leased(apiKeyId, keyHash, token)).update({ locked_until: newLock });
+      const n = await db('idempotency_keys')
+        .where(leased(apiKeyId, keyHash, token))
+        .update({ locked_until: newLock });
       return Number(n) === 1;
     },
     /** Records the answer inside the request's transaction; false when the lease is no longer ours. */
@@ -43,9 +45,14 @@ export function createIdempotencyStore(db: Knex) {
       return Number(n) === 1;
     },
     /** Forgets a key whose request did not finish; a record committed by the request's own transaction, or another request's lease, stays. */
-    removeRunning: (apiKeyId: string, keyHash: string, token: string) => db('idempotency_keys').where(leased(apiKeyId, keyHash, token)).delete(),
+    removeRunning: (apiKeyId: string, keyHash: string, token: string) =>
+      db('idempotency_keys')
+        .where(leased(apiKeyId, keyHash, token))
+        .delete(),
     completeRunning: (apiKeyId: string, keyHash: string, token: string, status: number, body: string) =>
-      db('idempotency_keys').where(leased(apiKeyId, keyHash, token)).update({ state: 'done', response_status: status, response_body: body }),
+      db('idempotency_keys')
+        .where(leased(apiKeyId, keyHash, token))
+        .update({ state: 'done', response_status: status, response_body: body }),
     removeExpired: (before: number) => db('idempotency_keys').where('created_at', '<', before).delete(),
     async removeIfExpired(apiKeyId: string, keyHash: string, before: number) {
       await db('idempotency_keys').where(where(apiKeyId, keyHash)).andWhere('created_at', '<', before).delete();

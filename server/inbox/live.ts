@@ -9,7 +9,10 @@ type Listener = () => void;
  * notices alike); a poll of the watched sites' feed positions (one primary-key read for all of
  * them) covers what the channel does not carry: no Redis, Redis away, or the CLI writing.
  */
-export function createInboxHub(store: Pick<InboxStore, 'tails'>, opts: { channel?: Pick<EventChannel, 'subscribe' | 'live'>; pollMs?: number; safetyPollMs?: number } = {}) {
+export function createInboxHub(
+  store: Pick<InboxStore, 'tails'>,
+  opts: { channel?: Pick<EventChannel, 'subscribe' | 'live'>; pollMs?: number; safetyPollMs?: number } = {},
+) {
   const pollMs = opts.pollMs ?? 1000;
   const safetyPollMs = opts.safetyPollMs ?? 5000;
   const listeners = new Map<string, Set<Listener>>();

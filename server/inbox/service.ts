@@ -64,9 +64,25 @@ export function createInboxService(deps: {
   }
 
   /** A private change's row in the site's feed, and its notice on the channel once committed. */
-  async function record(trx: Knex.Transaction, siteId: string, visitorId: string, kind: string, conversationId: string, accountId: string | null, body: object) {
+  async function record(
+    trx: Knex.Transaction,
+    siteId: string,
+    visitorId: string,
+    kind: string,
+    conversationId: string,
+    accountId: string | null,
+    body: object,
+  ) {
     const at = now();
-    const position = await store.append(trx, { site_id: siteId, kind, conversation_id: conversationId, event_id: null, account_id: accountId, body: JSON.stringify(body), created_at: at });
+    const position = await store.append(trx, {
+      site_id: siteId,
+      kind,
+      conversation_id: conversationId,
+      event_id: null,
+      account_id: accountId,
+      body: JSON.stringify(body),
+      created_at: at,
+    });
     afterCommit(trx, () => deps.channel.publish([{ id: `${INBOX_NOTICE_PREFIX}${siteId}:${position}`, siteId, visitorId, createdAt: at }]));
   }
 
@@ -144,7 +160,9 @@ export function createInboxService(deps: {
     /** Closes through the conversations service (one `conversation.closed`); audited when this call closed it. */
     async close(actor: Signed, siteId: string, id: string) {
       await deps.accounts.requireRole(actor.manager, siteId, 'member');
-      const closed = await deps.conversations.close(siteId, id, (trx, card) => deps.accounts.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined));
+      const closed = await deps.conversations.close(siteId, id, (trx, card) =>
+        deps.accounts.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined),
+      );
       return (await withInbox(actor.manager.accountId, [closed]))[0];
     },
 
@@ -161,7 +179,11 @@ export function createInboxService(deps: {
         if (refusal) throw new ApiError('forbidden', refusal);
         if (current === assigneeId) return;
         await store.setAssignee(trx, id, assigneeId);
-        await record(trx, siteId, row.visitor_id, 'conversation.assigned', id, actor.manager.accountId, { conversationId: id, assigneeId, assignedBy: actor.manager.accountId });
+        await record(trx, siteId, row.visitor_id, 'conversation.assigned', id, actor.manager.accountId, {
+          conversationId: id,
+          assigneeId,
+          assignedBy: actor.manager.accountId,
+        });
         await deps.accounts.audit(actor, [siteId], assigneeId ? 'conversation.assigned' : 'conversation.unassigned', id, trx);
       });
       return service.get(actor.manager, siteId, id);
@@ -184,7 +206,10 @@ export function createInboxService(deps: {
       let from = tail;
       if (lastEventId !== undefined) {
         const n = /^\d{1,15}$/.test(lastEventId) ? Number(lastEventId) : NaN;
-        if (!(n <= tail)) throw invalid('Last-Event-ID is not an event id of this inbox; reconnect without it.', [{ path: '/header/Last-Event-ID', message: 'unknown event id' }]);
+        if (!(n <= tail))
+          throw invalid('Last-Event-ID is not an event id of this inbox; reconnect without it.', [
+            { path: '/header/Last-Event-ID', message: 'unknown event id' },
+          ]);
         from = n;
       }
       return {

@@ -37,7 +37,10 @@ export function createInboxStore(db: Knex) {
    * meet on its primary key and the loser bumps the winner's row.
    */
   async function nextPosition(trx: Knex.Transaction, siteId: string): Promise<number> {
-    const bump = () => trx('inbox_positions').where({ site_id: siteId }).update({ position: trx.raw('?? + 1', ['position']) });
+    const bump = () =>
+      trx('inbox_positions')
+        .where({ site_id: siteId })
+        .update({ position: trx.raw('?? + 1', ['position']) });
     if (Number(await bump()) === 0) {
       try {
         await trx('inbox_positions').insert({ site_id: siteId, position: 1 });
@@ -122,7 +125,13 @@ export function createInboxStore(db: Knex) {
 
     /** The newest message of a conversation: what "read" marks up to. */
     async newestMessage(conversationId: string, trx: Knex = db): Promise<{ id: string; created_at: number } | undefined> {
-      const r = await trx('messages').where({ conversation_id: conversationId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).first('id', 'created_at');
+      const r = await trx('messages')
+        .where({ conversation_id: conversationId })
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .first('id', 'created_at');
       return r && { id: r.id, created_at: Number(r.created_at) };
     },
 

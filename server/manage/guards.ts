@@ -22,7 +22,8 @@ export function crossSiteRefusal(req: Pick<Request, 'method' | 'headers'>, servi
     return new ApiError('cross_site_request', `A change from another site is refused (Sec-Fetch-Site: ${String(site).slice(0, 20)}).`);
   }
   const origin = req.headers.origin;
-  if (origin === undefined) return new ApiError('cross_site_request', 'A change needs Sec-Fetch-Site: same-origin or this service\'s Origin; use a management token for scripts.');
+  if (origin === undefined)
+    return new ApiError('cross_site_request', "A change needs Sec-Fetch-Site: same-origin or this service's Origin; use a management token for scripts.");
   if (origin === serviceOrigin) return null;
   return new ApiError('cross_site_request', 'A change from another origin is refused.');
 }

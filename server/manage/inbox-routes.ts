@@ -28,7 +28,8 @@ export function inboxUploads(services: Services): RequestHandler {
     REPLY_PATH,
     async (req, _res, next) => {
       try {
-        if (req.is('multipart/form-data') && req.manager) await services.inbox.service.checkReply(req.manager, String(req.params.siteId), String(req.params.conversationId));
+        if (req.is('multipart/form-data') && req.manager)
+          await services.inbox.service.checkReply(req.manager, String(req.params.siteId), String(req.params.conversationId));
         next();
       } catch (err) {
         next(err);
@@ -57,25 +58,34 @@ export function inboxRoutes(services: Services, logger: Logger): Router {
   });
 
   router.get(`${one}/messages`, async (req, res) => {
-    const answer: MessagesAnswer = await inbox.messages(req.manager!, req.params.siteId, req.params.conversationId, req.query as { limit?: number; cursor?: string; order?: 'asc' | 'desc' });
+    const answer: MessagesAnswer = await inbox.messages(
+      req.manager!,
+      req.params.siteId,
+      req.params.conversationId,
+      req.query as { limit?: number; cursor?: string; order?: 'asc' | 'desc' },
+    );
     res.json(answer);
   });
 
   // Idempotency-Key: the public reply's records, scoped to the account instead of an API key.
-  router.post(REPLY_PATH, idempotency(services.idempotency, normaliseReply, (req) => req.manager?.accountId), async (req, res) => {
-    const body = req.body as Partial<ReplyBody>;
-    const files = (req.uploadedFiles ?? []).map((f) => ({ tempPath: f.path, originalName: f.originalname, mimeType: f.mimetype }));
-    const idem = req.idempotency;
-    const message = await inbox.reply(
-      actor(req),
-      String(req.params.siteId),
-      String(req.params.conversationId),
-      { content: body.content ?? '', format: body.format ?? 'plain', files },
-      idem ? (trx, m) => idem.completeIn(trx, 201, { data: m } satisfies ReplyAnswer) : undefined,
-    );
-    const answer: ReplyAnswer = { data: message };
-    res.status(201).json(answer);
-  });
+  router.post(
+    REPLY_PATH,
+    idempotency(services.idempotency, normaliseReply, (req) => req.manager?.accountId),
+    async (req, res) => {
+      const body = req.body as Partial<ReplyBody>;
+      const files = (req.uploadedFiles ?? []).map((f) => ({ tempPath: f.path, originalName: f.originalname, mimeType: f.mimetype }));
+      const idem = req.idempotency;
+      const message = await inbox.reply(
+        actor(req),
+        String(req.params.siteId),
+        String(req.params.conversationId),
+        { content: body.content ?? '', format: body.format ?? 'plain', files },
+        idem ? (trx, m) => idem.completeIn(trx, 201, { data: m } satisfies ReplyAnswer) : undefined,
+      );
+      const answer: ReplyAnswer = { data: message };
+      res.status(201).json(answer);
+    },
+  );
 
   router.post(`${one}/close`, async (req, res) => {
     const answer: ConversationAnswer = { data: await inbox.close(actor(req), req.params.siteId, req.params.conversationId) };

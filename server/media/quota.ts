@@ -93,11 +93,19 @@ export const MAX_TYPE_PATTERNS = 20;
  * `type/*` or `*\/*`, lowercase, duplicates dropped. Empty or `any` allows every type (null).
  */
 export function parseTypePatterns(text: string): string[] | null {
-  const list = [...new Set(text.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean))];
+  const list = [
+    ...new Set(
+      text
+        .split(',')
+        .map((s) => s.trim().toLowerCase())
+        .filter(Boolean),
+    ),
+  ];
   if (list.length === 0 || (list.length === 1 && list[0] === 'any')) return null;
   if (list.length > MAX_TYPE_PATTERNS) throw invalid(`At most ${MAX_TYPE_PATTERNS} file types a site.`);
   for (const p of list) {
-    if (p.length > 100 || !TYPE_PATTERN.test(p)) throw invalid(`"${p}" is not a file type pattern: write type/subtype or type/*, e.g. image/*,application/pdf.`);
+    if (p.length > 100 || !TYPE_PATTERN.test(p))
+      throw invalid(`"${p}" is not a file type pattern: write type/subtype or type/*, e.g. image/*,application/pdf.`);
   }
   return list.includes('*/*') ? null : list;
 }

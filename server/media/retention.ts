@@ -37,7 +37,12 @@ export async function removeExpiredMedia(deps: { db: Knex; visitorFiles: Visitor
           .select('attachments.id', 'attachments.site_id', 'attachments.size', 'attachments.storage_key', 'messages.direction');
         const found = ((await forUpdate(trx, query)) as ExpiredRow[]).map((r) => withNumericColumns(r, ['size']));
         if (found.length === 0) return found;
-        await trx('attachments').whereIn('id', found.map((r) => r.id)).delete();
+        await trx('attachments')
+          .whereIn(
+            'id',
+            found.map((r) => r.id),
+          )
+          .delete();
         const freed = new Map<string, number>();
         for (const r of found) if (r.direction === 'incoming') freed.set(r.site_id, (freed.get(r.site_id) ?? 0) + r.size);
         // Sites in one order, so two sweeps lock their rows the same way round.

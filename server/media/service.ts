@@ -40,10 +40,15 @@ const INVISIBLE = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
 /** Keeps a file name readable but harmless: no path, no invisible, control or quote characters, bounded length. */
 export function safeFileName(name: string): string {
   const base = path.basename(name.replace(INVISIBLE, '').replace(/\\/g, '/'));
-  const cleaned = base.replace(/["\\/<>:|?*]/g, '_').replace(/^\.+/, '').trim();
+  const cleaned = base
+    .replace(/["\\/<>:|?*]/g, '_')
+    .replace(/^\.+/, '')
+    .trim();
   // 200 characters as the document counts them (code points): slicing UTF-16 units could cut an
   // emoji in half and store a name the answer schema then refuses.
-  return Array.from(cleaned || 'file').slice(0, 200).join('');
+  return Array.from(cleaned || 'file')
+    .slice(0, 200)
+    .join('');
 }
 
 const MIME_PATTERN = /^[a-z0-9!#$&^_.+-]+\/[a-z0-9!#$&^_.+-]+$/i;

@@ -1,7 +1,18 @@
 import type { Knex } from 'knex';
 import { forUpdate, withNumericColumns } from '../db/knex';
 import { ApiError, ErrorDetail } from '../platform/errors';
-import { chargeSite, NO_USAGE, parseTypePatterns, released, secondsUntilNextUtcDay, SiteQuota, siteRoom, SiteUsage, typeAllowed, VisitorFileLimits } from './quota';
+import {
+  chargeSite,
+  NO_USAGE,
+  parseTypePatterns,
+  released,
+  secondsUntilNextUtcDay,
+  SiteQuota,
+  siteRoom,
+  SiteUsage,
+  typeAllowed,
+  VisitorFileLimits,
+} from './quota';
 import { storableMimeType } from './service';
 
 /** A site's row of `site_visitor_files` (migration 007); none means files on, any type, nothing stored. */
@@ -28,28 +39,45 @@ const settingsOf = (row: VisitorFilesRow | undefined): VisitorFileSettings => ({
   enabled: row ? Boolean(row.files_enabled) : true,
   types: row?.allowed_types ? row.allowed_types.split(',') : null,
 });
-const usageOf = (row: VisitorFilesRow | undefined): SiteUsage => (row ? { storedBytes: row.stored_bytes, day: row.usage_day, dayBytes: row.day_bytes } : NO_USAGE);
+const usageOf = (row: VisitorFilesRow | undefined): SiteUsage =>
+  row ? { storedBytes: row.stored_bytes, day: row.usage_day, dayBytes: row.day_bytes } : NO_USAGE;
 
 /** A site's row before anything was set or stored: files on, any type. */
-const newRow = (siteId: string, at: number): VisitorFilesRow => ({ site_id: siteId, files_enabled: true, allowed_types: null, stored_bytes: 0, usage_day: 0, day_bytes: 0, updated_at: at });
+const newRow = (siteId: string, at: number): VisitorFilesRow => ({
+  site_id: siteId,
+  files_enabled: true,
+  allowed_types: null,
+  stored_bytes: 0,
+  usage_day: 0,
+  day_bytes: 0,
+  updated_at: at,
+});
 
 const FILE_DETAIL = (message: string): ErrorDetail[] => [{ path: '/body/file', message }];
 
-export const filesOffError = () => new ApiError('unsupported_media_type', 'This site does not take files from visitors.', FILE_DETAIL('files from visitors are off for this site'));
+export const filesOffError = () =>
+  new ApiError('unsupported_media_type', 'This site does not take files from visitors.', FILE_DETAIL('files from visitors are off for this site'));
 
 /** Files refused by the site's setting: before a byte of them is written. */
 export function checkFileAllowed(settings: VisitorFileSettings, declaredType: string): void {
   if (!settings.enabled) throw filesOffError();
   const type = storableMimeType(declaredType);
   if (!typeAllowed(settings.types, type)) {
-    throw new ApiError('unsupported_media_type', `Files of type ${type} are not accepted here; this site takes ${settings.types!.join(', ')}.`, FILE_DETAIL(`type ${type} is not allowed for this site`));
+    throw new ApiError(
+      'unsupported_media_type',
+      `Files of type ${type} are not accepted here; this site takes ${settings.types!.join(', ')}.`,
+      FILE_DETAIL(`type ${type} is not allowed for this site`),
+    );
   }
 }
 
 /** A site quota that has no room: 507 while the site's stored bytes are at their limit, 429 until the next UTC day. */
 export function siteQuotaError(quota: SiteQuota, now: number): ApiError {
-  if (quota === 'stored') return new ApiError('insufficient_storage', "The site's storage for files from visitors is full; older files make room as they expire.");
-  return new ApiError('quota_exceeded', "The site has taken its quota of files from visitors for today; try again tomorrow.", undefined, { 'Retry-After': String(secondsUntilNextUtcDay(now)) });
+  if (quota === 'stored')
+    return new ApiError('insufficient_storage', "The site's storage for files from visitors is full; older files make room as they expire.");
+  return new ApiError('quota_exceeded', 'The site has taken its quota of files from visitors for today; try again tomorrow.', undefined, {
+    'Retry-After': String(secondsUntilNextUtcDay(now)),
+  });
 }
 
 /**
@@ -122,7 +150,9 @@ export function createVisitorFiles(deps: { db: Knex; limits: VisitorFileLimits; 
     async release(trx: Knex.Transaction, siteId: string, bytes: number): Promise<void> {
       const row = await find(trx, siteId, true);
       if (!row) return;
-      await trx('site_visitor_files').where({ site_id: siteId }).update({ stored_bytes: released(usageOf(row), bytes).storedBytes, updated_at: now() });
+      await trx('site_visitor_files')
+        .where({ site_id: siteId })
+        .update({ stored_bytes: released(usageOf(row), bytes).storedBytes, updated_at: now() });
     },
   };
 }

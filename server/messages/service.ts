@@ -42,7 +42,9 @@ interface Deps {
 /** Content rules shared by every way a message enters (API reply, chat window, messenger). */
 export function checkContent(content: string, fileCount: number): void {
   if ([...content].length > MAX_CONTENT_LENGTH) {
-    throw invalid(`content is longer than ${MAX_CONTENT_LENGTH} characters.`, [{ path: '/body/content', message: `must NOT have more than ${MAX_CONTENT_LENGTH} characters` }]);
+    throw invalid(`content is longer than ${MAX_CONTENT_LENGTH} characters.`, [
+      { path: '/body/content', message: `must NOT have more than ${MAX_CONTENT_LENGTH} characters` },
+    ]);
   }
   if (content.trim() === '' && fileCount === 0) {
     throw invalid('content is empty; send text or attach at least one file.', [{ path: '/body/content', message: 'must not be empty without a file' }]);
@@ -135,12 +137,7 @@ export function createMessageService(deps: Deps) {
      * A reply from the API (or an agent): refused on a closed conversation. `withinTransaction`
      * lets the caller record its answer (the idempotency record) in the same commit as the message.
      */
-    async reply(
-      siteId: string,
-      conversationId: string,
-      input: NewMessage,
-      withinTransaction?: (trx: Knex.Transaction, message: Message) => Promise<void>,
-    ) {
+    async reply(siteId: string, conversationId: string, input: NewMessage, withinTransaction?: (trx: Knex.Transaction, message: Message) => Promise<void>) {
       checkContent(input.content, input.files.length);
       const files = await media.persist(siteId, input.files);
       try {

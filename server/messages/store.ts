@@ -27,7 +27,19 @@ export interface MessageRow {
 }
 
 /** The columns of a message row, named. */
-export const MESSAGE_COLUMNS = ['id', 'conversation_id', 'site_id', 'direction', 'origin', 'api_key_id', 'author_id', 'content', 'format', 'created_at', 'attachment_count'] as const;
+export const MESSAGE_COLUMNS = [
+  'id',
+  'conversation_id',
+  'site_id',
+  'direction',
+  'origin',
+  'api_key_id',
+  'author_id',
+  'content',
+  'format',
+  'created_at',
+  'attachment_count',
+] as const;
 
 /** The one row mapping of `messages`: mysql2 may hand BIGINT back as a string. */
 export function mapMessageRow(row: MessageRow): MessageRow {
@@ -47,7 +59,13 @@ export function createMessageStore(db: Knex) {
         const edge = order === 'asc' ? '>=' : '<=';
         q.andWhere('created_at', edge, v[2]).andWhere((w) => w.where('created_at', op, v[3]).orWhere('id', op, v[4]));
       }
-      return q.orderBy([{ column: 'created_at', order }, { column: 'id', order }]).limit(v[withAfter ? 5 : 2]).select(MESSAGE_COLUMNS);
+      return q
+        .orderBy([
+          { column: 'created_at', order },
+          { column: 'id', order },
+        ])
+        .limit(v[withAfter ? 5 : 2])
+        .select(MESSAGE_COLUMNS);
     });
   const pageStatements = {
     asc: { first: pageStatement('asc', false), after: pageStatement('asc', true) },
@@ -69,7 +87,10 @@ export function createMessageStore(db: Knex) {
       const rows: MessageRow[] = await db('messages')
         .where('conversation_id', conversationId)
         .andWhere('created_at', '>=', createdAt)
-        .orderBy([{ column: 'created_at', order: 'asc' }, { column: 'id', order: 'asc' }])
+        .orderBy([
+          { column: 'created_at', order: 'asc' },
+          { column: 'id', order: 'asc' },
+        ])
         .limit(limit)
         .select(MESSAGE_COLUMNS);
       return rows.map(mapMessageRow);

@@ -50,5 +50,4 @@ export class ApiError extends Error {
 }
 
 export const notFound = (what: string) => new ApiError('not_found', `${what} not found.`);
-export const invalid = (message: string, details?: ErrorDetail[]) =>
-  new ApiError('invalid_request', message, details);
+export const invalid = (message: string, details?: ErrorDetail[]) => new ApiError('invalid_request', message, details);

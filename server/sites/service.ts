@@ -120,7 +120,10 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
     /** A key of the site, issued by the caller's account; its value is in this answer only. */
     async createKey(actor: Owner, siteId: string, label: string, scopes: Scope[]) {
       await owner(actor.manager, siteId);
-      const created = await access.createKey(siteId, [...new Set(scopes)], label, { createdBy: actor.manager.accountId, also: audited(actor, siteId, 'key.created') });
+      const created = await access.createKey(siteId, [...new Set(scopes)], label, {
+        createdBy: actor.manager.accountId,
+        also: audited(actor, siteId, 'key.created'),
+      });
       const made = await access.getKey(siteId, created.id);
       return { ...made, label, createdBy: actor.manager.accountId, lastUsedAt: null, revokedAt: null, key: created.key };
     },

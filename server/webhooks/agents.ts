@@ -7,7 +7,11 @@ import type { ResolvedIp } from './ssrf';
 export function pinnedLookup(resolvedIps: ResolvedIp[]): LookupFunction {
   return ((_hostname: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) => {
     // Node's lookup contract names the IP `address`.
-    if (options?.all) callback(null, resolvedIps.map((r) => ({ address: r.ip, family: r.family })));
+    if (options?.all)
+      callback(
+        null,
+        resolvedIps.map((r) => ({ address: r.ip, family: r.family })),
+      );
     else callback(null, resolvedIps[0].ip, resolvedIps[0].family);
   }) as unknown as LookupFunction;
 }

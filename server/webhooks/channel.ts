@@ -63,7 +63,14 @@ export function encodeNotice(origin: string, events: readonly CommittedEvent[]):
 
 const isCommittedEvent = (e: unknown): e is CommittedEvent => {
   const c = e as Partial<CommittedEvent> | null;
-  return typeof c === 'object' && c !== null && typeof c.id === 'string' && typeof c.siteId === 'string' && typeof c.visitorId === 'string' && Number.isFinite(c.createdAt);
+  return (
+    typeof c === 'object' &&
+    c !== null &&
+    typeof c.id === 'string' &&
+    typeof c.siteId === 'string' &&
+    typeof c.visitorId === 'string' &&
+    Number.isFinite(c.createdAt)
+  );
 };
 
 /** The sender and the events of a message; `events` null when it lists none (an older release's wake-up, too many, or unreadable). */
@@ -208,15 +215,12 @@ export function createEventChannel(opts: EventChannelOptions = {}): EventChannel
     if (notice.from !== origin) tell(notice.events);
   });
   subscriber.on('ready', () => {
-    subscriber.subscribe(channel).then(
-      () => {
-        subscribed = true;
-        if (down) logger.info({ component: 'event-channel' }, 'Redis ready again: delivery workers and live streams hear of events across processes again');
-        down = false;
-        tell(null); // events written while we were not listening
-      },
-      reportFailure,
-    );
+    subscriber.subscribe(channel).then(() => {
+      subscribed = true;
+      if (down) logger.info({ component: 'event-channel' }, 'Redis ready again: delivery workers and live streams hear of events across processes again');
+      down = false;
+      tell(null); // events written while we were not listening
+    }, reportFailure);
   });
 
   return {

@@ -41,7 +41,10 @@ export function createLogQueries(db: Knex) {
    */
   function filtered(siteId: string, f: DeliveryFilter) {
     const index = f.name ? 'events_site_name_created' : 'events_site_id_created_at_index';
-    let q = db.from(withIndex(db, 'events', index)).join(joinedByPrimaryKey(db, 'deliveries') as never, 'deliveries.event_id', 'events.id').where('events.site_id', siteId);
+    let q = db
+      .from(withIndex(db, 'events', index))
+      .join(joinedByPrimaryKey(db, 'deliveries') as never, 'deliveries.event_id', 'events.id')
+      .where('events.site_id', siteId);
     if (f.name) q = q.andWhere('events.name', f.name);
     if (f.status) q = q.andWhere('deliveries.status', f.status);
     if (f.from !== undefined) q = q.andWhere('events.created_at', '>=', f.from);
@@ -68,7 +71,16 @@ export function createLogQueries(db: Knex) {
           { column: 'events.id', order: 'desc' },
         ])
         .limit(limit)
-        .select('events.id', 'events.name', 'events.created_at', 'deliveries.status', 'deliveries.attempts', 'deliveries.test', 'deliveries.next_attempt_at', 'deliveries.updated_at');
+        .select(
+          'events.id',
+          'events.name',
+          'events.created_at',
+          'deliveries.status',
+          'deliveries.attempts',
+          'deliveries.test',
+          'deliveries.next_attempt_at',
+          'deliveries.updated_at',
+        );
       return rows.map(mapLogged);
     },
 
@@ -89,7 +101,20 @@ export function createLogQueries(db: Knex) {
         .whereIn('event_id', eventIds)
         .orderBy([{ column: 'event_id' }, { column: 'attempt' }, { column: 'id' }])
         .limit(limit)
-        .select('event_id', 'site_id', 'endpoint_id', 'event_name', 'attempt', 'url', 'started_at', 'duration_ms', 'status_code', 'error', 'response_excerpt', 'request_headers');
+        .select(
+          'event_id',
+          'site_id',
+          'endpoint_id',
+          'event_name',
+          'attempt',
+          'url',
+          'started_at',
+          'duration_ms',
+          'status_code',
+          'error',
+          'response_excerpt',
+          'request_headers',
+        );
       return rows.map(mapAttemptRow);
     },
 
@@ -129,7 +154,12 @@ export function createLogQueries(db: Knex) {
      * The events of a conversation created in [from, to], oldest first, with their delivery's state
      * (null: not delivered to any address): a range scan of events_conversation_created.
      */
-    async eventsOfConversation(conversationId: string, from: number, to: number, limit: number): Promise<(EventRow & { delivery_status: DeliveryStatus | null })[]> {
+    async eventsOfConversation(
+      conversationId: string,
+      from: number,
+      to: number,
+      limit: number,
+    ): Promise<(EventRow & { delivery_status: DeliveryStatus | null })[]> {
       const rows = await db('events as e')
         .leftJoin('deliveries as d', 'd.event_id', 'e.id')
         .where('e.conversation_id', conversationId)
@@ -138,7 +168,10 @@ export function createLogQueries(db: Knex) {
         .orderBy([{ column: 'e.created_at' }, { column: 'e.id' }])
         .limit(limit)
         .select('e.id', 'e.site_id', 'e.name', 'e.created_at', 'e.conversation_id', 'e.message_id', 'd.status as delivery_status');
-      return rows.map((r: Record<string, unknown>) => ({ ...mapEventRow({ ...r, body: '' }), delivery_status: (r.delivery_status as DeliveryStatus | null) ?? null }));
+      return rows.map((r: Record<string, unknown>) => ({
+        ...mapEventRow({ ...r, body: '' }),
+        delivery_status: (r.delivery_status as DeliveryStatus | null) ?? null,
+      }));
     },
 
     /**
@@ -150,7 +183,8 @@ export function createLogQueries(db: Knex) {
     async noteEndedDeliveries(endpointId: string, ended: { delivered: number; failed: number }, now: number): Promise<void> {
       const q = db('webhook_endpoints').where({ id: endpointId });
       if (ended.delivered > 0) await q.andWhere('failure_streak', '>', 0).update({ failure_streak: 0, failing_since: null });
-      else if (ended.failed > 0) await q.update({ failure_streak: db.raw('failure_streak + ?', [ended.failed]), failing_since: db.raw('COALESCE(failing_since, ?)', [now]) });
+      else if (ended.failed > 0)
+        await q.update({ failure_streak: db.raw('failure_streak + ?', [ended.failed]), failing_since: db.raw('COALESCE(failing_since, ?)', [now]) });
     },
 
     /**
@@ -168,7 +202,10 @@ export function createLogQueries(db: Knex) {
 
     /** Disables an enabled address for `reason`; false when it was disabled already. */
     async disableEndpoint(endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex = db): Promise<boolean> {
-      const n = await trx('webhook_endpoints').where({ id: endpointId }).whereNull('disabled_at').update({ disabled_at: now, disabled_reason: reason, updated_at: now });
+      const n = await trx('webhook_endpoints')
+        .where({ id: endpointId })
+        .whereNull('disabled_at')
+        .update({ disabled_at: now, disabled_reason: reason, updated_at: now });
       return Number(n) > 0;
     },
   };

@@ -34,7 +34,15 @@ async function writeEvent(trx: Knex.Transaction, input: EmitInput, now: number):
     workspaceKey: input.siteId,
     data: { conversation: input.conversation, message: input.message },
   });
-  await insertEvent(trx, { id, site_id: input.siteId, name: input.name, body, created_at: now, conversation_id: input.conversation.id, message_id: input.message?.id ?? null });
+  await insertEvent(trx, {
+    id,
+    site_id: input.siteId,
+    name: input.name,
+    body,
+    created_at: now,
+    conversation_id: input.conversation.id,
+    message_id: input.message?.id ?? null,
+  });
   const endpoint = await findEndpointOfSite(trx, input.siteId);
   if (endpoint && subscribedEvents(endpoint).includes(input.name)) {
     await insertPendingDelivery(trx, { event_id: id, site_id: input.siteId, endpoint_id: endpoint.id }, now);

@@ -75,6 +75,7 @@ export interface ListedAttempt extends AttemptRow {
 export const mapEndpointRow = (r: Record<string, unknown>) =>
   withNumericColumns(r as unknown as EndpointRow, ['created_at', 'updated_at', 'secret_switch_at', 'disabled_at', 'failing_since', 'failure_streak']);
 export const mapEventRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as EventRow, ['created_at']);
-export const mapDeliveryRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as DeliveryRow, ['attempts', 'round_base', 'next_attempt_at', 'lease_until', 'updated_at']);
-export const mapAttemptRow = (r: Record<string, unknown>) => withNumericColumns(r as unknown as AttemptRow, ['attempt', 'started_at', 'duration_ms', 'status_code']);
-
+export const mapDeliveryRow = (r: Record<string, unknown>) =>
+  withNumericColumns(r as unknown as DeliveryRow, ['attempts', 'round_base', 'next_attempt_at', 'lease_until', 'updated_at']);
+export const mapAttemptRow = (r: Record<string, unknown>) =>
+  withNumericColumns(r as unknown as AttemptRow, ['attempt', 'started_at', 'duration_ms', 'status_code']);

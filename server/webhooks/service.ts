@@ -54,9 +54,17 @@ const deliveryToDto = (d: LoggedDelivery) => ({
 /** Parses `e1,e2`; every name must be one of the three events. No list means all of them. */
 export function parseEventNames(value: string | undefined): EventName[] {
   if (value === undefined) return [...EVENT_NAMES];
-  const names = [...new Set(value.split(',').map((s) => s.trim()).filter(Boolean))];
+  const names = [
+    ...new Set(
+      value
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    ),
+  ];
   const unknown = names.filter((n) => !EVENT_NAMES.includes(n as EventName));
-  if (names.length === 0 || unknown.length) throw invalid(`events must be a comma-separated subset of ${EVENT_NAMES.join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}.`);
+  if (names.length === 0 || unknown.length)
+    throw invalid(`events must be a comma-separated subset of ${EVENT_NAMES.join(', ')}${unknown.length ? `; unknown: ${unknown.join(', ')}` : ''}.`);
   return EVENT_NAMES.filter((n) => names.includes(n)); // stable order
 }
 
@@ -120,7 +128,9 @@ export function createWebhookService(deps: {
       await resolveChecked(host, { allowPrivate: deps.allowPrivateNetworks, resolve: deps.resolve });
     } catch (err) {
       if (err instanceof BlockedIpError) {
-        throw invalid(`${host} resolves to a loopback, private, link-local or otherwise reserved IP; event addresses must be public (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows them, for development only).`);
+        throw invalid(
+          `${host} resolves to a loopback, private, link-local or otherwise reserved IP; event addresses must be public (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true allows them, for development only).`,
+        );
       }
       throw invalid(`${host} does not resolve (${(err as { code?: string }).code ?? (err as Error).message}).`);
     }
@@ -139,14 +149,21 @@ export function createWebhookService(deps: {
      * changes keep the secret (receivers keep verifying) and return `secret: null`; use
      * rotateSecret for a new one.
      */
-    async setEndpoint(siteId: string, rawUrl: string, events?: string, actor: AuditActor = CLI_ACTOR): Promise<{ id: string; url: string; events: EventName[]; secret: string | null }> {
+    async setEndpoint(
+      siteId: string,
+      rawUrl: string,
+      events?: string,
+      actor: AuditActor = CLI_ACTOR,
+    ): Promise<{ id: string; url: string; events: EventName[]; secret: string | null }> {
       await requireSite(siteId);
       const url = await checkUrl(rawUrl);
       const names = parseEventNames(events);
       const at = now();
       const existing = await store.findEndpoint(siteId);
       if (existing) {
-        await audited(actor, siteId, 'event_address.updated', existing.id, (trx) => store.updateEndpoint(existing.id, { url, events: names.join(','), updated_at: at }, trx));
+        await audited(actor, siteId, 'event_address.updated', existing.id, (trx) =>
+          store.updateEndpoint(existing.id, { url, events: names.join(','), updated_at: at }, trx),
+        );
         return { id: existing.id, url, events: names, secret: null };
       }
       const secret = newSecret();
@@ -215,7 +232,11 @@ export function createWebhookService(deps: {
      * one, and at the switch the old one is dropped. A roll while one is pending replaces its new
      * secret and switch time (the pending secret never signed anything).
      */
-    async rollSecret(siteId: string, switchInHours: number = DEFAULT_SWITCH_IN_HOURS, actor: AuditActor = CLI_ACTOR): Promise<{ id: string; secret: string; switchAt: string }> {
+    async rollSecret(
+      siteId: string,
+      switchInHours: number = DEFAULT_SWITCH_IN_HOURS,
+      actor: AuditActor = CLI_ACTOR,
+    ): Promise<{ id: string; secret: string; switchAt: string }> {
       if (!Number.isFinite(switchInHours) || switchInHours < 1 || switchInHours > MAX_SWITCH_IN_HOURS) {
         throw invalid(`switchInHours must be 1 to ${MAX_SWITCH_IN_HOURS}.`, [{ path: '/body/switchInHours', message: `must be 1 to ${MAX_SWITCH_IN_HOURS}` }]);
       }
@@ -235,10 +256,13 @@ export function createWebhookService(deps: {
      */
     async switchSecret(siteId: string, actor: AuditActor = CLI_ACTOR): Promise<{ id: string; switchAt: string }> {
       const row = await requireEndpoint(siteId);
-      if (row.secret_next_encrypted === null || row.secret_switch_at === null) throw invalid('No secret roll is pending; start one with the roll operation first.');
+      if (row.secret_next_encrypted === null || row.secret_switch_at === null)
+        throw invalid('No secret roll is pending; start one with the roll operation first.');
       const at = now();
       const switchAt = Math.min(row.secret_switch_at, at + SWITCH_SETTLE_MS);
-      await audited(actor, siteId, 'event_address.secret_switched', row.id, (trx) => store.updateEndpoint(row.id, { secret_switch_at: switchAt, updated_at: at }, trx));
+      await audited(actor, siteId, 'event_address.secret_switched', row.id, (trx) =>
+        store.updateEndpoint(row.id, { secret_switch_at: switchAt, updated_at: at }, trx),
+      );
       return { id: row.id, switchAt: toIsoRequired(switchAt) };
     },
 
@@ -249,7 +273,8 @@ export function createWebhookService(deps: {
      * checking a receiver is how an owner decides to enable it again.
      */
     async sendTest(siteId: string, eventName: string, actor: AuditActor = CLI_ACTOR) {
-      if (!EVENT_NAMES.includes(eventName as EventName)) throw invalid(`event must be one of ${EVENT_NAMES.join(', ')}.`, [{ path: '/body/event', message: 'unknown event' }]);
+      if (!EVENT_NAMES.includes(eventName as EventName))
+        throw invalid(`event must be one of ${EVENT_NAMES.join(', ')}.`, [{ path: '/body/event', message: 'unknown event' }]);
       const row = await requireEndpoint(siteId);
       if (!deps.transport) throw new Error('test deliveries need a transport');
       const at = now();
@@ -288,8 +313,14 @@ export function createWebhookService(deps: {
     /** A page of the site's deliveries, newest first, filtered by event name, outcome and creation time. */
     async listDeliveries(siteId: string, q: { event?: string; outcome?: string; since?: string; until?: string; limit?: number; cursor?: string }) {
       await requireSite(siteId);
-      if (q.event !== undefined && !EVENT_NAMES.includes(q.event as EventName)) throw invalid(`event must be one of ${EVENT_NAMES.join(', ')}.`, [{ path: '/query/event', message: 'unknown event' }]);
-      const f: DeliveryFilter = { name: q.event, status: q.outcome as DeliveryFilter['status'], from: q.since ? Date.parse(q.since) : undefined, to: q.until ? Date.parse(q.until) : undefined };
+      if (q.event !== undefined && !EVENT_NAMES.includes(q.event as EventName))
+        throw invalid(`event must be one of ${EVENT_NAMES.join(', ')}.`, [{ path: '/query/event', message: 'unknown event' }]);
+      const f: DeliveryFilter = {
+        name: q.event,
+        status: q.outcome as DeliveryFilter['status'],
+        from: q.since ? Date.parse(q.since) : undefined,
+        to: q.until ? Date.parse(q.until) : undefined,
+      };
       const limit = q.limit ?? 25;
       const scope = { log: 'deliveries', siteId, f };
       const after = q.cursor ? deps.cursors!.decode(q.cursor, scope) : undefined;
@@ -297,7 +328,10 @@ export function createWebhookService(deps: {
       const hasMore = rows.length > limit;
       const page = hasMore ? rows.slice(0, limit) : rows;
       const last = page[page.length - 1];
-      return { data: page.map(deliveryToDto), page: { nextCursor: hasMore && last ? deps.cursors!.encode({ createdAt: last.created_at, id: last.id }, scope) : null, hasMore } };
+      return {
+        data: page.map(deliveryToDto),
+        page: { nextCursor: hasMore && last ? deps.cursors!.encode({ createdAt: last.created_at, id: last.id }, scope) : null, hasMore },
+      };
     },
 
     /** One delivery of the site with its request body and every attempt (headers as sent, answer excerpt, error, duration). */
@@ -347,7 +381,8 @@ export function createWebhookService(deps: {
     async redeliverEvent(eventId: string, opts: { siteId?: string; actor?: AuditActor } = {}): Promise<string[]> {
       const event = await store.findEvent(eventId);
       if (!event || (opts.siteId !== undefined && event.site_id !== opts.siteId)) throw notFound('Event');
-      if (opts.siteId !== undefined && (await store.findDelivery(opts.siteId, eventId))?.delivery.test) throw invalid('A test delivery is not redelivered; send another test.');
+      if (opts.siteId !== undefined && (await store.findDelivery(opts.siteId, eventId))?.delivery.test)
+        throw invalid('A test delivery is not redelivered; send another test.');
       const endpoint = await store.findEndpoint(event.site_id);
       if (!endpoint) throw new ApiError('invalid_request', 'The site of this event has no event address.');
       const queued = await store.resetForRedelivery(event, endpoint.id, now());
@@ -371,4 +406,3 @@ export function createWebhookService(deps: {
 }
 
 export type WebhookService = ReturnType<typeof createWebhookService>;
-

@@ -104,7 +104,10 @@ export const DNS_TIMEOUT_MS = 5000;
 /** A DNS server that did not answer in time; the delivery log says `dns timeout`. */
 export class DnsTimeoutError extends Error {
   readonly code = 'ETIMEOUT';
-  constructor(readonly hostname: string, timeoutMs: number) {
+  constructor(
+    readonly hostname: string,
+    timeoutMs: number,
+  ) {
     super(`${hostname}: no DNS answer within ${timeoutMs} ms`);
   }
 }

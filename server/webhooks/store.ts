@@ -5,7 +5,18 @@ import { toIsoRequired } from '../platform/time';
 import type { EventName } from './event-names';
 import { addressesLeftOut, takeWithinAllowance } from './scheduler';
 import { createLogQueries } from './log-store';
-import { AttemptRow, DeliveryRow, DeliveryStatus, EndpointRow, EventRow, ListedAttempt, mapAttemptRow, mapDeliveryRow, mapEndpointRow, mapEventRow } from './rows';
+import {
+  AttemptRow,
+  DeliveryRow,
+  DeliveryStatus,
+  EndpointRow,
+  EventRow,
+  ListedAttempt,
+  mapAttemptRow,
+  mapDeliveryRow,
+  mapEndpointRow,
+  mapEventRow,
+} from './rows';
 
 export * from './rows';
 
@@ -55,7 +66,18 @@ export interface Outcome {
 /** A group of results of which some claim is no longer the owner's: recorded one by one instead. */
 class PartialGroup extends Error {}
 
-const DELIVERY_COLUMNS = ['event_id', 'site_id', 'endpoint_id', 'status', 'attempts', 'round_base', 'next_attempt_at', 'lease_owner', 'lease_until', 'updated_at'] as const;
+const DELIVERY_COLUMNS = [
+  'event_id',
+  'site_id',
+  'endpoint_id',
+  'status',
+  'attempts',
+  'round_base',
+  'next_attempt_at',
+  'lease_owner',
+  'lease_until',
+  'updated_at',
+] as const;
 /** The claim's joined read: the delivery, its event and its address (prefixed, as both have ids and times). */
 const CLAIMED_COLUMNS = [
   ...DELIVERY_COLUMNS.map((c) => `d.${c}`),
@@ -81,11 +103,21 @@ function pick(row: Record<string, unknown>, columns: readonly string[]): Record<
 }
 
 /** finishAttempt's rule for one claim, in the caller's transaction. */
-async function finishOne(trx: Knex.Transaction, r: { row: AttemptRow | null; eventId: string; claim: { owner: string; attempt: number }; next: NextState }): Promise<boolean> {
+async function finishOne(
+  trx: Knex.Transaction,
+  r: { row: AttemptRow | null; eventId: string; claim: { owner: string; attempt: number }; next: NextState },
+): Promise<boolean> {
   const { row, eventId, claim, next } = r;
   const n = await trx('deliveries')
     .where({ event_id: eventId, lease_owner: claim.owner, attempts: claim.attempt })
-    .update({ status: next.status, next_attempt_at: next.nextAttemptAt, attempts: next.attempts ?? claim.attempt, lease_owner: null, lease_until: null, updated_at: next.now });
+    .update({
+      status: next.status,
+      next_attempt_at: next.nextAttemptAt,
+      attempts: next.attempts ?? claim.attempt,
+      lease_owner: null,
+      lease_until: null,
+      updated_at: next.now,
+    });
   if (row) {
     if (n === 0) await trx('delivery_attempts').where({ event_id: eventId, attempt: row.attempt }).andWhere('error', INTERRUPTED).del();
     await trx('delivery_attempts').insert(row);
@@ -133,8 +165,21 @@ export async function findEndpointOfSite(db: Knex, siteId: string): Promise<Endp
 }
 
 /** A delivery due now, with a fresh attempt budget. */
-export async function insertPendingDelivery(trx: Knex.Transaction, delivery: Pick<DeliveryRow, 'event_id' | 'site_id' | 'endpoint_id'>, now: number): Promise<void> {
-  const row: DeliveryRow = { ...delivery, status: 'pending', attempts: 0, round_base: 0, next_attempt_at: now, lease_owner: null, lease_until: null, updated_at: now };
+export async function insertPendingDelivery(
+  trx: Knex.Transaction,
+  delivery: Pick<DeliveryRow, 'event_id' | 'site_id' | 'endpoint_id'>,
+  now: number,
+): Promise<void> {
+  const row: DeliveryRow = {
+    ...delivery,
+    status: 'pending',
+    attempts: 0,
+    round_base: 0,
+    next_attempt_at: now,
+    lease_owner: null,
+    lease_until: null,
+    updated_at: now,
+  };
   await trx('deliveries').insert(row);
 }
 
@@ -186,7 +231,10 @@ export function createEventStore(db: Knex) {
     async recentEvents(siteIds: string[], since: number): Promise<{ id: string; siteId: string; createdAt: number }[]> {
       const out: { id: string; siteId: string; createdAt: number }[] = [];
       for (const sites of chunks(siteIds)) {
-        const rows: { id: string; site_id: string; created_at: unknown }[] = await db('events').whereIn('site_id', sites).andWhere('created_at', '>=', since).select('id', 'site_id', 'created_at');
+        const rows: { id: string; site_id: string; created_at: unknown }[] = await db('events')
+          .whereIn('site_id', sites)
+          .andWhere('created_at', '>=', since)
+          .select('id', 'site_id', 'created_at');
         for (const r of rows) out.push({ id: r.id, siteId: r.site_id, createdAt: Number(r.created_at) });
       }
       return out;
@@ -290,7 +338,10 @@ export function createEventStore(db: Knex) {
             attempt: delivery.attempts,
             interrupted: before.lease_owner ? { attempt: before.attempts, startedAt: before.updated_at, leaseUntil: before.lease_until ?? now } : null,
             exhausted: before.attempts - before.round_base >= maxAttempts,
-            event: r.e_name == null ? undefined : mapEventRow({ id: before.event_id, site_id: before.site_id, name: r.e_name, body: r.e_body, created_at: r.e_created_at }),
+            event:
+              r.e_name == null
+                ? undefined
+                : mapEventRow({ id: before.event_id, site_id: before.site_id, name: r.e_name, body: r.e_body, created_at: r.e_created_at }),
             endpoint:
               r.w_url == null
                 ? undefined
@@ -348,7 +399,10 @@ export function createEventStore(db: Knex) {
             results.map((r) => r.eventId),
           )
           .andWhere('lease_owner', owner)
-          .andWhere('attempts', byEvent((r) => r.attempt))
+          .andWhere(
+            'attempts',
+            byEvent((r) => r.attempt),
+          )
           .update({
             status: byEvent((r) => r.next.status),
             next_attempt_at: byEvent((r) => r.next.nextAttemptAt),
@@ -450,12 +504,21 @@ export function createEventStore(db: Knex) {
       };
       removed.attempts = await drain(
         async () => (await db('delivery_attempts').where('started_at', '<', cutoff).limit(batch).select('id')).map((r) => r.id),
-        (ids) => db('delivery_attempts').whereIn('id', ids as number[]).del(),
+        (ids) =>
+          db('delivery_attempts')
+            .whereIn('id', ids as number[])
+            .del(),
       );
       removed.deliveries = await drain(
         async () =>
-          (await db('deliveries').whereIn('status', ['delivered', 'failed']).andWhere('updated_at', '<', cutoff).limit(batch).select('event_id')).map((r) => r.event_id),
-        (ids) => db('deliveries').whereIn('event_id', ids as string[]).whereIn('status', ['delivered', 'failed']).del(),
+          (await db('deliveries').whereIn('status', ['delivered', 'failed']).andWhere('updated_at', '<', cutoff).limit(batch).select('event_id')).map(
+            (r) => r.event_id,
+          ),
+        (ids) =>
+          db('deliveries')
+            .whereIn('event_id', ids as string[])
+            .whereIn('status', ['delivered', 'failed'])
+            .del(),
       );
       removed.events = await drain(
         async () =>
@@ -466,7 +529,11 @@ export function createEventStore(db: Knex) {
               .limit(batch)
               .select('e.id')
           ).map((r) => r.id),
-        (ids) => db('events').whereIn('id', ids as string[]).whereNotExists(db('deliveries as d').whereRaw('d.event_id = events.id').select(db.raw('1'))).del(),
+        (ids) =>
+          db('events')
+            .whereIn('id', ids as string[])
+            .whereNotExists(db('deliveries as d').whereRaw('d.event_id = events.id').select(db.raw('1')))
+            .del(),
       );
       return removed;
     },

@@ -13,7 +13,6 @@ export const TIMELINE_MAX_MESSAGES = 100;
 const EVENTS_PER_PAGE = 3 * TIMELINE_MAX_MESSAGES + 10;
 const ATTEMPTS_PER_PAGE = 2000;
 
-
 type Author =
   | { type: 'visitor'; apiKeyId: null; apiKeyLabel: null; accountId: null }
   | { type: 'api_key'; apiKeyId: string | null; apiKeyLabel: string | null; accountId: null }
@@ -27,7 +26,13 @@ type Author =
  * (the last page: to now), and every attempt of those events, so each query is an index range
  * with a bound.
  */
-export function createTimeline(deps: { conversations: ConversationStore; messages: MessageStore; access: Pick<AccessStore, 'findKey'>; events: EventStore; cursors: CursorCodec }) {
+export function createTimeline(deps: {
+  conversations: ConversationStore;
+  messages: MessageStore;
+  access: Pick<AccessStore, 'findKey'>;
+  events: EventStore;
+  cursors: CursorCodec;
+}) {
   return async function timeline(siteId: string, conversationId: string, q: { limit?: number; cursor?: string }) {
     if (!(await deps.conversations.find(siteId, conversationId))) throw notFound('Conversation');
     const limit = Math.min(q.limit ?? 50, TIMELINE_MAX_MESSAGES);
@@ -50,7 +55,8 @@ export function createTimeline(deps: { conversations: ConversationStore; message
       labels.set(id, (await deps.access.findKey(id))?.label ?? null);
     }
     const authorOf = (m: MessageRow): Author => {
-      if (m.origin === 'api') return { type: 'api_key', apiKeyId: m.api_key_id, apiKeyLabel: m.api_key_id ? (labels.get(m.api_key_id) ?? null) : null, accountId: null };
+      if (m.origin === 'api')
+        return { type: 'api_key', apiKeyId: m.api_key_id, apiKeyLabel: m.api_key_id ? (labels.get(m.api_key_id) ?? null) : null, accountId: null };
       if (m.origin === 'messenger') return { type: 'member', apiKeyId: null, apiKeyLabel: null, accountId: m.author_id };
       return { type: 'visitor', apiKeyId: null, apiKeyLabel: null, accountId: null };
     };
@@ -59,11 +65,26 @@ export function createTimeline(deps: { conversations: ConversationStore; message
     const entries = [
       ...messages.map((m) => ({
         sort: [m.created_at, KIND.message, m.id] as const,
-        entry: { type: 'message' as const, at: toIsoRequired(m.created_at), messageId: m.id, direction: m.direction, origin: m.origin, format: m.format, author: authorOf(m) },
+        entry: {
+          type: 'message' as const,
+          at: toIsoRequired(m.created_at),
+          messageId: m.id,
+          direction: m.direction,
+          origin: m.origin,
+          format: m.format,
+          author: authorOf(m),
+        },
       })),
       ...events.map((e) => ({
         sort: [e.created_at, KIND.event, e.id] as const,
-        entry: { type: 'event' as const, at: toIsoRequired(e.created_at), eventId: e.id, event: e.name as EventName, messageId: e.message_id ?? null, delivery: e.delivery_status },
+        entry: {
+          type: 'event' as const,
+          at: toIsoRequired(e.created_at),
+          eventId: e.id,
+          event: e.name as EventName,
+          messageId: e.message_id ?? null,
+          delivery: e.delivery_status,
+        },
       })),
       ...attempts.map((a) => ({
         sort: [a.started_at, KIND.attempt, `${a.event_id}#${String(a.attempt).padStart(6, '0')}`] as const,

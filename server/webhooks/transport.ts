@@ -127,7 +127,8 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
             responded = true;
             const chunks: Buffer[] = [];
             let received = 0;
-            const answer = () => report({ status: res.statusCode ?? null, error: null, response: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8') });
+            const answer = () =>
+              report({ status: res.statusCode ?? null, error: null, response: Buffer.concat(chunks).subarray(0, EXCERPT_BYTES).toString('utf8') });
             res.on('data', (chunk: Buffer) => {
               if (received < EXCERPT_BYTES) chunks.push(chunk);
               received += chunk.length;

@@ -16,7 +16,10 @@ import { createStreakKeeper, EndedDelivery } from './failure-streak';
 
 export interface WorkerOptions {
   store: EventStore;
-  config: Pick<Config, 'webhookAllowPrivateNetworks' | 'webhookCaFile' | 'webhookTimeoutMs' | 'webhookRetryDelaysMs' | 'webhookConcurrency' | 'webhookMaxInFlightPerAddress'>;
+  config: Pick<
+    Config,
+    'webhookAllowPrivateNetworks' | 'webhookCaFile' | 'webhookTimeoutMs' | 'webhookRetryDelaysMs' | 'webhookConcurrency' | 'webhookMaxInFlightPerAddress'
+  >;
   /** services.keys.webhookSecrets: opens the stored signing secrets. */
   secretKey: Buffer;
   logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
@@ -80,7 +83,6 @@ export function signedHeaders(secret: string, eventName: string, eventId: string
     'X-Service-Signature': `sha256=${hmacHex(secret, `${timestamp}.${body}`)}`,
   };
 }
-
 
 /**
  * A claimed delivery until its result is written. Every held row is excluded from this worker's
@@ -231,7 +233,12 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         }
       } while (again && !stopped);
     })()
-      .catch((err) => logger.error({ err: { message: (err as Error).message, code: (err as { code?: string }).code } }, 'event delivery: claiming failed; retrying at the next poll'))
+      .catch((err) =>
+        logger.error(
+          { err: { message: (err as Error).message, code: (err as { code?: string }).code } },
+          'event delivery: claiming failed; retrying at the next poll',
+        ),
+      )
       .finally(() => {
         ticking = null;
         if (again && !stopped) return tick(); // woken after the last claim: look again now
@@ -266,7 +273,16 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     }
     const { attempt, startedAt, leaseUntil } = c.interrupted;
     store
-      .logInterrupted({ event_id: event.id, site_id: c.delivery.site_id, endpoint_id: endpoint.id, event_name: event.name, url: endpoint.url, attempt, started_at: startedAt, duration_ms: Math.max(0, leaseUntil - startedAt) })
+      .logInterrupted({
+        event_id: event.id,
+        site_id: c.delivery.site_id,
+        endpoint_id: endpoint.id,
+        event_name: event.name,
+        url: endpoint.url,
+        attempt,
+        started_at: startedAt,
+        duration_ms: Math.max(0, leaseUntil - startedAt),
+      })
       .then(
         () => {
           if (stopped) return giveBack(h); // stop() has given back the queue already
@@ -342,7 +358,16 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     };
     record(h, { row, next: { status, nextAttemptAt, now: finishedAt } }, (applied) => {
       // The address's host only: a URL may carry a receiver's token in its path or query.
-      const summary = { eventId: event.id, event: event.name, attempt: c.attempt, host: new URL(endpoint.url).host, status: result.status, error: result.error, durationMs, outcome };
+      const summary = {
+        eventId: event.id,
+        event: event.name,
+        attempt: c.attempt,
+        host: new URL(endpoint.url).host,
+        status: result.status,
+        error: result.error,
+        durationMs,
+        outcome,
+      };
       if (!applied) {
         stats.stale++;
         logger.warn(summary, 'event delivery attempt outlived its lease; a newer claim owns the delivery, so this result is logged only');

@@ -212,7 +212,7 @@ export function windowAssetRoutes(opts: { services: Services; limiter: RateLimit
   try {
     assets = windowAssets();
   } catch (err) {
-    opts.logger.error({ err: { message: (err as Error).message } }, 'the chat window\'s files are missing from the build: run npm run build');
+    opts.logger.error({ err: { message: (err as Error).message } }, "the chat window's files are missing from the build: run npm run build");
   }
   const ready = (): WindowAssets => {
     if (!assets) throw new ApiError('service_unavailable', 'The chat window is not available on this instance.', undefined, { 'Retry-After': '60' });

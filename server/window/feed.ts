@@ -22,9 +22,7 @@ import type { MediaStore } from '../media/store';
 import type { components } from './generated/api';
 
 export type FeedPosition =
-  | { kind: 'start' }
-  | { kind: 'at'; conversationId: string; createdAt: number; ids: string[] }
-  | { kind: 'closed'; conversationId: string };
+  { kind: 'start' } | { kind: 'at'; conversationId: string; createdAt: number; ids: string[] } | { kind: 'closed'; conversationId: string };
 
 export type WindowMessage = components['schemas']['WindowMessage'];
 export type FeedEvent = components['schemas']['FeedEvent'];
@@ -40,7 +38,8 @@ export function encodePosition(p: FeedPosition): string {
 }
 
 export function decodePosition(text: string, where: string): FeedPosition {
-  const bad = () => new ApiError('invalid_request', `${where} is not an event id of this feed; reconnect without it.`, [{ path: where, message: 'unknown event id' }]);
+  const bad = () =>
+    new ApiError('invalid_request', `${where} is not an event id of this feed; reconnect without it.`, [{ path: where, message: 'unknown event id' }]);
   if (text === 'start') return { kind: 'start' };
   if (text.length > MAX_EVENT_ID_LENGTH) throw bad();
   const m = POSITION.exec(text);
@@ -60,7 +59,10 @@ export function createFeed(deps: { conversations: ConversationStore; messageStor
 
   async function ownConversation(siteId: string, visitorId: string, id: string, where: string): Promise<ConversationRow> {
     const c = await conversations.findOfVisitor(siteId, visitorId, id);
-    if (!c) throw new ApiError('invalid_request', `${where} names no conversation of this visitor; reconnect without it.`, [{ path: where, message: 'unknown event id' }]);
+    if (!c)
+      throw new ApiError('invalid_request', `${where} names no conversation of this visitor; reconnect without it.`, [
+        { path: where, message: 'unknown event id' },
+      ]);
     return c;
   }
 
@@ -126,7 +128,10 @@ export function createFeed(deps: { conversations: ConversationStore; messageStor
             ids = [r.id];
           }
           pos = { kind: 'at', conversationId: conversation.id, createdAt, ids };
-          const message = deps.messages.toDto(r, attachments.filter((a) => a.message_id === r.id));
+          const message = deps.messages.toDto(
+            r,
+            attachments.filter((a) => a.message_id === r.id),
+          );
           events.push({ id: encodePosition(pos), event: 'message', data: { message: toWindowMessage(message) } });
         }
         if (fresh.length > budget) return { events, position: pos, more: true };

@@ -32,7 +32,8 @@ export function windowRefusal(site: SiteWindowAccess | null, claims: WindowClaim
   if (site.revokedBefore !== null && claims.sessionStart <= site.revokedBefore) return "This visitor's window access was revoked; start again at the gateway.";
   if (claims.verified) {
     if (site.identityMode === 'off') return 'This site no longer verifies identities; start again at the gateway.';
-    if (claims.identityGeneration !== site.identityGeneration) return "The site's identity secret changed since this visitor was verified; verify again at the gateway.";
+    if (claims.identityGeneration !== site.identityGeneration)
+      return "The site's identity secret changed since this visitor was verified; verify again at the gateway.";
   } else if (site.identityMode === 'enforce') {
     return 'This site requires identity verification (userId and userHash).';
   }
@@ -77,7 +78,9 @@ export function admit(site: SiteWindowAccess, claimant: Claimant): { visitorId: 
   if (claimant.kind === 'identity') {
     const secret = site.identityMode === 'off' ? null : site.identitySecret();
     if (!secret) {
-      throw new ApiError('invalid_request', 'This site does not verify identities; omit userId and userHash.', [{ path: '/body/userId', message: 'identity verification is off for this site' }]);
+      throw new ApiError('invalid_request', 'This site does not verify identities; omit userId and userHash.', [
+        { path: '/body/userId', message: 'identity verification is off for this site' },
+      ]);
     }
     if (claimant.userId === undefined || claimant.userHash === undefined) throw new ApiError('unauthorized', 'userId and userHash go together.');
     if (!identityHashMatches(secret, claimant.userId, claimant.userHash)) throw new ApiError('unauthorized', 'The identity hash does not match the user id.');

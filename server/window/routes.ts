@@ -152,7 +152,9 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
   router.get('/sites/:siteId/conversation', async (req, res) => {
     const v = req.windowVisitor!;
     const { conversation, position } = await win.feed.current(v.siteId, v.visitorId);
-    const answer: ConversationAnswer = { data: { conversation: conversation ? services.window.chat.conversationToDto(conversation) : null, lastEventId: encodePosition(position) } };
+    const answer: ConversationAnswer = {
+      data: { conversation: conversation ? services.window.chat.conversationToDto(conversation) : null, lastEventId: encodePosition(position) },
+    };
     res.json(answer);
   });
 
@@ -201,7 +203,9 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
     const v = req.windowVisitor!;
     const given = req.headers['last-event-id'];
     const from: FeedPosition =
-      typeof given === 'string' && given !== '' ? await win.feed.checkPosition(v.siteId, v.visitorId, given, '/header/last-event-id') : await win.feed.tail(v.siteId, v.visitorId);
+      typeof given === 'string' && given !== ''
+        ? await win.feed.checkPosition(v.siteId, v.visitorId, given, '/header/last-event-id')
+        : await win.feed.tail(v.siteId, v.visitorId);
     streams.open(req, res, {
       claims: v,
       from,

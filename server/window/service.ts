@@ -85,7 +85,9 @@ export function createWindowChat(deps: {
       if (!VISITOR_ID.test(visitorId)) throw new ApiError('invalid_request', 'A visitor id is 1 to 128 printable ASCII characters without spaces.');
       const clientMessageId = opts.clientMessageId;
       if (clientMessageId !== undefined && !CLIENT_MESSAGE_ID.test(clientMessageId)) {
-        throw new ApiError('invalid_request', 'clientMessageId is 1 to 64 printable ASCII characters without spaces.', [{ path: '/body/clientMessageId', message: 'must be 1 to 64 printable ASCII characters' }]);
+        throw new ApiError('invalid_request', 'clientMessageId is 1 to 64 printable ASCII characters without spaces.', [
+          { path: '/body/clientMessageId', message: 'must be 1 to 64 printable ASCII characters' },
+        ]);
       }
       const input: NewMessage = {
         direction: 'incoming',
@@ -103,7 +105,10 @@ export function createWindowChat(deps: {
         if (known) return replayAnswer(known);
       }
       // The site's setting, whichever way the files came (the window checked it before they were written).
-      await deps.visitorFiles.checkFiles(siteId, input.files.map((f) => f.mimeType));
+      await deps.visitorFiles.checkFiles(
+        siteId,
+        input.files.map((f) => f.mimeType),
+      );
       const files = await media.persist(siteId, input.files);
       const fileBytes = files.reduce((sum, f) => sum + f.size, 0);
       try {

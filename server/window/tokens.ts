@@ -43,7 +43,10 @@ export interface VisitorClaims {
 
 /** Why a presented credential was refused; the message is for people, the kind for tests and logs. */
 export class TokenRefused extends Error {
-  constructor(readonly reason: 'malformed' | 'signature' | 'expired' | 'site', message: string) {
+  constructor(
+    readonly reason: 'malformed' | 'signature' | 'expired' | 'site',
+    message: string,
+  ) {
     super(message);
   }
 }
@@ -104,20 +107,40 @@ export function createWindowTokens(keys: { windowTokens: Buffer; visitorCredenti
     /** The claims of a valid, unexpired token for `siteId`; TokenRefused otherwise. */
     verify(token: string, siteId: string): WindowClaims {
       const p = tokens.open(token);
-      if (typeof p.s !== 'string' || typeof p.v !== 'string' || typeof p.o !== 'string' || typeof p.vf !== 'boolean' || typeof p.iat !== 'number' || typeof p.exp !== 'number') {
+      if (
+        typeof p.s !== 'string' ||
+        typeof p.v !== 'string' ||
+        typeof p.o !== 'string' ||
+        typeof p.vf !== 'boolean' ||
+        typeof p.iat !== 'number' ||
+        typeof p.exp !== 'number'
+      ) {
         throw new TokenRefused('malformed', 'The token is malformed.');
       }
       // A verified token names the secret's generation and an anonymous one none; tokens made
       // before sessions had a start carry neither and are refused (the window goes back to the gateway).
-      if (typeof p.st !== 'number' || p.st > p.iat || (p.vf ? typeof p.ig !== 'string' : p.ig !== null)) throw new TokenRefused('malformed', 'The token is malformed.');
+      if (typeof p.st !== 'number' || p.st > p.iat || (p.vf ? typeof p.ig !== 'string' : p.ig !== null))
+        throw new TokenRefused('malformed', 'The token is malformed.');
       const at = now();
       // Tokens never outlive their session (issue caps `exp`); this check names the reason.
       if (p.st + WINDOW_SESSION_MAX_SECONDS * 1000 <= at) {
-        throw new TokenRefused('expired', `The window session is over (a session lasts at most ${WINDOW_SESSION_MAX_SECONDS / 3600} hours); start again at the gateway.`);
+        throw new TokenRefused(
+          'expired',
+          `The window session is over (a session lasts at most ${WINDOW_SESSION_MAX_SECONDS / 3600} hours); start again at the gateway.`,
+        );
       }
       if (p.exp <= at || p.iat > at + SKEW_MS) throw new TokenRefused('expired', 'The window token has expired; get a new one from the gateway.');
       if (p.s !== siteId) throw new TokenRefused('site', 'The window token was issued for another site.');
-      return { siteId: p.s, visitorId: p.v, origin: p.o, verified: p.vf, identityGeneration: p.ig as string | null, sessionStart: p.st, issuedAt: p.iat, expiresAt: p.exp };
+      return {
+        siteId: p.s,
+        visitorId: p.v,
+        origin: p.o,
+        verified: p.vf,
+        identityGeneration: p.ig as string | null,
+        sessionStart: p.st,
+        issuedAt: p.iat,
+        expiresAt: p.exp,
+      };
     },
 
     /**
@@ -130,7 +153,8 @@ export function createWindowTokens(keys: { windowTokens: Buffer; visitorCredenti
 
     verifyVisitorCredential(credential: string, siteId: string): VisitorClaims {
       const p = visitors.open(credential);
-      if (typeof p.s !== 'string' || typeof p.v !== 'string' || typeof p.exp !== 'number') throw new TokenRefused('malformed', 'The visitor credential is malformed.');
+      if (typeof p.s !== 'string' || typeof p.v !== 'string' || typeof p.exp !== 'number')
+        throw new TokenRefused('malformed', 'The visitor credential is malformed.');
       if (p.exp <= now()) throw new TokenRefused('expired', 'The visitor credential has expired; start without it as a new visitor.');
       if (p.s !== siteId) throw new TokenRefused('site', 'The visitor credential belongs to another site.');
       // Credentials made before they carried an issue time were all made with the same lifetime.

@@ -28,7 +28,14 @@ test('bad input is invalid_request', async () => {
   const access = h.runtime.services.access;
   expect(await caught(() => access.createSite('  '))).toEqual(refusal('invalid_request', /site name/));
   expect(await caught(() => access.setAllowedOrigins(h.site.id, ['http://shop.example']))).toEqual(refusal('invalid_request', /https/));
-  expect(await caught(() => access.setAllowedOrigins(h.site.id, Array.from({ length: 21 }, (_, i) => `https://s${i}.example`)))).toEqual(refusal('invalid_request', /At most 20/));
+  expect(
+    await caught(() =>
+      access.setAllowedOrigins(
+        h.site.id,
+        Array.from({ length: 21 }, (_, i) => `https://s${i}.example`),
+      ),
+    ),
+  ).toEqual(refusal('invalid_request', /At most 20/));
   expect(await caught(() => access.setIdentity(h.site.id, { mode: 'sometimes' as never }))).toEqual(refusal('invalid_request', /identity mode/));
   expect(await caught(() => normaliseOrigin('https://*.example'))).toEqual(refusal('invalid_request', /wildcards/));
   expect(await caught(() => parseScopes('everything'))).toEqual(refusal('invalid_request', /Unknown right "everything"/));

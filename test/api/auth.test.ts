@@ -87,12 +87,18 @@ describe('403 insufficient_scope, per right', () => {
   test.each(cases)('%s is needed for %s %s', async (right, method, path, otherRight) => {
     const url = `/api/v1${path.replace('{c}', convId).replace('{m}', mediaId)}`;
     const without = await h.newKey(h.site.id, [otherRight as never]);
-    const denied = await request(h.app)[method](url).set(bearer(without.key)).send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
+    const denied = await request(h.app)
+      [method](url)
+      .set(bearer(without.key))
+      .send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
     expect(denied.status).toBe(403);
     expect(denied.body.error.code).toBe('insufficient_scope');
     expect(denied.body.error.message).toContain(right);
     const withRight = await h.newKey(h.site.id, [right as never]);
-    const allowed = await request(h.app)[method](url).set(bearer(withRight.key)).send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
+    const allowed = await request(h.app)
+      [method](url)
+      .set(bearer(withRight.key))
+      .send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
     expect(allowed.status).toBeLessThan(300);
   });
 });
@@ -116,7 +122,8 @@ describe('sites are isolated: another site sees 404, indistinguishable from a mi
     ['get', '/media/{m}'],
   ])('%s %s', async (method, path) => {
     const send = (id: string, mid: string) =>
-      request(h.app)[method](`/api/v1${path.replace('{c}', id).replace('{m}', mid)}`)
+      request(h.app)
+        [method](`/api/v1${path.replace('{c}', id).replace('{m}', mid)}`)
         .set(bearer(other.key))
         .send(method === 'post' && path.endsWith('messages') ? { content: 'x' } : undefined);
     const foreign = await send(convId, mediaId);
@@ -125,7 +132,7 @@ describe('sites are isolated: another site sees 404, indistinguishable from a mi
     expect(foreign.body).toEqual(missing.body);
     expect(foreign.body.error.code).toBe('not_found');
   });
-  test('the list shows only the key\'s site', async () => {
+  test("the list shows only the key's site", async () => {
     await h.visitorSay(other.id, 'v-other', 'mine');
     const res = await get('/conversations?limit=100').set(bearer(other.key));
     expect(res.body.data).toHaveLength(1);

@@ -76,27 +76,29 @@ test('a truncated multipart body is 400', async () => {
 });
 
 test('multipart without a boundary is 400', async () => {
-  const res = await request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).set('Content-Type', 'multipart/form-data').send('x');
+  const res = await request(h.app)
+    .post(`/api/v1/conversations/${convId}/messages`)
+    .set(bearer(h.site.key))
+    .set('Content-Type', 'multipart/form-data')
+    .send('x');
   expect(res.status).toBe(400);
   expect(res.body.error.code).toBe('invalid_request');
 });
 
-test.each([
-  "conv_' OR '1'='1",
-  'conv_1;DROP TABLE messages',
-  '../../etc/passwd',
-  '%00',
-  'conv_%E0%A4%A',
-  'CONV_01M82B2GBADEBBWM8EWPR7H6H9',
-])('hostile path id %p is 4xx in the envelope', async (id) => {
-  const res = await request(h.app).get(`/api/v1/conversations/${encodeURI(id).replace(/'/g, '%27')}`).set(bearer(h.site.key));
-  expect(res.status).toBeGreaterThanOrEqual(400);
-  expect(res.status).toBeLessThan(500);
-  expect(res.body.error).toBeDefined();
-});
+test.each(["conv_' OR '1'='1", 'conv_1;DROP TABLE messages', '../../etc/passwd', '%00', 'conv_%E0%A4%A', 'CONV_01M82B2GBADEBBWM8EWPR7H6H9'])(
+  'hostile path id %p is 4xx in the envelope',
+  async (id) => {
+    const res = await request(h.app)
+      .get(`/api/v1/conversations/${encodeURI(id).replace(/'/g, '%27')}`)
+      .set(bearer(h.site.key));
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    expect(res.body.error).toBeDefined();
+  },
+);
 
 test('SQL-looking content is stored and returned verbatim, and changes nothing else', async () => {
-  const evil = "'); DROP TABLE messages; -- \" OR 1=1 /* ${jndi:ldap://x} <script>alert(1)</script>";
+  const evil = '\'); DROP TABLE messages; -- " OR 1=1 /* ${jndi:ldap://x} <script>alert(1)</script>';
   const res = await post({ content: evil });
   expect(res.status).toBe(201);
   expect(res.body.data.content).toBe(evil);
@@ -114,9 +116,13 @@ test('SQL-looking and oversized query values are 400', async () => {
 });
 
 test('a huge header or a very long URL does not crash the service', async () => {
-  const res = await request(h.app).get(`/api/v1/conversations?x=${'a'.repeat(8000)}`).set(bearer(h.site.key));
+  const res = await request(h.app)
+    .get(`/api/v1/conversations?x=${'a'.repeat(8000)}`)
+    .set(bearer(h.site.key));
   expect(res.status).toBe(400);
-  const key = await request(h.app).get('/api/v1/conversations').set('Authorization', `Bearer wck_${'a'.repeat(5000)}`);
+  const key = await request(h.app)
+    .get('/api/v1/conversations')
+    .set('Authorization', `Bearer wck_${'a'.repeat(5000)}`);
   expect(key.status).toBe(401);
 });
 
@@ -130,7 +136,8 @@ test.each([
   ['deflate', `/api/v1/conversations/CONV/close`, 'post'],
   ['gzip', `/api/v1/conversations/CONV/messages`, 'post'],
 ])('a body that does not decode with its Content-Encoding (%s) is 400, not 500', async (encoding, url, method) => {
-  const res = await (request(h.app) as unknown as Record<string, (u: string) => request.Test>)[method](url.replace('CONV', convId))
+  const res = await (request(h.app) as unknown as Record<string, (u: string) => request.Test>)
+    [method](url.replace('CONV', convId))
     .set(bearer(h.site.key))
     .set('Content-Type', 'application/json')
     .set('Content-Encoding', encoding)
@@ -157,7 +164,12 @@ test('a malformed part header between file parts answers 400 at once, and nothin
     'latin1',
   );
   const started = Date.now();
-  const res = await request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).set('Content-Type', `multipart/form-data; boundary=${B}`).timeout(10_000).send(body);
+  const res = await request(h.app)
+    .post(`/api/v1/conversations/${convId}/messages`)
+    .set(bearer(h.site.key))
+    .set('Content-Type', `multipart/form-data; boundary=${B}`)
+    .timeout(10_000)
+    .send(body);
   expectEnvelope(res, 400, 'invalid_request');
   expect(Date.now() - started).toBeLessThan(5000);
   const spool = path.join(h.config.dataDir, 'tmp');
@@ -166,7 +178,9 @@ test('a malformed part header between file parts answers 400 at once, and nothin
 
 test.each(['1e309', '-1e309', 'Infinity', '-Infinity'])('limit=%s (a number no database can bind) is a 400 on every list, never a 500', async (value) => {
   for (const path of [`/api/v1/conversations/${convId}/messages`, '/api/v1/conversations']) {
-    const res = await request(h.app).get(`${path}?limit=${encodeURIComponent(value)}`).set(bearer(h.site.key));
+    const res = await request(h.app)
+      .get(`${path}?limit=${encodeURIComponent(value)}`)
+      .set(bearer(h.site.key));
     expectEnvelope(res, 400, 'invalid_request');
     expect(res.body.error.details).toEqual([{ path: '/query/limit', message: expect.any(String) }]);
   }

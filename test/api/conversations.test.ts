@@ -61,7 +61,12 @@ describe('listing, filters and paging', () => {
     const recentlyUpdated = await all(`updatedAfter=${at(100)}`);
     expect(recentlyUpdated.sort()).toEqual(ids.filter((_, i) => i % 3 === 0).sort());
     const notSince = await all(`updatedBefore=${at(100)}&createdAfter=${at(20)}`);
-    expect(notSince).toEqual(ids.slice(20).filter((_, i) => (i + 20) % 3 !== 0).reverse());
+    expect(notSince).toEqual(
+      ids
+        .slice(20)
+        .filter((_, i) => (i + 20) % 3 !== 0)
+        .reverse(),
+    );
   });
 
   test('filters combine', async () => {
@@ -82,7 +87,7 @@ describe('listing, filters and paging', () => {
     expect((await list(`state=open&limit=5&cursor=${encodeURIComponent(cursor)}`)).status).toBe(200);
   });
 
-  test('a cursor of one site does not open another site\'s list', async () => {
+  test("a cursor of one site does not open another site's list", async () => {
     const first = await list('limit=1');
     const other = await h.newSite('Other');
     const res = await request(h.app)
@@ -156,9 +161,7 @@ describe('closing and the visitor writing again', () => {
     const fresh = [...newIds][0];
     const msgs = await request(h.app).get(`/api/v1/conversations/${fresh}/messages?limit=100`).set(bearer(h.site.key));
     expect(msgs.body.data).toHaveLength(8);
-    const started = (await h.runtime.db('events').where({ name: 'conversation.started' })).filter(
-      (e) => JSON.parse(e.body).data.conversation.id === fresh,
-    );
+    const started = (await h.runtime.db('events').where({ name: 'conversation.started' })).filter((e) => JSON.parse(e.body).data.conversation.id === fresh);
     expect(started).toHaveLength(1);
   });
 

@@ -28,16 +28,23 @@ test('the chat window still answers its allowed origin with CORS (the check belo
   expect(corsHeaders(res)).toEqual(expect.arrayContaining(['access-control-allow-origin', 'access-control-allow-methods']));
 });
 
-test.each(paths.flatMap(([template, operations]) => Object.keys(operations).filter((m) => ['get', 'post', 'patch', 'put', 'delete'].includes(m)).map((method) => [method.toUpperCase(), template] as const)))(
-  'no Access-Control-* header: %s %s, and its preflight',
-  async (method, template) => {
-    const url = `/api/v1${template.replace('{id}', convId).replace(/\{[^}]+\}/g, 'x')}`;
-    const call = request(h.app)[method.toLowerCase() as 'get' | 'post'](url).set(bearer(h.site.key)).set('Origin', ORIGIN);
-    const answer = method === 'GET' ? await call : await call.send({});
-    const preflight = await request(h.app).options(url).set('Origin', ORIGIN).set('Access-Control-Request-Method', method).set('Access-Control-Request-Headers', 'authorization, content-type');
-    for (const res of [answer, preflight]) expect({ status: res.status, cors: corsHeaders(res) }).toEqual({ status: res.status, cors: [] });
-  },
-);
+test.each(
+  paths.flatMap(([template, operations]) =>
+    Object.keys(operations)
+      .filter((m) => ['get', 'post', 'patch', 'put', 'delete'].includes(m))
+      .map((method) => [method.toUpperCase(), template] as const),
+  ),
+)('no Access-Control-* header: %s %s, and its preflight', async (method, template) => {
+  const url = `/api/v1${template.replace('{id}', convId).replace(/\{[^}]+\}/g, 'x')}`;
+  const call = request(h.app)[method.toLowerCase() as 'get' | 'post'](url).set(bearer(h.site.key)).set('Origin', ORIGIN);
+  const answer = method === 'GET' ? await call : await call.send({});
+  const preflight = await request(h.app)
+    .options(url)
+    .set('Origin', ORIGIN)
+    .set('Access-Control-Request-Method', method)
+    .set('Access-Control-Request-Headers', 'authorization, content-type');
+  for (const res of [answer, preflight]) expect({ status: res.status, cors: corsHeaders(res) }).toEqual({ status: res.status, cors: [] });
+});
 
 test.each(['/healthz', '/readyz', '/openapi.yaml', '/docs/', '/nope'])('no Access-Control-* header: GET %s', async (url) => {
   const res = await request(h.app).get(url).set('Origin', ORIGIN);

@@ -42,15 +42,18 @@ async function abandonDownload(target: string, headers: Record<string, string>) 
 
 function download(target: string): Promise<{ status: number; sha256: string; size: number }> {
   return new Promise((resolve, reject) => {
-    const req = https.get({ host: '127.0.0.1', servername: 'localhost', port: server.port, path: target, ca: server.ca, agent: false, timeout: 15_000 }, (res) => {
-      const hash = createHash('sha256');
-      let size = 0;
-      res.on('data', (d: Buffer) => {
-        hash.update(d);
-        size += d.length;
-      });
-      res.on('end', () => resolve({ status: res.statusCode!, sha256: hash.digest('hex'), size }));
-    });
+    const req = https.get(
+      { host: '127.0.0.1', servername: 'localhost', port: server.port, path: target, ca: server.ca, agent: false, timeout: 15_000 },
+      (res) => {
+        const hash = createHash('sha256');
+        let size = 0;
+        res.on('data', (d: Buffer) => {
+          hash.update(d);
+          size += d.length;
+        });
+        res.on('end', () => resolve({ status: res.statusCode!, sha256: hash.digest('hex'), size }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error('no answer in 15 s')));
     req.on('error', reject);
   });

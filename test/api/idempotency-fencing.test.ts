@@ -106,7 +106,11 @@ test('a first request that fails after losing its lease does not forget the key 
 
 describe('lease renewal (real time, short lease)', () => {
   const lockMs = 300;
-  const rowOf = (key: string) => h.runtime.db('idempotency_keys').where({ api_key_id: h.site.keyId, key_hash: sha256Hex(key) }).first();
+  const rowOf = (key: string) =>
+    h.runtime
+      .db('idempotency_keys')
+      .where({ api_key_id: h.site.keyId, key_hash: sha256Hex(key) })
+      .first();
 
   test('a running request renews its lease and keeps its key past the first lease; its answer is then recorded', async () => {
     const service = createIdempotencyService(createIdempotencyStore(h.runtime.db), Date.now, { lockMs });

@@ -90,7 +90,11 @@ test('a key whose first request died is taken over after its lock expires', asyn
     const begun = await clocked.runtime.services.idempotency.begin(clocked.site.keyId, 'k-dead', 'whatever');
     expect(begun.kind).toBe('proceed');
     const body = { content: 'after crash' };
-    const blocked = await request(clocked.app).post(`/api/v1/conversations/${conv}/messages`).set(bearer(clocked.site.key)).set('Idempotency-Key', 'k-dead').send(body);
+    const blocked = await request(clocked.app)
+      .post(`/api/v1/conversations/${conv}/messages`)
+      .set(bearer(clocked.site.key))
+      .set('Idempotency-Key', 'k-dead')
+      .send(body);
     expect(blocked.status).toBe(422); // another request hash: the dead request had another body
     const begun2 = await clocked.runtime.services.idempotency.begin(clocked.site.keyId, 'k-dead-2', 'h');
     expect(begun2.kind).toBe('proceed');
@@ -108,7 +112,12 @@ test('keys are forgotten after 24 hours', async () => {
   const clocked = await createHarness({ now: () => now });
   try {
     const conv = (await clocked.visitorSay(clocked.site.id, 'v', 'hi')).conversation.id;
-    const send = () => request(clocked.app).post(`/api/v1/conversations/${conv}/messages`).set(bearer(clocked.site.key)).set('Idempotency-Key', 'k-day').send({ content: 'daily' });
+    const send = () =>
+      request(clocked.app)
+        .post(`/api/v1/conversations/${conv}/messages`)
+        .set(bearer(clocked.site.key))
+        .set('Idempotency-Key', 'k-day')
+        .send({ content: 'daily' });
     expect((await send()).status).toBe(201);
     now += 23 * 3600_000;
     expect((await send()).headers['idempotent-replayed']).toBe('true');
@@ -124,7 +133,11 @@ test('keys are forgotten after 24 hours', async () => {
 
 test('invalid Idempotency-Key values are 400', async () => {
   for (const key of ['x'.repeat(256), 'tab\there', 'ümlaut']) {
-    const res = await request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', Buffer.from(key, 'latin1').toString('latin1')).send({ content: 'bad key' });
+    const res = await request(h.app)
+      .post(`/api/v1/conversations/${convId}/messages`)
+      .set(bearer(h.site.key))
+      .set('Idempotency-Key', Buffer.from(key, 'latin1').toString('latin1'))
+      .send({ content: 'bad key' });
     expect(res.status).toBe(400);
   }
   expect(await count('bad key')).toBe(0);
@@ -132,7 +145,12 @@ test('invalid Idempotency-Key values are 400', async () => {
 
 test('multipart repeats with the same files replay; other files are a different request', async () => {
   const send = (bytes: string) =>
-    request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'k-files').field('content', 'with file').attach('file', Buffer.from(bytes), 'a.txt');
+    request(h.app)
+      .post(`/api/v1/conversations/${convId}/messages`)
+      .set(bearer(h.site.key))
+      .set('Idempotency-Key', 'k-files')
+      .field('content', 'with file')
+      .attach('file', Buffer.from(bytes), 'a.txt');
   expect((await send('AAA')).status).toBe(201);
   const again = await send('AAA');
   expect(again.headers['idempotent-replayed']).toBe('true');
@@ -173,7 +191,11 @@ test('when the transaction fails after recording the answer, the key is released
 
 test('the same bytes under another file name, another type or in another order are a different request', async () => {
   const send = (files: { bytes: string; name: string; type: string }[]) => {
-    let r = request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'k-file-meta').field('content', 'file meta');
+    let r = request(h.app)
+      .post(`/api/v1/conversations/${convId}/messages`)
+      .set(bearer(h.site.key))
+      .set('Idempotency-Key', 'k-file-meta')
+      .field('content', 'file meta');
     for (const f of files) r = r.attach('file', Buffer.from(f.bytes), { filename: f.name, contentType: f.type });
     return r;
   };

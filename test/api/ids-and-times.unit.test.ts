@@ -39,7 +39,7 @@ test('what is never stored still formats as Date does, or fails as Date does', (
   expect(toIso(undefined)).toBeNull();
 });
 
-test('ids: the document\'s pattern, never repeated across refills of the random pool, in creation order within a process', () => {
+test("ids: the document's pattern, never repeated across refills of the random pool, in creation order within a process", () => {
   const ids = Array.from({ length: 10_000 }, () => newId('conv')); // 160 KB of randomness: many refills of the 4 KiB pool
   for (const id of ids) expect(id).toMatch(/^conv_[0-9a-hjkmnp-tv-z]{26}$/);
   expect(new Set(ids).size).toBe(ids.length);

@@ -39,7 +39,17 @@ beforeAll(async () => {
     const life = random() < 0.9 ? Math.floor(random() * 20 * MINUTE) : Math.floor(random() * 3000 * MINUTE);
     const updated = Math.min(NOW, created + life);
     const site = i % 5 === 4 ? other.id : h.site.id;
-    rows.push({ id: newId('conv', created), site_id: site, visitor_id: `v${i}`, state: open ? 'open' : 'closed', open_marker: open ? 1 : null, created_at: created, updated_at: updated, last_message_at: updated, closed_at: open ? null : updated });
+    rows.push({
+      id: newId('conv', created),
+      site_id: site,
+      visitor_id: `v${i}`,
+      state: open ? 'open' : 'closed',
+      open_marker: open ? 1 : null,
+      created_at: created,
+      updated_at: updated,
+      last_message_at: updated,
+      closed_at: open ? null : updated,
+    });
   }
   await db.batchInsert('conversations', rows, 100);
 }, 120_000);
@@ -93,14 +103,30 @@ async function entriesRead(query: Captured): Promise<number> {
 }
 
 const filterCombinations = (): { name: string; filters: ConversationFilters }[] => {
-  const created = [{}, { createdAfter: NOW - 2800 * MINUTE }, { createdBefore: NOW - 100 * MINUTE }, { createdAfter: NOW - 2800 * MINUTE, createdBefore: NOW - 100 * MINUTE }];
-  const updated = [{}, { updatedAfter: NOW - 2900 * MINUTE }, { updatedBefore: NOW - 200 * MINUTE }, { updatedAfter: NOW - 2900 * MINUTE, updatedBefore: NOW - 200 * MINUTE }];
+  const created = [
+    {},
+    { createdAfter: NOW - 2800 * MINUTE },
+    { createdBefore: NOW - 100 * MINUTE },
+    { createdAfter: NOW - 2800 * MINUTE, createdBefore: NOW - 100 * MINUTE },
+  ];
+  const updated = [
+    {},
+    { updatedAfter: NOW - 2900 * MINUTE },
+    { updatedBefore: NOW - 200 * MINUTE },
+    { updatedAfter: NOW - 2900 * MINUTE, updatedBefore: NOW - 200 * MINUTE },
+  ];
   const out = [];
   for (const state of [undefined, 'open', 'closed'] as const)
     for (const c of created)
       for (const u of updated) {
         const filters: ConversationFilters = { ...(state ? { state } : {}), ...c, ...u };
-        out.push({ name: Object.keys(filters).map((k) => (k === 'state' ? `state=${state}` : k)).join('&') || 'no filter', filters });
+        out.push({
+          name:
+            Object.keys(filters)
+              .map((k) => (k === 'state' ? `state=${state}` : k))
+              .join('&') || 'no filter',
+          filters,
+        });
       }
   return out;
 };
@@ -114,7 +140,14 @@ describe.each(filterCombinations())('conversations, $name', ({ filters }) => {
     if (filters.createdBefore !== undefined) q.andWhere('created_at', '<', filters.createdBefore);
     if (filters.updatedAfter !== undefined) q.andWhere('updated_at', '>=', filters.updatedAfter);
     if (filters.updatedBefore !== undefined) q.andWhere('updated_at', '<', filters.updatedBefore);
-    return q.orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(offset).limit(limit).pluck('id');
+    return q
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .offset(offset)
+      .limit(limit)
+      .pluck('id');
   };
   const index = filters.state ? 'conversations_site_state_created_updated' : 'conversations_site_created_updated';
   const columns = filters.state ? 'site_id=? AND state=?' : 'site_id=?';
@@ -123,7 +156,9 @@ describe.each(filterCombinations())('conversations, $name', ({ filters }) => {
     const all = (await byOffset(0, CONVERSATIONS)) as string[];
     const depth = Math.min(DEPTH, all.length - 27);
     expect(depth).toBeGreaterThan(400); // the data make every combination deep
-    const positionRow = await db('conversations').where({ id: all[depth - 1] }).first('created_at', 'id');
+    const positionRow = await db('conversations')
+      .where({ id: all[depth - 1] })
+      .first('created_at', 'id');
     const deep: Position = { createdAt: Number(positionRow.created_at), id: positionRow.id };
 
     for (const after of [undefined, deep]) {
@@ -138,7 +173,9 @@ describe.each(filterCombinations())('conversations, $name', ({ filters }) => {
       } else {
         expect(p.lines).toHaveLength(1);
         // With a cursor the range has its upper end on created_at: the scan starts at the cursor.
-        expect(p.lines[0]).toMatch(new RegExp(`^SEARCH conversations USING INDEX ${index} \\(${columns.replace(/\?/g, '\\?')}${after ? ' AND created_at[<>]' : ''}`));
+        expect(p.lines[0]).toMatch(
+          new RegExp(`^SEARCH conversations USING INDEX ${index} \\(${columns.replace(/\?/g, '\\?')}${after ? ' AND created_at[<>]' : ''}`),
+        );
         expect(p.lines.join('\n')).not.toMatch(/TEMP B-TREE/);
       }
     }
@@ -166,8 +203,16 @@ describe('messages of a long conversation', () => {
   }, 120_000);
 
   test.each(['asc', 'desc'] as const)('a page at depth %s walks messages_conversation_created as a range', async (order) => {
-    const ids = (await db('messages').where({ conversation_id: conversationId }).orderBy([{ column: 'created_at', order }, { column: 'id', order }]).pluck('id')) as string[];
-    const positionRow = await db('messages').where({ id: ids[DEPTH - 1] }).first('created_at', 'id');
+    const ids = (await db('messages')
+      .where({ conversation_id: conversationId })
+      .orderBy([
+        { column: 'created_at', order },
+        { column: 'id', order },
+      ])
+      .pluck('id')) as string[];
+    const positionRow = await db('messages')
+      .where({ id: ids[DEPTH - 1] })
+      .first('created_at', 'id');
     const after: Position = { createdAt: Number(positionRow.created_at), id: positionRow.id };
     const { result, query } = await capture(() => createMessageStore(db).page(h.site.id, conversationId, order, after, 26));
     expect(result.map((r) => r.id)).toEqual(ids.slice(DEPTH, DEPTH + 26));

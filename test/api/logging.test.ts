@@ -19,7 +19,13 @@ test('access logs are JSON lines with the request id, and never carry keys, sign
       done();
     },
   });
-  const app = createApp({ services: h.runtime.services, logger: createLogger('info', sink), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const app = createApp({
+    services: h.runtime.services,
+    logger: createLogger('info', sink),
+    limiter: createMemoryLimiter(300),
+    validateResponses: true,
+    ready: async () => true,
+  });
   const m = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-log', 'file', {
     files: [{ buffer: Buffer.from('x'), originalName: 'x.txt', mimeType: 'text/plain' }],
   });
@@ -28,7 +34,11 @@ test('access logs are JSON lines with the request id, and never carry keys, sign
 
   const ok = await request(app).get('/api/v1/conversations').set(bearer(h.site.key));
   await request(app).get(link.pathname + link.search);
-  await request(app).post(`/api/v1/conversations/${m.conversation.id}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'idem-secret-value').send({ content: 'x' });
+  await request(app)
+    .post(`/api/v1/conversations/${m.conversation.id}/messages`)
+    .set(bearer(h.site.key))
+    .set('Idempotency-Key', 'idem-secret-value')
+    .send({ content: 'x' });
   await request(app).get('/api/v1/conversations').set('Authorization', 'Bearer wck_guessedKeyValue123');
   const failing = jest.spyOn(h.runtime.services.conversations, 'list').mockRejectedValueOnce(new Error('kaboom'));
   const crashed = await request(app).get('/api/v1/conversations').set(bearer(h.site.key));
@@ -41,7 +51,11 @@ test('access logs are JSON lines with the request id, and never carry keys, sign
   expect(all).toContain(ok.headers['x-request-id']);
   // One access line per answer: the request (link signatures redacted) and its status.
   const access = lines.map((l) => JSON.parse(l)).filter((l) => l.req && l.res);
-  expect(access.find((l) => l.req.id === ok.headers['x-request-id'])).toMatchObject({ msg: 'request completed', req: { method: 'GET', url: '/api/v1/conversations' }, res: { statusCode: 200 } });
+  expect(access.find((l) => l.req.id === ok.headers['x-request-id'])).toMatchObject({
+    msg: 'request completed',
+    req: { method: 'GET', url: '/api/v1/conversations' },
+    res: { statusCode: 200 },
+  });
   expect(access.find((l) => String(l.req.url).startsWith(link.pathname))?.req.url).toContain('signature=[redacted]');
   expect(access.find((l) => l.req.id === crashed.headers['x-request-id'])).toMatchObject({ level: 50, res: { statusCode: 500 } });
   for (const secret of [h.site.key, signature, 'idem-secret-value', 'wck_guessedKeyValue123']) expect(all).not.toContain(secret);

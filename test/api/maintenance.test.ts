@@ -29,7 +29,16 @@ test('forgets old idempotency keys, stale spool files and orphaned media, and ke
   now += 25 * 3600_000;
   await request(h.app).post(`/api/v1/conversations/${conv}/messages`).set(bearer(h.site.key)).set('Idempotency-Key', 'fresh').send({ content: 'b' });
   const result = await runMaintenance(h.runtime.services, Date.now());
-  expect(result).toEqual({ purgedKeys: 1, removedSpool: 1, expiredMedia: 0, removedOrphans: 1, purgedRevocations: 0, removedDeliveryLog: { attempts: 0, deliveries: 0, events: 0 }, accounts: { sessions: 0, invitations: 0, audit: 0 }, inboxActivity: 0 });
+  expect(result).toEqual({
+    purgedKeys: 1,
+    removedSpool: 1,
+    expiredMedia: 0,
+    removedOrphans: 1,
+    purgedRevocations: 0,
+    removedDeliveryLog: { attempts: 0, deliveries: 0, events: 0 },
+    accounts: { sessions: 0, invitations: 0, audit: 0 },
+    inboxActivity: 0,
+  });
   expect(fs.existsSync(path.join(mediaDir, kept.message.attachments[0].id))).toBe(true);
   expect(fs.existsSync(path.join(mediaDir, 'med_orphan_from_a_crash'))).toBe(false);
   expect((await h.runtime.db('idempotency_keys')).length).toBe(1);
@@ -59,10 +68,37 @@ test('removes delivery-log rows older than 30 days and keeps newer and pending o
   const site = h.site.id;
   const id = (name: string) => `message.created:maint-${name}`;
   const event = (name: string, t: number) => ({ id: id(name), site_id: site, name: 'message.created', body: '{}', created_at: t });
-  const delivery = (name: string, status: string, t: number) => ({ event_id: id(name), site_id: site, endpoint_id: 'whk_x', status, attempts: 1, round_base: 0, next_attempt_at: t, lease_owner: null, lease_until: null, updated_at: t });
-  const attempt = (name: string, t: number) => ({ event_id: id(name), site_id: site, endpoint_id: 'whk_x', event_name: 'message.created', attempt: 1, url: 'https://example.com/', started_at: t, duration_ms: 5, status_code: 200, error: null, response_excerpt: null });
+  const delivery = (name: string, status: string, t: number) => ({
+    event_id: id(name),
+    site_id: site,
+    endpoint_id: 'whk_x',
+    status,
+    attempts: 1,
+    round_base: 0,
+    next_attempt_at: t,
+    lease_owner: null,
+    lease_until: null,
+    updated_at: t,
+  });
+  const attempt = (name: string, t: number) => ({
+    event_id: id(name),
+    site_id: site,
+    endpoint_id: 'whk_x',
+    event_name: 'message.created',
+    attempt: 1,
+    url: 'https://example.com/',
+    started_at: t,
+    duration_ms: 5,
+    status_code: 200,
+    error: null,
+    response_excerpt: null,
+  });
   await db('events').insert([event('old', at - 31 * day), event('old-pending', at - 31 * day), event('recent', at - 29 * day)]);
-  await db('deliveries').insert([delivery('old', 'delivered', at - 31 * day), delivery('old-pending', 'pending', at + day), delivery('recent', 'delivered', at - 29 * day)]);
+  await db('deliveries').insert([
+    delivery('old', 'delivered', at - 31 * day),
+    delivery('old-pending', 'pending', at + day),
+    delivery('recent', 'delivered', at - 29 * day),
+  ]);
   await db('delivery_attempts').insert([attempt('old', at - 31 * day), attempt('recent', at - 29 * day)]);
 
   const result = await runMaintenance(h.runtime.services, at);

@@ -20,7 +20,14 @@ describe('paging through 1,000 messages', () => {
     for (let i = 1; i < 1000; i++) {
       const text = `m${String(i).padStart(4, '0')}`;
       contents.push(text);
-      await h.runtime.services.messages.reply(h.site.id, convId, { direction: i % 2 ? 'outgoing' : 'incoming', origin: i % 2 ? 'messenger' : 'widget', apiKeyId: null, content: text, format: 'plain', files: [] });
+      await h.runtime.services.messages.reply(h.site.id, convId, {
+        direction: i % 2 ? 'outgoing' : 'incoming',
+        origin: i % 2 ? 'messenger' : 'widget',
+        apiKeyId: null,
+        content: text,
+        format: 'plain',
+        files: [],
+      });
     }
   }, 120_000);
 
@@ -52,8 +59,17 @@ describe('paging through 1,000 messages', () => {
   });
 
   test('messages written while paging do not shift the pages already read', async () => {
-    const firstPage = await request(h.app).get(`${url(convId)}?limit=50`).set(bearer(h.site.key));
-    await h.runtime.services.messages.reply(h.site.id, convId, { direction: 'outgoing', origin: 'messenger', apiKeyId: null, content: 'late', format: 'plain', files: [] });
+    const firstPage = await request(h.app)
+      .get(`${url(convId)}?limit=50`)
+      .set(bearer(h.site.key));
+    await h.runtime.services.messages.reply(h.site.id, convId, {
+      direction: 'outgoing',
+      origin: 'messenger',
+      apiKeyId: null,
+      content: 'late',
+      format: 'plain',
+      files: [],
+    });
     const second = await request(h.app)
       .get(`${url(convId)}?limit=50&cursor=${encodeURIComponent(firstPage.body.page.nextCursor)}`)
       .set(bearer(h.site.key));
@@ -62,7 +78,9 @@ describe('paging through 1,000 messages', () => {
   });
 
   test('a cursor of one conversation does not page another, nor another order', async () => {
-    const first = await request(h.app).get(`${url(convId)}?limit=5`).set(bearer(h.site.key));
+    const first = await request(h.app)
+      .get(`${url(convId)}?limit=5`)
+      .set(bearer(h.site.key));
     const other = await h.visitorSay(h.site.id, 'v-other-conv', 'x');
     const res = await request(h.app)
       .get(`${url(other.conversation.id)}?cursor=${encodeURIComponent(first.body.page.nextCursor)}`)
@@ -110,9 +128,15 @@ describe('replies', () => {
   });
 
   test('content of exactly 10,000 characters (astral ones included) is taken, 10,001 is refused', async () => {
-    const ok = await request(h.app).post(url(convId)).set(bearer(h.site.key)).send({ content: '😀'.repeat(5000) + 'a'.repeat(5000) });
+    const ok = await request(h.app)
+      .post(url(convId))
+      .set(bearer(h.site.key))
+      .send({ content: '😀'.repeat(5000) + 'a'.repeat(5000) });
     expect(ok.status).toBe(201);
-    const tooLong = await request(h.app).post(url(convId)).set(bearer(h.site.key)).send({ content: 'a'.repeat(10_001) });
+    const tooLong = await request(h.app)
+      .post(url(convId))
+      .set(bearer(h.site.key))
+      .send({ content: 'a'.repeat(10_001) });
     expect(tooLong.status).toBe(400);
     expect(tooLong.body.error.details[0].path).toBe('/body/content');
   });
@@ -137,17 +161,24 @@ describe('replies', () => {
     const [pdf, csv] = res.body.data.attachments;
     expect(pdf).toMatchObject({ name: 'invoice.pdf', mimeType: 'application/pdf', size: 16 });
     expect(csv.name).toBe('passwd.csv');
-    const download = await request(h.app).get(`/api/v1/media/${pdf.id}`).set(bearer(h.site.key)).buffer(true).parse((r, cb) => {
-      const chunks: Buffer[] = [];
-      r.on('data', (c: Buffer) => chunks.push(c));
-      r.on('end', () => cb(null, Buffer.concat(chunks)));
-    });
+    const download = await request(h.app)
+      .get(`/api/v1/media/${pdf.id}`)
+      .set(bearer(h.site.key))
+      .buffer(true)
+      .parse((r, cb) => {
+        const chunks: Buffer[] = [];
+        r.on('data', (c: Buffer) => chunks.push(c));
+        r.on('end', () => cb(null, Buffer.concat(chunks)));
+      });
     expect(download.status).toBe(200);
     expect((download.body as Buffer).toString()).toBe('%PDF-1.4 invoice');
   });
 
   test('UTF-8 file names survive multipart upload', async () => {
-    const res = await request(h.app).post(url(convId)).set(bearer(h.site.key)).attach('file', Buffer.from('x'), { filename: 'reçu été 日本.pdf', contentType: 'application/pdf' });
+    const res = await request(h.app)
+      .post(url(convId))
+      .set(bearer(h.site.key))
+      .attach('file', Buffer.from('x'), { filename: 'reçu été 日本.pdf', contentType: 'application/pdf' });
     expect(res.status).toBe(201);
     expect(res.body.data.attachments[0].name).toBe('reçu été 日本.pdf');
   });

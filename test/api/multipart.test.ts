@@ -55,7 +55,9 @@ describe('through the public API (MAX_ATTACHMENT_BYTES 4096)', () => {
     const fits = await post(filePart('file', 'fits.bin', 'a'.repeat(MAX_FILE)) + closing);
     expect(fits.status).toBe(201);
     expect(fits.body.data.attachments[0].size).toBe(MAX_FILE);
-    const over = await post(field('content', 'x') + filePart('file', 'ok.bin', 'b'.repeat(10)) + filePart('file', 'over.bin', 'c'.repeat(MAX_FILE + 1)) + closing);
+    const over = await post(
+      field('content', 'x') + filePart('file', 'ok.bin', 'b'.repeat(10)) + filePart('file', 'over.bin', 'c'.repeat(MAX_FILE + 1)) + closing,
+    );
     expectError(over, 413, 'payload_too_large', overLimit('File too large'));
     await spoolEmpty();
   });
@@ -235,7 +237,11 @@ describe('multipartBody on a bare app, over raw connections', () => {
   test('an upload refused early is answered before its body is sent, and the connection then serves the next request', async () => {
     const files = Array.from({ length: 11 }, (_, i) => filePart('file', `f${i}.txt`, 'small')).join('');
     const rest = Buffer.alloc(2 * 1024 * 1024, 0x61);
-    const body = Buffer.concat([Buffer.from(files + `--${B}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`), rest, Buffer.from(`\r\n${closing}`)]);
+    const body = Buffer.concat([
+      Buffer.from(files + `--${B}\r\nContent-Disposition: form-data; name="file"; filename="big.bin"\r\n\r\n`),
+      rest,
+      Buffer.from(`\r\n${closing}`),
+    ]);
     const conn = connect(port);
     try {
       await conn.write(uploadHead(body.length));
@@ -293,7 +299,9 @@ describe('multipartBody on a bare app, over raw connections', () => {
     };
     const conn = connect(port);
     await conn.write(uploadHead(4 * 1024 * 1024));
-    await conn.write(Buffer.concat([Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="file"; filename="held.bin"\r\n\r\n`), Buffer.alloc(512 * 1024, 0x68)]));
+    await conn.write(
+      Buffer.concat([Buffer.from(`--${B}\r\nContent-Disposition: form-data; name="file"; filename="held.bin"\r\n\r\n`), Buffer.alloc(512 * 1024, 0x68)]),
+    );
     await waitFor('the guard to hold the upload', () => asked > 0 && spool().length === 1, 5000);
     conn.socket.destroy();
     await conn.closed;
@@ -334,7 +342,13 @@ describe('multipartBody on a bare app, over raw connections', () => {
       await conn.write(uploadHead(Buffer.byteLength(body)) + body);
       const res = await conn.answer(1);
       expect(res.status).toBe(200);
-      expect(JSON.parse(res.body)).toEqual({ body: { content: ['between', 'again'] }, files: [['résumé.txt', 5], ['second.bin', 7]] });
+      expect(JSON.parse(res.body)).toEqual({
+        body: { content: ['between', 'again'] },
+        files: [
+          ['résumé.txt', 5],
+          ['second.bin', 7],
+        ],
+      });
     } finally {
       conn.socket.destroy();
     }

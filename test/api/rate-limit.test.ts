@@ -98,7 +98,9 @@ test('a client IP never gets more key lookups than its budget, even all at once;
     lookups.mockClear();
     // Then 60 wrong keys at once from the same client IP.
     const answers = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => request(limited.app).get('/api/v1/conversations').set('Authorization', `Bearer wck_guess${i}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx`)),
+      Array.from({ length: 60 }, (_, i) =>
+        request(limited.app).get('/api/v1/conversations').set('Authorization', `Bearer wck_guess${i}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx`),
+      ),
     );
     const statuses = answers.map((a) => a.status).sort();
     expect(statuses.filter((s) => s === 401)).toHaveLength(5);

@@ -76,22 +76,38 @@ describe('round trips of a read', () => {
 describe('the conversation check folded into the page', () => {
   test("another site's conversation is 404, with or without a cursor made for it", async () => {
     const other = await h.newSite('Other site');
-    const first = await request(h.app).get(`${messagesUrl(convId)}?limit=2`).set(bearer(h.site.key));
+    const first = await request(h.app)
+      .get(`${messagesUrl(convId)}?limit=2`)
+      .set(bearer(h.site.key));
     for (const query of ['', `?cursor=${encodeURIComponent(first.body.page.nextCursor)}`]) {
-      const res = await request(h.app).get(messagesUrl(convId) + query).set(bearer(other.key));
+      const res = await request(h.app)
+        .get(messagesUrl(convId) + query)
+        .set(bearer(other.key));
       expect(res.status).toBe(404);
       expect(res.body.error.code).toBe('not_found');
     }
   });
 
   test('a missing conversation is 404 before a bad cursor is judged, as before', async () => {
-    const res = await request(h.app).get(`${messagesUrl(newId('conv'))}?cursor=bogus.cursor`).set(bearer(h.site.key));
+    const res = await request(h.app)
+      .get(`${messagesUrl(newId('conv'))}?cursor=bogus.cursor`)
+      .set(bearer(h.site.key));
     expect(res.status).toBe(404);
   });
 
   test("an existing conversation's empty page is 200 with no data", async () => {
     const at = Date.now();
-    const empty = { id: newId('conv', at), site_id: h.site.id, visitor_id: 'v-empty', state: 'closed', open_marker: null, created_at: at, updated_at: at, last_message_at: null, closed_at: at };
+    const empty = {
+      id: newId('conv', at),
+      site_id: h.site.id,
+      visitor_id: 'v-empty',
+      state: 'closed',
+      open_marker: null,
+      created_at: at,
+      updated_at: at,
+      last_message_at: null,
+      closed_at: at,
+    };
     await h.runtime.db('conversations').insert(empty);
     const res = await request(h.app).get(messagesUrl(empty.id)).set(bearer(h.site.key));
     expect(res.status).toBe(200);

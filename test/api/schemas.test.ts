@@ -16,11 +16,14 @@ test('every listed schema is served without a key, byte for byte the file the SD
   expect(index.status).toBe(200);
   expect(index.body.data.map((d: { event: string }) => d.event).sort()).toEqual(['conversation.closed', 'conversation.started', 'message.created']);
   for (const { event, url } of index.body.data) {
-    const res = await request(h.app).get(url).buffer(true).parse((r, cb) => {
-      let text = '';
-      r.on('data', (c: Buffer) => (text += c));
-      r.on('end', () => cb(null, text));
-    });
+    const res = await request(h.app)
+      .get(url)
+      .buffer(true)
+      .parse((r, cb) => {
+        let text = '';
+        r.on('data', (c: Buffer) => (text += c));
+        r.on('end', () => cb(null, text));
+      });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toMatch(/^application\/schema\+json/);
     expect(res.body).toBe(fs.readFileSync(path.resolve(__dirname, `../../sdk/schemas/${event}.json`), 'utf8'));

@@ -16,20 +16,23 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 describe('contention that outlasts every retry (both engines)', () => {
-  test.each(['SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY', 'SQLITE_BUSY_RECOVERY', 'ER_LOCK_DEADLOCK'])('%s is retried, then answered 503 with Retry-After', async (code) => {
-    let tries = 0;
-    const attempt = runInTransaction(
-      h.runtime.db,
-      async () => {
-        tries++;
-        throw Object.assign(new Error(`lost to another writer (${code})`), { code });
-      },
-      { attempts: 3 },
-    );
-    await expect(attempt).rejects.toBeInstanceOf(ApiError);
-    await expect(attempt).rejects.toMatchObject({ code: 'service_unavailable', status: 503, headers: { 'Retry-After': '1' } });
-    expect(tries).toBe(3);
-  });
+  test.each(['SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY', 'SQLITE_BUSY_RECOVERY', 'ER_LOCK_DEADLOCK'])(
+    '%s is retried, then answered 503 with Retry-After',
+    async (code) => {
+      let tries = 0;
+      const attempt = runInTransaction(
+        h.runtime.db,
+        async () => {
+          tries++;
+          throw Object.assign(new Error(`lost to another writer (${code})`), { code });
+        },
+        { attempts: 3 },
+      );
+      await expect(attempt).rejects.toBeInstanceOf(ApiError);
+      await expect(attempt).rejects.toMatchObject({ code: 'service_unavailable', status: 503, headers: { 'Retry-After': '1' } });
+      expect(tries).toBe(3);
+    },
+  );
 
   test('other errors are neither retried nor turned into 503', async () => {
     let tries = 0;
@@ -45,8 +48,7 @@ describe('contention that outlasts every retry (both engines)', () => {
 const sqliteOnly = TEST_DB === 'sqlite' ? describe : describe.skip;
 
 sqliteOnly('SQLite shared with a second writing process (the CLI, npm run worker)', () => {
-  const reply = (convId: string, content: string) =>
-    request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).send({ content });
+  const reply = (convId: string, content: string) => request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).send({ content });
 
   /**
    * Another process writing through the service's own code: read-then-write transactions in a loop

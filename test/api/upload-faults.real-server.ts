@@ -97,12 +97,15 @@ export interface Answer {
 /** An ordinary HTTPS request (Node's client), for checks that the server still serves. */
 export function request(server: RealServer, method: string, p: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = https.request({ host: '127.0.0.1', servername: 'localhost', port: server.port, path: p, method, ca: server.ca, headers, agent: false, timeout: 15_000 }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d) => (text += d));
-      res.on('end', () => resolve(answer(res.statusCode!, res.headers as Record<string, string>, text)));
-    });
+    const req = https.request(
+      { host: '127.0.0.1', servername: 'localhost', port: server.port, path: p, method, ca: server.ca, headers, agent: false, timeout: 15_000 },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve(answer(res.statusCode!, res.headers as Record<string, string>, text)));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`${method} ${p}: no answer in 15 s`)));
     req.on('error', reject);
     req.end(body);

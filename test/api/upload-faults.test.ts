@@ -105,7 +105,9 @@ describe('a multipart body cut off inside a file part', () => {
       await conn.write(headers(server.site.writeKey, server.site.conversationId, { 'Content-Length': 8 * MiB }));
       await conn.write(Buffer.concat([Buffer.from(fieldPart('content', 'dropped') + fileHead('dropped.bin')), Buffer.alloc(2 * MiB, 0x63)]));
       // the server is mid-write: a spool file exists and holds bytes
-      await waitFor('a spool file with bytes in it', () => spoolFiles().some((f) => (fs.statSync(path.join(tmpDir, f), { throwIfNoEntry: false })?.size ?? 0) > 0));
+      await waitFor('a spool file with bytes in it', () =>
+        spoolFiles().some((f) => (fs.statSync(path.join(tmpDir, f), { throwIfNoEntry: false })?.size ?? 0) > 0),
+      );
       leave(conn.socket);
       await conn.closed();
     } finally {

@@ -43,7 +43,13 @@ async function windowToken(server: RealServer, siteId: string): Promise<string> 
 
 function sendFiles(server: RealServer, siteId: string, token: string, clientIp: string, files: FilePart[], content?: string) {
   const m = multipart(files, content);
-  return request(server, 'POST', `/window/v1/sites/${siteId}/messages`, { Authorization: `Bearer ${token}`, 'Content-Type': m.contentType, 'X-Forwarded-For': clientIp }, m.body);
+  return request(
+    server,
+    'POST',
+    `/window/v1/sites/${siteId}/messages`,
+    { Authorization: `Bearer ${token}`, 'Content-Type': m.contentType, 'X-Forwarded-For': clientIp },
+    m.body,
+  );
 }
 
 /** The request line and headers of an upload only: an answer that comes now came before the body. */
@@ -98,7 +104,11 @@ describe('server A: the setting, the per-client-IP budgets and a full disk', () 
   });
 
   async function admin(...args: string[]) {
-    const p = spawnTs('server/cli/admin.ts', [...args, '--json'], { DATA_DIR: server.dataDir, DATABASE_URL: server.database.databaseUrl ?? '', LOG_LEVEL: 'silent' });
+    const p = spawnTs('server/cli/admin.ts', [...args, '--json'], {
+      DATA_DIR: server.dataDir,
+      DATABASE_URL: server.database.databaseUrl ?? '',
+      LOG_LEVEL: 'silent',
+    });
     expect(await p.exited()).toBe(0);
     return JSON.parse(p.stdout());
   }
@@ -129,7 +139,13 @@ describe('server A: the setting, the per-client-IP budgets and a full disk', () 
     const codes: number[] = [];
     for (let i = 0; i < 6; i++) {
       const token = await windowToken(server, sites.budgets);
-      const r = await request(server, 'POST', `/window/v1/sites/${sites.budgets}/messages`, { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'X-Forwarded-For': '203.0.113.20' }, JSON.stringify({ content: `hello ${i}`, clientMessageId: cid() }));
+      const r = await request(
+        server,
+        'POST',
+        `/window/v1/sites/${sites.budgets}/messages`,
+        { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'X-Forwarded-For': '203.0.113.20' },
+        JSON.stringify({ content: `hello ${i}`, clientMessageId: cid() }),
+      );
       codes.push(r.status);
       if (r.status === 429) {
         expect(r.json().error?.code).toBe('quota_exceeded');
@@ -189,12 +205,26 @@ describe('server A: the setting, the per-client-IP budgets and a full disk', () 
     const clientIp = '203.0.113.50';
     const token = await windowToken(server, sites.disk);
 
-    const spooling = await sendFiles(server, sites.disk, token, clientIp, [{ name: 'big.pdf', type: 'application/pdf', size: 300 * KB }], 'too big for the spool');
+    const spooling = await sendFiles(
+      server,
+      sites.disk,
+      token,
+      clientIp,
+      [{ name: 'big.pdf', type: 'application/pdf', size: 300 * KB }],
+      'too big for the spool',
+    );
     expect(spooling.status).toBe(507);
     expect(spooling.json().error).toEqual({ code: 'insufficient_storage', message: 'The service has no room to store this right now; retry later.' });
     await noSpoolFiles(server);
 
-    const storing = await sendFiles(server, sites.disk, token, clientIp, [{ name: 'mid.pdf', type: 'application/pdf', size: 100 * KB }], 'too big for the media');
+    const storing = await sendFiles(
+      server,
+      sites.disk,
+      token,
+      clientIp,
+      [{ name: 'mid.pdf', type: 'application/pdf', size: 100 * KB }],
+      'too big for the media',
+    );
     expect(storing.status).toBe(507);
     expect(storing.json().error?.code).toBe('insufficient_storage');
     await noSpoolFiles(server);
@@ -205,7 +235,9 @@ describe('server A: the setting, the per-client-IP budgets and a full disk', () 
     const sent = small.json().data as unknown as { conversation: { id: string }; message: { attachments: { id: string }[] } };
     expect(fs.readdirSync(media).sort()).toEqual([sent.message.attachments[0].id, 'ballast'].sort());
     // Neither refusal left a message behind.
-    const history = await request(server, 'GET', `/window/v1/sites/${sites.disk}/conversations/${sent.conversation.id}/messages`, { Authorization: `Bearer ${token}` });
+    const history = await request(server, 'GET', `/window/v1/sites/${sites.disk}/conversations/${sent.conversation.id}/messages`, {
+      Authorization: `Bearer ${token}`,
+    });
     expect((history.json().data as unknown as { content: string }[]).map((m) => m.content)).toEqual(['fits']);
     expect(server.process.stdout() + server.process.stderr()).toMatch(/"code":"ENOSPC"/);
   });
@@ -266,7 +298,10 @@ describe("server B: a site's quotas and the media retention", () => {
     const token = await windowToken(server, sites.full);
     const over = await sendFiles(server, sites.full, token, '127.0.0.1', [{ size: 300 * KB }]);
     expect(over.status).toBe(507);
-    expect(over.json().error).toEqual({ code: 'insufficient_storage', message: "The site's storage for files from visitors is full; older files make room as they expire." });
+    expect(over.json().error).toEqual({
+      code: 'insufficient_storage',
+      message: "The site's storage for files from visitors is full; older files make room as they expire.",
+    });
     expect((await sendFiles(server, sites.full, token, '127.0.0.1', [{ size: 150 * KB }])).status).toBe(201);
     await noSpoolFiles(server);
   });

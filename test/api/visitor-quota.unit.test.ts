@@ -175,7 +175,8 @@ describe("a site's allowed types", () => {
     expect(parseTypePatterns('')).toBeNull();
     expect(parseTypePatterns('any')).toBeNull();
     expect(parseTypePatterns('image/png,*/*')).toBeNull();
-    for (const bad of ['image', '*/png', 'image/png;q=1', 'text/html,<script>', 'a/b/c']) expect(() => parseTypePatterns(bad)).toThrow(/not a file type pattern/);
+    for (const bad of ['image', '*/png', 'image/png;q=1', 'text/html,<script>', 'a/b/c'])
+      expect(() => parseTypePatterns(bad)).toThrow(/not a file type pattern/);
     expect(() => parseTypePatterns(Array.from({ length: 21 }, (_, i) => `a/t${i}`).join(','))).toThrow(/At most 20/);
   });
 
@@ -194,20 +195,54 @@ describe("a site's allowed types", () => {
 describe('the type media is served with', () => {
   test('anything a browser could run or render as a document goes out as octet-stream', () => {
     const active = [
-      'text/javascript', 'application/javascript', 'application/x-javascript', 'text/ecmascript', 'application/ecmascript', 'text/jscript',
-      'text/livescript', 'application/x-ecmascript', 'text/javascript1.5', 'module/javascript', 'application/wasm', 'text/html',
-      'application/xhtml+xml', 'image/svg+xml', 'text/xml', 'application/xml', 'application/rss+xml', 'text/css', 'text/xsl',
-      'application/json', 'application/manifest+json', 'text/vtt', 'multipart/x-mixed-replace', 'audio/x+xml', 'video/xml',
-      'application/x-shockwave-flash', 'application/java-archive', 'made/up',
+      'text/javascript',
+      'application/javascript',
+      'application/x-javascript',
+      'text/ecmascript',
+      'application/ecmascript',
+      'text/jscript',
+      'text/livescript',
+      'application/x-ecmascript',
+      'text/javascript1.5',
+      'module/javascript',
+      'application/wasm',
+      'text/html',
+      'application/xhtml+xml',
+      'image/svg+xml',
+      'text/xml',
+      'application/xml',
+      'application/rss+xml',
+      'text/css',
+      'text/xsl',
+      'application/json',
+      'application/manifest+json',
+      'text/vtt',
+      'multipart/x-mixed-replace',
+      'audio/x+xml',
+      'video/xml',
+      'application/x-shockwave-flash',
+      'application/java-archive',
+      'made/up',
     ];
     for (const type of active) expect([type, servedContentType(type)]).toEqual([type, OPAQUE_TYPE]);
   });
 
   test('inert types keep their type', () => {
     const inert = [
-      'image/png', 'image/jpeg', 'image/gif', 'image/webp', 'application/pdf', 'text/plain', 'text/csv', 'audio/mpeg', 'video/mp4',
-      'application/zip', 'application/octet-stream', 'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
-      'application/vnd.oasis.opendocument.text', 'application/msword',
+      'image/png',
+      'image/jpeg',
+      'image/gif',
+      'image/webp',
+      'application/pdf',
+      'text/plain',
+      'text/csv',
+      'audio/mpeg',
+      'video/mp4',
+      'application/zip',
+      'application/octet-stream',
+      'application/vnd.openxmlformats-officedocument.wordprocessingml.document',
+      'application/vnd.oasis.opendocument.text',
+      'application/msword',
     ];
     for (const type of inert) expect(servedContentType(type)).toBe(type);
     expect(servedContentType('IMAGE/PNG')).toBe('image/png');
@@ -222,7 +257,25 @@ describe('stored file names', () => {
   });
 
   test('other control and format characters, line and paragraph separators and lone surrogates go too', () => {
-    const invisible = ['\u0000', '\u0007', '\n', '\r', '\u001F', '\u007F', '\u0085', '\u009F', '\u00AD', '\u200B', '\u2060', '\uFEFF', '\u2028', '\u2029', '\uD800', '\uDFFF', '\u{E0001}'];
+    const invisible = [
+      '\u0000',
+      '\u0007',
+      '\n',
+      '\r',
+      '\u001F',
+      '\u007F',
+      '\u0085',
+      '\u009F',
+      '\u00AD',
+      '\u200B',
+      '\u2060',
+      '\uFEFF',
+      '\u2028',
+      '\u2029',
+      '\uD800',
+      '\uDFFF',
+      '\u{E0001}',
+    ];
     for (const c of invisible) expect([JSON.stringify(c), safeFileName(`re${c}port.txt`)]).toEqual([JSON.stringify(c), 'report.txt']);
     expect(safeFileName('\u202E\u202E')).toBe('file');
     expect(safeFileName('\u202E..\u202Ehidden')).toBe('hidden');

@@ -26,7 +26,9 @@ describe('bench harness', () => {
   });
 
   it('prints rows with their baseline and ratio as a markdown table', () => {
-    const table = formatTable([{ what: 'GET a|b', value: 613.4, unit: 'req/s', baseline: 2454, ratio: 0.25, p50Ms: 40, p99Ms: 103, cpuMsPerOp: 1.62, peakRssMiB: 301 }]);
+    const table = formatTable([
+      { what: 'GET a|b', value: 613.4, unit: 'req/s', baseline: 2454, ratio: 0.25, p50Ms: 40, p99Ms: 103, cpuMsPerOp: 1.62, peakRssMiB: 301 },
+    ]);
     const lines = table.split('\n');
     expect(lines).toHaveLength(3);
     expect(lines[2]).toBe('| GET a\\|b | 613 req/s | 2,454 req/s | 0.25 | 40.0 | 103 | 1.62 | 301 |  |');

@@ -145,7 +145,10 @@ describe('chat window assets', () => {
       { type: 'paragraph', children: [{ type: 'text', value: '<script>alert(1)</script>' }] },
       { type: 'paragraph', children: [{ type: 'text', value: '<img src=x onerror=alert(1)>' }] },
     ]);
-    expect(parseInline('[x](javascript:alert(1))')).toEqual([{ type: 'text', value: 'x' }, { type: 'text', value: ')' }]);
+    expect(parseInline('[x](javascript:alert(1))')).toEqual([
+      { type: 'text', value: 'x' },
+      { type: 'text', value: ')' },
+    ]);
     expect(parseInline('**a** [b](https://e.example/p?q=1) `c`')).toEqual([
       { type: 'strong', children: [{ type: 'text', value: 'a' }] },
       { type: 'text', value: ' ' },
@@ -153,7 +156,17 @@ describe('chat window assets', () => {
       { type: 'text', value: ' ' },
       { type: 'code', value: 'c' },
     ]);
-    for (const bad of ['javascript:alert(1)', 'JaVaScRiPt:alert(1)', 'java\tscript:alert(1)', ' javascript:x', 'data:text/html,x', 'vbscript:x', '/relative', '//evil.example', 'file:///etc/passwd']) {
+    for (const bad of [
+      'javascript:alert(1)',
+      'JaVaScRiPt:alert(1)',
+      'java\tscript:alert(1)',
+      ' javascript:x',
+      'data:text/html,x',
+      'vbscript:x',
+      '/relative',
+      '//evil.example',
+      'file:///etc/passwd',
+    ]) {
       expect(safeHref(bad)).toBeNull();
     }
     expect(safeHref('mailto:help@shop.example')).toBe('mailto:help@shop.example');

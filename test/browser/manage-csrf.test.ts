@@ -35,14 +35,22 @@ describeInChromium('the management API in Chromium', () => {
     h = await manageHarness({ env: { PUBLIC_URL: serviceOrigin } });
     await newMember(h, h.site.id, 'ana@example.com', 'owner');
     const service = https.createServer({ cert: tls.cert, key: tls.key }, (req: IncomingMessage, res) => {
-      const entry = { path: `${req.method} ${req.url}`, cookie: /__Host-session=/.test(req.headers.cookie ?? ''), site: req.headers['sec-fetch-site'] as string | undefined, status: undefined as number | undefined };
+      const entry = {
+        path: `${req.method} ${req.url}`,
+        cookie: /__Host-session=/.test(req.headers.cookie ?? ''),
+        site: req.headers['sec-fetch-site'] as string | undefined,
+        status: undefined as number | undefined,
+      };
       seen.push(entry);
       res.on('finish', () => (entry.status = res.statusCode));
       h.app(req as never, res as never);
     });
     await new Promise<void>((resolve) => service.listen(port, '127.0.0.1', resolve));
     servers.push(service);
-    for (const [name, host] of [['sameSite', 'localhost'], ['crossSite', '127.0.0.1']] as const) {
+    for (const [name, host] of [
+      ['sameSite', 'localhost'],
+      ['crossSite', '127.0.0.1'],
+    ] as const) {
       const attackerPort = await freePort();
       attackers[name] = `https://${host}:${attackerPort}`;
       const attacker = https.createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
@@ -75,7 +83,11 @@ describeInChromium('the management API in Chromium', () => {
   test('a page of the service signs in with fetch: the __Host- cookie is kept and sent; same-origin changes pass', async () => {
     const page = await onService();
     const signedIn = await page.evaluate(async (password) => {
-      const r = await fetch('/manage/v1/session', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ email: 'ana@example.com', password }) });
+      const r = await fetch('/manage/v1/session', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ email: 'ana@example.com', password }),
+      });
       return r.status;
     }, PASSWORD);
     expect(signedIn).toBe(200);
@@ -83,7 +95,9 @@ describeInChromium('the management API in Chromium', () => {
     expect(cookies).toEqual([expect.objectContaining({ name: '__Host-session', httpOnly: true, secure: true, sameSite: 'Lax', path: '/' })]);
     expect(await page.evaluate(() => document.cookie)).toBe(''); // HttpOnly: page scripts cannot read it
 
-    const made = await page.evaluate(async () => (await fetch('/manage/v1/tokens', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"label":"mine"}' })).status);
+    const made = await page.evaluate(
+      async () => (await fetch('/manage/v1/tokens', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"label":"mine"}' })).status,
+    );
     expect(made).toBe(201);
     expect(seen.find((s) => s.path === 'POST /manage/v1/tokens')).toMatchObject({ cookie: true, site: 'same-origin', status: 201 });
     await page.close();

@@ -11,7 +11,6 @@ import { createHarness, Harness, listenHttps } from '../helpers/harness';
 import { describeInChromium, launchChromium } from '../helpers/chromium';
 import { allowOrigins, auth, getToken, w } from '../window/helpers';
 
-
 const SCRIPT = (flag: string) => `window.${flag} = true; document.title = '${flag}';`;
 
 describeInChromium('visitor files in a browser (SQLite pass only)', () => {
@@ -60,7 +59,11 @@ describeInChromium('visitor files in a browser (SQLite pass only)', () => {
       await page.route(`${serviceOrigin}/__test/**`, (route) => {
         const url = new URL(route.request().url());
         if (url.pathname === '/__test/control.js') {
-          return route.fulfill({ status: 200, headers: { 'Content-Type': 'text/javascript', 'X-Content-Type-Options': 'nosniff' }, body: SCRIPT('controlRan') });
+          return route.fulfill({
+            status: 200,
+            headers: { 'Content-Type': 'text/javascript', 'X-Content-Type-Options': 'nosniff' },
+            body: SCRIPT('controlRan'),
+          });
         }
         return route.fulfill({
           status: 200,

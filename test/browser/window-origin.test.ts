@@ -80,7 +80,9 @@ describe('WINDOW_PUBLIC_URL: one process, two hosts', () => {
 
     // History and the live feed give window links too.
     const conversationId = sent.body.data.conversation.id;
-    const history = await on(WINDOW).get(w(h.site.id, `/conversations/${conversationId}/messages`)).set(auth(t.token));
+    const history = await on(WINDOW)
+      .get(w(h.site.id, `/conversations/${conversationId}/messages`))
+      .set(auth(t.token));
     expect(new URL(history.body.data[0].attachments[0].url).origin).toBe(`https://${WINDOW}`);
 
     const api = await on(MAIN).get(`/api/v1/conversations/${conversationId}/messages`).set(bearer(h.site.key));
@@ -96,7 +98,11 @@ describe('WINDOW_PUBLIC_URL: one process, two hosts', () => {
 
     // The window's host takes no key for files, and refuses malformed links in the envelope.
     const id = windowLink.pathname.split('/').pop();
-    for (const query of ['', '?expires=1&signature=x', `?expires=${windowLink.searchParams.get('expires')}&expires=1&signature=${windowLink.searchParams.get('signature')}`]) {
+    for (const query of [
+      '',
+      '?expires=1&signature=x',
+      `?expires=${windowLink.searchParams.get('expires')}&expires=1&signature=${windowLink.searchParams.get('signature')}`,
+    ]) {
       const res = await on(WINDOW).get(`/api/v1/media/${id}${query}`).set(bearer(h.site.key));
       expect([query, res.status, res.body.error?.code]).toEqual([query, 401, 'unauthorized']);
     }
@@ -107,7 +113,14 @@ describe('WINDOW_PUBLIC_URL: one process, two hosts', () => {
     expect(env('https://chat-window.example.net/')().windowPublicUrl).toBe('https://chat-window.example.net');
     expect(env('https://chat-window.example.net:8443')().windowPublicUrl).toBe('https://chat-window.example.net:8443');
     expect(loadConfig({ PUBLIC_URL: 'https://chat.example.com' } as NodeJS.ProcessEnv).windowPublicUrl).toBeUndefined();
-    for (const bad of ['http://chat-window.example.net', 'https://chat.example.com:9443', 'https://chat-window.example.net/window', 'https://u:p@chat-window.example.net', 'chat-window.example.net', 'https://x.example/?a=1']) {
+    for (const bad of [
+      'http://chat-window.example.net',
+      'https://chat.example.com:9443',
+      'https://chat-window.example.net/window',
+      'https://u:p@chat-window.example.net',
+      'chat-window.example.net',
+      'https://x.example/?a=1',
+    ]) {
       expect(env(bad)).toThrow(/WINDOW_PUBLIC_URL/);
     }
   });
@@ -138,7 +151,9 @@ describeInChromium('the window on its own origin, in Chromium', () => {
     shop = https.createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
       res.setHeader('Content-Security-Policy', `default-src 'none'; script-src ${windowOrigin}; frame-src ${windowOrigin}; base-uri 'none'`);
       res.setHeader('Content-Type', 'text/html; charset=utf-8');
-      res.end(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title><script async src="${windowOrigin}/window/v1/loader.js" data-site="${h.site.id}"></script></head><body><h1>Shop</h1></body></html>`);
+      res.end(
+        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title><script async src="${windowOrigin}/window/v1/loader.js" data-site="${h.site.id}"></script></head><body><h1>Shop</h1></body></html>`,
+      );
     });
     await new Promise<void>((resolve) => shop.listen(shopPort, '127.0.0.1', resolve));
     browser = await launchChromium();

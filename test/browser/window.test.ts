@@ -18,7 +18,6 @@ import { makeSelfSignedCert } from '../../server/platform/tls';
 import { allowOrigins, auth, getToken, w } from '../window/helpers';
 import { identityHash } from '../../server/window/tokens';
 
-
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts');
 
 function listen(server: http.Server | https.Server, port: number): Promise<void> {
@@ -241,7 +240,11 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     expect(await msg.locator('.md-heading').innerText()).toBe('a');
     expect(await msg.locator('.md-heading + p').innerText()).toBe('b');
 
-    await api().post(`/api/v1/conversations/${conversationId}/messages`).set(bearer(h.site.key)).send({ content: 'Still *here*', format: 'markdown' }).expect(201);
+    await api()
+      .post(`/api/v1/conversations/${conversationId}/messages`)
+      .set(bearer(h.site.key))
+      .send({ content: 'Still *here*', format: 'markdown' })
+      .expect(201);
     await panel.locator('.msg.theirs', { hasText: 'Still here' }).waitFor({ timeout: 5000 });
     expect(pageErrors).toEqual([]);
   });
@@ -308,13 +311,15 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       await p.keyboard.press('Enter');
       await panel.locator('.msg.mine:not(.pending)', { hasText: 'Typed with the keyboard' }).waitFor();
       // The browser refuses the framed panel its storage here; the window works from memory.
-      expect(await panel.evaluate(() => {
-        try {
-          return typeof localStorage.length;
-        } catch (e) {
-          return (e as Error).name;
-        }
-      })).toBe('SecurityError');
+      expect(
+        await panel.evaluate(() => {
+          try {
+            return typeof localStorage.length;
+          } catch (e) {
+            return (e as Error).name;
+          }
+        }),
+      ).toBe('SecurityError');
       await p.keyboard.press('Escape');
       await p.locator('#chat-window-root iframe').waitFor({ state: 'hidden' });
       expect(await p.evaluate(() => document.activeElement?.shadowRoot?.activeElement?.className)).toBe('launcher');
@@ -410,7 +415,10 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       const p = await ctx.newPage();
       await p.goto(`${shopOrigin}/`);
       await launcher(p).waitFor();
-      await p.evaluate((hash) => (window as unknown as { ChatWindow: { identify(i: object): void } }).ChatWindow.identify({ userId: 'customer-42', userHash: hash }), userHash);
+      await p.evaluate(
+        (hash) => (window as unknown as { ChatWindow: { identify(i: object): void } }).ChatWindow.identify({ userId: 'customer-42', userHash: hash }),
+        userHash,
+      );
       await launcher(p).click();
       return { ctx, panel: await panelOf(p) };
     };
@@ -575,7 +583,10 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     });
 
     test('a lock manager that throws, or a BroadcastChannel that throws: a stream of its own', async () => {
-      for (const [what, lock] of [['locks', 'SecurityError'], ['channel', 'granted']] as const) {
+      for (const [what, lock] of [
+        ['locks', 'SecurityError'],
+        ['channel', 'granted'],
+      ] as const) {
         const ctx = await newContext();
         try {
           // An init script, so it runs in the panel's frame before the panel's code.
@@ -598,7 +609,11 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
   test("a refused send shows the service's reason on the bubble: too large, no room, a type not allowed", async () => {
     const ctx = await newContext();
     const p = await ctx.newPage();
-    const envelope = (status: number, code: string, message: string) => ({ status, contentType: 'application/json', body: JSON.stringify({ error: { code, message } }) });
+    const envelope = (status: number, code: string, message: string) => ({
+      status,
+      contentType: 'application/json',
+      body: JSON.stringify({ error: { code, message } }),
+    });
     try {
       await p.goto(`${shopOrigin}/`);
       await launcher(p).click();
@@ -629,14 +644,20 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       // The quota checks' answers, and a proxy's page in front of the service.
       const refusals = [
         [envelope(507, 'storage_quota_exceeded', 'This site has no room left for visitor files today.'), 'This site has no room left for visitor files today.'],
-        [envelope(415, 'file_type_not_allowed', 'Files of type application/octet-stream cannot be sent here.'), 'Files of type application/octet-stream cannot be sent here.'],
+        [
+          envelope(415, 'file_type_not_allowed', 'Files of type application/octet-stream cannot be sent here.'),
+          'Files of type application/octet-stream cannot be sent here.',
+        ],
         [{ status: 413, contentType: 'text/html', body: '<html><body>413 Request Entity Too Large</body></html>' }, 'The message or its files are too large.'],
         [{ status: 507, contentType: 'text/html', body: '<html><body>507</body></html>' }, 'The chat service has no room for files right now.'],
       ] as const;
       let next = 0;
       await ctx.route('**/window/v1/sites/*/messages', (route) => route.fulfill(refusals[next++][0]));
       for (const [, shown] of refusals) {
-        expect(await sendFile({ name: `refused-${next}.bin`, mimeType: 'application/octet-stream', buffer: Buffer.from('x') })).toEqual({ text: `Not sent: ${shown}`, retry: 0 });
+        expect(await sendFile({ name: `refused-${next}.bin`, mimeType: 'application/octet-stream', buffer: Buffer.from('x') })).toEqual({
+          text: `Not sent: ${shown}`,
+          retry: 0,
+        });
       }
     } finally {
       await ctx.close();
@@ -694,7 +715,10 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       // The live connection follows the new visitor.
       await api().post(`/api/v1/conversations/${after.id}/messages`).set(bearer(h.site.key)).send({ content: 'Answered the new visitor' }).expect(201);
       await panel.locator('.msg.theirs', { hasText: 'Answered the new visitor' }).waitFor({ timeout: 5000 });
-      expect(await panel.locator('.msg').allInnerTexts()).toEqual([expect.stringContaining('After the revocation'), expect.stringContaining('Answered the new visitor')]);
+      expect(await panel.locator('.msg').allInnerTexts()).toEqual([
+        expect.stringContaining('After the revocation'),
+        expect.stringContaining('Answered the new visitor'),
+      ]);
       // The new session resumed from its own history, not from the old visitor's position.
       expect(refusedPositions).toEqual([]);
     } finally {
@@ -715,7 +739,8 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       const before = await conversationWith('Two tabs before the revocation');
       await h.runtime.services.access.revokeVisitors(h.site.id, before.visitorId);
       h.runtime.services.window.streams.closeAll();
-      for (const panel of [first, second]) await panel.locator('.msg', { hasText: 'Two tabs before the revocation' }).waitFor({ state: 'detached', timeout: 10_000 });
+      for (const panel of [first, second])
+        await panel.locator('.msg', { hasText: 'Two tabs before the revocation' }).waitFor({ state: 'detached', timeout: 10_000 });
       await first.locator('#cw-status:empty').waitFor({ state: 'attached' });
       await first.locator('#cw-input').fill('First tab, new visitor');
       await first.locator('#cw-input').press('Enter');
@@ -729,7 +754,7 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     expect(pageErrors).toEqual([]);
   });
 
-  test("a verified visitor whose site rotated its identity secret: the window says the session ended and stops asking", async () => {
+  test('a verified visitor whose site rotated its identity secret: the window says the session ended and stops asking', async () => {
     const { identitySecret } = await h.runtime.services.access.setIdentity(h.site.id, { mode: 'optional', rotateSecret: true });
     const ctx = await newContext();
     const asked: number[] = [];

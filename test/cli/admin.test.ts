@@ -27,7 +27,11 @@ test('site, keys, visitor and agent, end to end with the API', async () => {
   expect(site).toEqual({ id: expect.stringMatching(/^ws_/), name: 'Acme shop' });
 
   const key = await adminJson('key', 'create', '--site', site.id, '--scopes', 'conversations:read,conversations:write,media:read');
-  expect(key).toEqual({ id: expect.stringMatching(/^key_/), key: expect.stringMatching(/^wck_/), scopes: ['conversations:read', 'conversations:write', 'media:read'] });
+  expect(key).toEqual({
+    id: expect.stringMatching(/^key_/),
+    key: expect.stringMatching(/^wck_/),
+    scopes: ['conversations:read', 'conversations:write', 'media:read'],
+  });
 
   const listed = await adminJson('key', 'list', '--site', site.id);
   expect(listed.keys).toHaveLength(1);
@@ -35,7 +39,18 @@ test('site, keys, visitor and agent, end to end with the API', async () => {
   expect(listed.keys[0]).toMatchObject({ id: key.id, revokedAt: null });
 
   fs.writeFileSync(path.join(database.dataDir, 'receipt.txt'), 'paid');
-  const said = await adminJson('visitor', 'say', '--site', site.id, '--visitor', 'alice', '--content', 'Hello from the site', '--file', path.join(database.dataDir, 'receipt.txt'));
+  const said = await adminJson(
+    'visitor',
+    'say',
+    '--site',
+    site.id,
+    '--visitor',
+    'alice',
+    '--content',
+    'Hello from the site',
+    '--file',
+    path.join(database.dataDir, 'receipt.txt'),
+  );
   expect(said.conversation.state).toBe('open');
   expect(said.message).toMatchObject({ direction: 'incoming', origin: 'widget', content: 'Hello from the site' });
   expect(said.message.attachments[0]).toMatchObject({ name: 'receipt.txt', mimeType: 'text/plain', size: 4 });
@@ -44,7 +59,13 @@ test('site, keys, visitor and agent, end to end with the API', async () => {
   expect(agent.message).toMatchObject({ direction: 'outgoing', origin: 'messenger', apiKeyId: null });
 
   // The API sees what the CLI wrote, with the CLI's key.
-  const app = createApp({ services: runtime.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const app = createApp({
+    services: runtime.services,
+    logger: createLogger('silent'),
+    limiter: createMemoryLimiter(300),
+    validateResponses: true,
+    ready: async () => true,
+  });
   const msgs = await request(app).get(`/api/v1/conversations/${said.conversation.id}/messages`).set('Authorization', `Bearer ${key.key}`);
   expect(msgs.body.data.map((m: { content: string }) => m.content)).toEqual(['Hello from the site', 'Hi Alice']);
 
@@ -63,7 +84,12 @@ test('site, keys, visitor and agent, end to end with the API', async () => {
 }, 120_000);
 
 test('errors go to stderr with a non-zero exit and nothing on stdout', async () => {
-  for (const args of [['key', 'create', '--site', 'ws_missing', '--scopes', 'conversations:read'], ['key', 'create', '--site', 'x', '--scopes', 'everything'], ['nonsense', 'command'], ['site', 'create']]) {
+  for (const args of [
+    ['key', 'create', '--site', 'ws_missing', '--scopes', 'conversations:read'],
+    ['key', 'create', '--site', 'x', '--scopes', 'everything'],
+    ['nonsense', 'command'],
+    ['site', 'create'],
+  ]) {
     const r = await admin(...args, '--json');
     expect(r.code).not.toBe(0);
     expect(r.stdout).toBe('');
@@ -89,7 +115,13 @@ test('a service error reads the same from every command: code, message, then eac
 test("visitor revoke voids one visitor's chat window access, or every visitor's of a site", async () => {
   const site = await adminJson('site', 'create', '--name', 'Revoking shop');
   await adminJson('site', 'update', '--site', site.id, '--allowed-origins', 'https://shop.example');
-  const app = createApp({ services: runtime.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const app = createApp({
+    services: runtime.services,
+    logger: createLogger('silent'),
+    limiter: createMemoryLimiter(300),
+    validateResponses: true,
+    ready: async () => true,
+  });
   const gateway = (body: object) => request(app).post(`/window/v1/sites/${site.id}/token`).set('Origin', 'https://shop.example').send(body);
   const [alice, bob] = [(await gateway({})).body.data, (await gateway({})).body.data];
 

@@ -66,7 +66,11 @@ async function exhausted(method: 'get' | 'post', path: (id: string) => string, b
 }
 
 /** A service method throwing something unexpected while `send` runs: the answer must be the 500 envelope, nothing internal. */
-function failing<T extends object>(target: () => T, method: keyof T, send: () => request.Test = () => call(h.app, 'get', '/conversations', h.site.key)): Scenario {
+function failing<T extends object>(
+  target: () => T,
+  method: keyof T,
+  send: () => request.Test = () => call(h.app, 'get', '/conversations', h.site.key),
+): Scenario {
   return async () => {
     const spy = jest.spyOn(target(), method as never).mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
     try {
@@ -96,7 +100,11 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     403: () => call(h.app, 'get', `/conversations/${convId}`, noRightsKey),
     404: () => call(h.app, 'get', `/conversations/${convId}`, other.key),
     429: () => exhausted('get', (id) => `/conversations/${id}`),
-    500: failing(() => services().conversations, 'get', () => call(h.app, 'get', `/conversations/${convId}`, h.site.key)),
+    500: failing(
+      () => services().conversations,
+      'get',
+      () => call(h.app, 'get', `/conversations/${convId}`, h.site.key),
+    ),
     503: () => call(broken.app, 'get', `/conversations/${convId}`, broken.site.key),
   },
   listMessages: {
@@ -106,7 +114,11 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     403: () => call(h.app, 'get', `/conversations/${convId}/messages`, noRightsKey),
     404: () => call(h.app, 'get', `/conversations/${convId}/messages`, other.key),
     429: () => exhausted('get', (id) => `/conversations/${id}/messages`),
-    500: failing(() => services().messages, 'list', () => call(h.app, 'get', `/conversations/${convId}/messages`, h.site.key)),
+    500: failing(
+      () => services().messages,
+      'list',
+      () => call(h.app, 'get', `/conversations/${convId}/messages`, h.site.key),
+    ),
     503: () => call(broken.app, 'get', `/conversations/${convId}/messages`, broken.site.key),
   },
   createReply: {
@@ -117,15 +129,18 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     404: () => call(h.app, 'post', `/conversations/${convId}/messages`, other.key, { content: 'x' }),
     409: () => call(h.app, 'post', `/conversations/${closedId}/messages`, h.site.key, { content: 'x' }),
     413: () => call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'x'.repeat(70 * 1024) }),
-    415: () =>
-      api(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).set('Content-Type', 'text/plain').send('hello'),
+    415: () => api(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).set('Content-Type', 'text/plain').send('hello'),
     422: async () => {
       const key = `contract-${Date.now()}`;
       await call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'first' }).set('Idempotency-Key', key);
       return call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'second' }).set('Idempotency-Key', key);
     },
     429: () => exhausted('post', (id) => `/conversations/${id}/messages`, { content: 'x' }),
-    500: failing(() => services().messages, 'reply', () => call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'x' })),
+    500: failing(
+      () => services().messages,
+      'reply',
+      () => call(h.app, 'post', `/conversations/${convId}/messages`, h.site.key, { content: 'x' }),
+    ),
     503: () => call(broken.app, 'post', `/conversations/${convId}/messages`, broken.site.key, { content: 'x' }),
     507: async () => {
       // The disk fills up while the reply's file is stored.
@@ -152,7 +167,11 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     403: () => call(h.app, 'post', `/conversations/${convId}/close`, readOnlyKey),
     404: () => call(h.app, 'post', `/conversations/${convId}/close`, other.key),
     429: () => exhausted('post', (id) => `/conversations/${id}/close`),
-    500: failing(() => services().conversations, 'close', () => call(h.app, 'post', `/conversations/${convId}/close`, h.site.key)),
+    500: failing(
+      () => services().conversations,
+      'close',
+      () => call(h.app, 'post', `/conversations/${convId}/close`, h.site.key),
+    ),
     503: () => call(broken.app, 'post', `/conversations/${convId}/close`, broken.site.key),
   },
   downloadMedia: {
@@ -178,7 +197,11 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       await call(limited.app, 'get', `/media/${id}`, site.key);
       return call(limited.app, 'get', `/media/${id}`, site.key);
     },
-    500: failing(() => services().media, 'open', () => call(h.app, 'get', `/media/${mediaId}`, h.site.key)),
+    500: failing(
+      () => services().media,
+      'open',
+      () => call(h.app, 'get', `/media/${mediaId}`, h.site.key),
+    ),
     503: () => call(broken.app, 'get', `/media/${mediaId}`, broken.site.key),
   },
   listEventSchemas: {
@@ -189,7 +212,11 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       return call(limited.app, 'get', '/schemas', null);
     },
     // The per-client-IP limiter is the one dependency of the keyless operations.
-    500: failing(() => h.limiter, 'hit', () => call(h.app, 'get', '/schemas', null)),
+    500: failing(
+      () => h.limiter,
+      'hit',
+      () => call(h.app, 'get', '/schemas', null),
+    ),
   },
   getEventSchema: {
     200: () => call(h.app, 'get', '/schemas/message.created.json', null),
@@ -199,7 +226,11 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       await call(limited.app, 'get', '/schemas/message.created.json', null);
       return call(limited.app, 'get', '/schemas/message.created.json', null);
     },
-    500: failing(() => h.limiter, 'hit', () => call(h.app, 'get', '/schemas/message.created.json', null)),
+    500: failing(
+      () => h.limiter,
+      'hit',
+      () => call(h.app, 'get', '/schemas/message.created.json', null),
+    ),
   },
 };
 

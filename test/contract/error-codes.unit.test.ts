@@ -36,7 +36,7 @@ test('the management API answers the public codes and its own two, both 403', ()
   expect(ERROR_STATUS.cross_site_request).toBe(403);
 });
 
-test('the chat window\'s document answers with the same codes', () => {
+test("the chat window's document answers with the same codes", () => {
   // window.yaml is validated as a document of its own, so it cannot $ref into openapi.yaml.
   expect(windowEntry.components.schemas.ErrorResponse.properties.error.properties.code.enum).toEqual(documented);
 });
@@ -63,7 +63,8 @@ function collectExamples(document: typeof publicApi, seen: string[], wrong: stri
           const code = (example as { error?: { code?: string } } | undefined)?.error?.code;
           if (code === undefined) continue;
           seen.push(code);
-          if (ERROR_STATUS[code as ErrorCode] !== Number(status)) wrong.push(`${method.toUpperCase()} ${route} ${status}: ${code} (${ERROR_STATUS[code as ErrorCode]})`);
+          if (ERROR_STATUS[code as ErrorCode] !== Number(status))
+            wrong.push(`${method.toUpperCase()} ${route} ${status}: ${code} (${ERROR_STATUS[code as ErrorCode]})`);
         }
       }
     }

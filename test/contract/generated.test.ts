@@ -41,7 +41,11 @@ test('the check notices a hand edit, in the files of either document', () => {
 });
 
 const spectral = (cwd: string) =>
-  execFileSync(path.join(root, 'node_modules/.bin/spectral'), ['lint', '--fail-severity=warn', '--ruleset', 'openapi/.spectral.yaml', 'openapi/openapi.yaml', 'openapi/window.yaml', 'openapi/manage.yaml'], { cwd, encoding: 'utf8', stdio: 'pipe' });
+  execFileSync(
+    path.join(root, 'node_modules/.bin/spectral'),
+    ['lint', '--fail-severity=warn', '--ruleset', 'openapi/.spectral.yaml', 'openapi/openapi.yaml', 'openapi/window.yaml', 'openapi/manage.yaml'],
+    { cwd, encoding: 'utf8', stdio: 'pipe' },
+  );
 
 test('the documents (public API, chat window, management API) lint clean with Spectral (spectral:oas and the OWASP API Security ruleset)', () => {
   // Both rulesets stay in: dropping one would make this test pass on anything. Prism's proxy

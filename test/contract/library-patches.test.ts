@@ -137,7 +137,11 @@ describe('2-4. the MySQL stall guard', () => {
 
   test("2. a mysql2 connection's query is Connection.prototype.query (an own property shadows it)", () => {
     const mysql2 = require('mysql2') as { Connection: { prototype: { query: unknown } }; createConnection(o: object): object };
-    const conn = mysql2.createConnection({ host: '127.0.0.1', port: 1, connectTimeout: 1 }) as { query: unknown; on(e: string, f: () => void): void; destroy(): void };
+    const conn = mysql2.createConnection({ host: '127.0.0.1', port: 1, connectTimeout: 1 }) as {
+      query: unknown;
+      on(e: string, f: () => void): void;
+      destroy(): void;
+    };
     conn.on('error', () => undefined);
     try {
       expect(typeof mysql2.Connection.prototype.query).toBe('function');
@@ -186,7 +190,14 @@ const DOC = {
     '/things/{id}': {
       get: {
         parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'string' } }],
-        responses: { '200': { description: 'ok', content: { 'application/json': { schema: { type: 'object', required: ['data'], properties: { data: { type: 'string' } }, additionalProperties: false } } } } },
+        responses: {
+          '200': {
+            description: 'ok',
+            content: {
+              'application/json': { schema: { type: 'object', required: ['data'], properties: { data: { type: 'string' } }, additionalProperties: false } },
+            },
+          },
+        },
       },
     },
   },
@@ -207,7 +218,9 @@ function validatedApp(answer: (id: string) => unknown) {
 
 test('5. the validator reads pathToRegexp through the module export at call time', async () => {
   const app = validatedApp((id) => ({ data: id }));
-  const module = require(require.resolve('path-to-regexp', { paths: [require.resolve('express-openapi-validator')] })) as { pathToRegexp: (...args: unknown[]) => unknown };
+  const module = require(require.resolve('path-to-regexp', { paths: [require.resolve('express-openapi-validator')] })) as {
+    pathToRegexp: (...args: unknown[]) => unknown;
+  };
   const installed = module.pathToRegexp;
   let calls = 0;
   module.pathToRegexp = (...args: unknown[]) => {

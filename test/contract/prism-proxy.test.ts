@@ -185,7 +185,15 @@ async function send(proxy: Proxy, method: 'GET' | 'POST', urlPath: string, opts:
   } catch {
     // binary or empty bodies
   }
-  return { status: res.status, headers: res.headers as unknown as Headers, text, json, violations: res.headers.get('sl-violations'), what: `${proxy.name}: ${method} ${urlPath}`, proxy };
+  return {
+    status: res.status,
+    headers: res.headers as unknown as Headers,
+    text,
+    json,
+    violations: res.headers.get('sl-violations'),
+    what: `${proxy.name}: ${method} ${urlPath}`,
+    proxy,
+  };
 }
 
 /** The answer is the server's (not Prism's), with this status and error code, and Prism saw no violation. */
@@ -194,11 +202,14 @@ function expectAnswer(answer: Answer, status: number, code?: string): Answer {
   if (answer.violations) problems.push(`Prism reported violations: ${answer.violations}`);
   if (answer.status !== status) problems.push(`status ${answer.status}, expected ${status}`);
   if (status >= 400) {
-    if (!/^application\/json/.test(answer.headers.get('content-type') ?? '')) problems.push(`content-type ${answer.headers.get('content-type')} (Prism's own answer?)`);
+    if (!/^application\/json/.test(answer.headers.get('content-type') ?? ''))
+      problems.push(`content-type ${answer.headers.get('content-type')} (Prism's own answer?)`);
     if (answer.json?.error?.code !== code) problems.push(`error code ${answer.json?.error?.code}, expected ${code}`);
   }
   if (problems.length) {
-    throw new Error(`${answer.what}\n  ${problems.join('\n  ')}\n  body: ${answer.text.slice(0, 600)}\n--- Prism log (tail) ---\n${answer.proxy.log().slice(-3000)}`);
+    throw new Error(
+      `${answer.what}\n  ${problems.join('\n  ')}\n  body: ${answer.text.slice(0, 600)}\n--- Prism log (tail) ---\n${answer.proxy.log().slice(-3000)}`,
+    );
   }
   return answer;
 }
@@ -220,7 +231,12 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
     const since = encodeURIComponent(new Date(Date.now() - 3600_000).toISOString());
     const until = encodeURIComponent(new Date(Date.now() + 3600_000).toISOString());
     const filtered = expectAnswer(
-      await send(strict, 'GET', `/conversations?state=open&createdAfter=${since}&createdBefore=${until}&updatedAfter=${since}&updatedBefore=${until}&limit=100`, { key: h.site.key }),
+      await send(
+        strict,
+        'GET',
+        `/conversations?state=open&createdAfter=${since}&createdBefore=${until}&updatedAfter=${since}&updatedBefore=${until}&limit=100`,
+        { key: h.site.key },
+      ),
       200,
     );
     expect(filtered.json.data.every((c: { state: string }) => c.state === 'open')).toBe(true);
@@ -238,7 +254,10 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
   test('messages: list both orders with paging', async () => {
     const asc = expectAnswer(await send(strict, 'GET', `/conversations/${convIds[0]}/messages?limit=1`, { key: h.site.key }), 200);
     expect(asc.json.page.hasMore).toBe(true);
-    expectAnswer(await send(strict, 'GET', `/conversations/${convIds[0]}/messages?limit=1&cursor=${encodeURIComponent(asc.json.page.nextCursor)}`, { key: h.site.key }), 200);
+    expectAnswer(
+      await send(strict, 'GET', `/conversations/${convIds[0]}/messages?limit=1&cursor=${encodeURIComponent(asc.json.page.nextCursor)}`, { key: h.site.key }),
+      200,
+    );
     const desc = expectAnswer(await send(strict, 'GET', `/conversations/${fileConv.id}/messages?order=desc`, { key: h.site.key }), 200);
     expect(desc.json.data[0].attachments).toHaveLength(1);
   });
@@ -274,7 +293,11 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
       const running = { 'Idempotency-Key': `prism-running-${Date.now()}` };
       const firstCall = send(strict, 'POST', `/conversations/${convIds[2]}/messages`, { key: h.site.key, json: { content: 'slow one' }, headers: running });
       await inside;
-      expectAnswer(await send(strict, 'POST', `/conversations/${convIds[2]}/messages`, { key: h.site.key, json: { content: 'slow one' }, headers: running }), 409, 'idempotency_key_in_use');
+      expectAnswer(
+        await send(strict, 'POST', `/conversations/${convIds[2]}/messages`, { key: h.site.key, json: { content: 'slow one' }, headers: running }),
+        409,
+        'idempotency_key_in_use',
+      );
       release();
       expectAnswer(await firstCall, 201);
     } finally {
@@ -282,7 +305,11 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
       spy.mockRestore();
     }
 
-    expectAnswer(await send(strict, 'POST', `/conversations/${closedId}/messages`, { key: h.site.key, json: { content: 'too late' } }), 409, 'conversation_closed');
+    expectAnswer(
+      await send(strict, 'POST', `/conversations/${closedId}/messages`, { key: h.site.key, json: { content: 'too late' } }),
+      409,
+      'conversation_closed',
+    );
   });
 
   test('close: open to closed, then the same card again', async () => {
@@ -336,7 +363,11 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
       const limited = expectAnswer(await send(strict, 'GET', '/conversations', { key: throttled.key }), 429, 'rate_limit_exceeded');
       expect(limited.headers.get('retry-after')).toBe('42');
       expect(limited.headers.get('x-ratelimit-remaining')).toBe('0');
-      expectAnswer(await send(strict, 'POST', `/conversations/${convIds[0]}/messages`, { key: throttled.key, json: { content: 'x' } }), 429, 'rate_limit_exceeded');
+      expectAnswer(
+        await send(strict, 'POST', `/conversations/${convIds[0]}/messages`, { key: throttled.key, json: { content: 'x' } }),
+        429,
+        'rate_limit_exceeded',
+      );
     } finally {
       exhausted.clear();
     }
@@ -358,7 +389,9 @@ describe('through the strict proxy (requests and answers validated, --errors)', 
     } finally {
       boom.mockRestore();
     }
-    const down = jest.spyOn(services.conversations, 'get').mockRejectedValueOnce(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3306'), { code: 'ECONNREFUSED' }));
+    const down = jest
+      .spyOn(services.conversations, 'get')
+      .mockRejectedValueOnce(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:3306'), { code: 'ECONNREFUSED' }));
     try {
       expectAnswer(await send(strict, 'GET', `/conversations/${convIds[0]}`, { key: h.site.key }), 503, 'service_unavailable');
     } finally {
@@ -389,7 +422,14 @@ describe('through the lenient proxy (answers validated; requests the document re
     two.append('format', 'plain');
     two.append('file', new Blob(['a'], { type: 'text/plain' }), 'a.txt');
     two.append('file', new Blob(['{"b":1}'], { type: 'application/json' }), 'b.json');
-    const both = expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[2]}/messages`, { key: h.site.key, body: two, headers: { 'Idempotency-Key': `prism-mp-${Date.now()}` } }), 201);
+    const both = expectAnswer(
+      await send(lenient, 'POST', `/conversations/${convIds[2]}/messages`, {
+        key: h.site.key,
+        body: two,
+        headers: { 'Idempotency-Key': `prism-mp-${Date.now()}` },
+      }),
+      201,
+    );
     expect(both.json.data.attachments.map((a: { mimeType: string }) => a.mimeType)).toEqual(['text/plain', 'application/json']);
   });
 
@@ -403,7 +443,11 @@ describe('through the lenient proxy (answers validated; requests the document re
     expectAnswer(await send(lenient, 'GET', `/conversations/${convIds[0]}/messages?order=sideways`, key), 400, 'invalid_request');
     expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 42 } }), 400, 'invalid_request');
     expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 'x', extra: true } }), 400, 'invalid_request');
-    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 'x' }, headers: { 'Idempotency-Key': 'x'.repeat(256) } }), 400, 'invalid_request');
+    expectAnswer(
+      await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 'x' }, headers: { 'Idempotency-Key': 'x'.repeat(256) } }),
+      400,
+      'invalid_request',
+    );
     expectAnswer(await send(lenient, 'POST', '/conversations/conv_nope/close', key), 400, 'invalid_request');
     expectAnswer(await send(lenient, 'GET', '/media/med_nope', key), 400, 'invalid_request');
     expectAnswer(await send(lenient, 'GET', '/schemas?page=2'), 400, 'invalid_request');
@@ -412,12 +456,20 @@ describe('through the lenient proxy (answers validated; requests the document re
 
   test('413 and 415', async () => {
     const key = { key: h.site.key };
-    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 'x'.repeat(70 * 1024) } }), 413, 'payload_too_large');
+    expectAnswer(
+      await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, json: { content: 'x'.repeat(70 * 1024) } }),
+      413,
+      'payload_too_large',
+    );
     const big = new FormData();
     big.append('content', 'too big');
     big.append('file', new Blob(['y'.repeat(MAX_ATTACHMENT_BYTES + 1)], { type: 'text/plain' }), 'big.txt');
     expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, body: big }), 413, 'payload_too_large');
-    expectAnswer(await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, body: 'hello', headers: { 'Content-Type': 'text/plain' } }), 415, 'unsupported_media_type');
+    expectAnswer(
+      await send(lenient, 'POST', `/conversations/${convIds[0]}/messages`, { ...key, body: 'hello', headers: { 'Content-Type': 'text/plain' } }),
+      415,
+      'unsupported_media_type',
+    );
   });
 });
 

@@ -27,7 +27,13 @@ function conversation(i: number, over: Partial<ConversationRow> = {}): Conversat
 
 function setup(rows: ConversationRow[]) {
   const store = fakeConversationStore(rows);
-  const service = createConversationService({ db: noDatabase, outbox: noOutbox as unknown as Outbox, store, cursors: createCursorCodec(Buffer.alloc(32, 1)), now: () => T });
+  const service = createConversationService({
+    db: noDatabase,
+    outbox: noOutbox as unknown as Outbox,
+    store,
+    cursors: createCursorCodec(Buffer.alloc(32, 1)),
+    now: () => T,
+  });
   return { store, service };
 }
 const code = (promise: Promise<unknown>) =>

@@ -71,7 +71,11 @@ drill('SIGKILL during a burst of replies', () => {
     });
 
   async function countByContent(): Promise<Map<string, number>> {
-    const rows: { content: string; n: number | string }[] = await db('messages').where({ site_id: seeded.siteId, origin: 'api' }).select('content').count({ n: '*' }).groupBy('content');
+    const rows: { content: string; n: number | string }[] = await db('messages')
+      .where({ site_id: seeded.siteId, origin: 'api' })
+      .select('content')
+      .count({ n: '*' })
+      .groupBy('content');
     return new Map(rows.map((r) => [r.content, Number(r.n)]));
   }
 
@@ -145,7 +149,13 @@ drill('SIGKILL during a burst of replies', () => {
     const messageIds = new Set((await db('messages').where({ site_id: seeded.siteId }).pluck('id')) as string[]);
     expect(messageIds.size).toBe(REQUESTS + CLIENTS);
     const deliveredAt = Date.now();
-    const delivered = () => new Set(receiver.at('/crash').filter((r) => r.json.event === 'message.created').map((r) => String(r.json.data.message!.id)));
+    const delivered = () =>
+      new Set(
+        receiver
+          .at('/crash')
+          .filter((r) => r.json.event === 'message.created')
+          .map((r) => String(r.json.data.message!.id)),
+      );
     await waitFor('every message.created delivered', () => [...messageIds].every((id) => delivered().has(id)), 45_000);
     figures.allDeliveredAfterRetryMs = Date.now() - deliveredAt;
     // At least once: a delivery cut off by the kill may arrive twice, with the same event id.

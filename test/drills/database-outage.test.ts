@@ -60,7 +60,11 @@ drill('database outage under traffic (private MariaDB)', () => {
       const failedAt = Date.now();
       await fail();
       // An outage of several seconds: more than one round of detection, pooled connections included.
-      await waitFor('503s during the outage', () => Date.now() - failedAt >= OUTAGE_MS && traffic.samples.filter((s) => s.start >= failedAt && s.status === 503).length >= 8, 30_000);
+      await waitFor(
+        '503s during the outage',
+        () => Date.now() - failedAt >= OUTAGE_MS && traffic.samples.filter((s) => s.start >= failedAt && s.status === 503).length >= 8,
+        30_000,
+      );
 
       const ready = await call(service!, 'GET', '/readyz', { timeoutMs: 10_000 });
       const health = await call(service!, 'GET', '/healthz', { timeoutMs: 10_000 });
@@ -68,10 +72,14 @@ drill('database outage under traffic (private MariaDB)', () => {
       const healingAt = Date.now();
       await heal();
       const healedAt = Date.now();
-      await waitFor('a read and a reply to succeed again', () => {
-        const after = traffic.samples.filter((s) => s.start >= healedAt);
-        return after.some((s) => s.kind === 'read' && s.status === 200) && after.some((s) => s.kind === 'write' && s.status === 201);
-      }, MAX_RECOVERY_MS + 5000);
+      await waitFor(
+        'a read and a reply to succeed again',
+        () => {
+          const after = traffic.samples.filter((s) => s.start >= healedAt);
+          return after.some((s) => s.kind === 'read' && s.status === 200) && after.some((s) => s.kind === 'write' && s.status === 201);
+        },
+        MAX_RECOVERY_MS + 5000,
+      );
       const recoveredAt = Math.min(...traffic.samples.filter((s) => s.start >= healedAt && s.status === 200).map((s) => s.end));
       await traffic.stop();
       const readyAgain = await call(service!, 'GET', '/readyz', { timeoutMs: 10_000 });
@@ -115,12 +123,20 @@ drill('database outage under traffic (private MariaDB)', () => {
   }
 
   test('MariaDB killed and restarted: 503 with Retry-After at once, recovery without a restart', async () => {
-    const r = await outage('killed', () => mariadb!.kill(), () => mariadb!.start());
+    const r = await outage(
+      'killed',
+      () => mariadb!.kill(),
+      () => mariadb!.start(),
+    );
     expectCleanOutage(r);
   }, 60_000);
 
   test('MariaDB hung (SIGSTOP) and resumed: 503 within seconds instead of a hang, recovery by itself', async () => {
-    const r = await outage('hung', () => mariadb!.pause(), () => mariadb!.resume());
+    const r = await outage(
+      'hung',
+      () => mariadb!.pause(),
+      () => mariadb!.resume(),
+    );
     expectCleanOutage(r);
     // The service never logs a stack trace or a 500 for these.
     expect(service!.output()).not.toMatch(/"statusCode":500/);

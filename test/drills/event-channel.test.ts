@@ -62,7 +62,10 @@ afterAll(async () => {
 /** A visitor with a conversation and an open stream on the first instance. */
 async function streamingVisitor() {
   const t = await getToken(h.app, h.site.id);
-  const first = await request(h.app).post(w(h.site.id, '/messages')).set(auth(t.token)).send({ content: 'hello', clientMessageId: `c-${Math.random().toString(36).slice(2)}` });
+  const first = await request(h.app)
+    .post(w(h.site.id, '/messages'))
+    .set(auth(t.token))
+    .send({ content: 'hello', clientMessageId: `c-${Math.random().toString(36).slice(2)}` });
   expect(first.status).toBe(201);
   const s = await openSse(server, w(h.site.id, '/events'), { Authorization: `Bearer ${t.token}` });
   streams.push(s);
@@ -91,7 +94,7 @@ test('a reply written by the other instance reaches an open stream through Redis
   expect(pollReads).toEqual(before);
 });
 
-test('a reply written by the other instance wakes this instance\'s delivery worker, whose own poll is a minute', async () => {
+test("a reply written by the other instance wakes this instance's delivery worker, whose own poll is a minute", async () => {
   const endpoint = await webhooks(h).setEndpoint(h.site.id, receiver.url('/across'), 'message.created');
   expect(endpoint.url).toBe(receiver.url('/across'));
   worker = deliveryWorkerFor(h.runtime.services, pino({ level: 'silent' }), { pollMs: 60_000 });
@@ -129,7 +132,7 @@ test('Redis dies: writes succeed at once and streams get the events from the fal
 
   redis = await startPrivateRedis(port, PASSWORD);
   await waitFor('both instances to hear Redis again', () => h.runtime.services.channel.live() && other.services.channel.live(), 20_000);
-  await waitFor('the other instance\'s publisher to be ready again', async () => {
+  await waitFor("the other instance's publisher to be ready again", async () => {
     const at = Date.now();
     const content = `after the return ${at}`;
     await replyFromOther(convId, content);

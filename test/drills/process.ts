@@ -32,16 +32,22 @@ export async function startService(env: Record<string, string>, readyTimeoutMs =
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   const kill = async (signal: NodeJS.Signals = 'SIGKILL') => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     await exited;
   };
   try {
-    await waitFor('the service to listen', () => {
-      if (child.exitCode !== null) throw new Error(`the service exited (${child.exitCode}):\n${output}`);
-      return /listening \(HTTPS\)/.test(output);
-    }, readyTimeoutMs);
+    await waitFor(
+      'the service to listen',
+      () => {
+        if (child.exitCode !== null) throw new Error(`the service exited (${child.exitCode}):\n${output}`);
+        return /listening \(HTTPS\)/.test(output);
+      },
+      readyTimeoutMs,
+    );
   } catch (err) {
     await kill();
     throw new Error(`${(err as Error).message}\n${output.slice(-3000)}`);
@@ -157,8 +163,11 @@ export async function startPrivateMariadb(): Promise<PrivateMariadb> {
   const port = await freePort();
   const user = os.userInfo().username;
   await new Promise<void>((resolve, reject) =>
-    execFile(INSTALL_DB, ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db', `--user=${user}`, ...SMALL], { timeout: 60_000 }, (err, _out, stderr) =>
-      err ? reject(new Error(`mariadb-install-db failed: ${stderr}`)) : resolve(),
+    execFile(
+      INSTALL_DB,
+      ['--no-defaults', `--datadir=${datadir}`, '--auth-root-authentication-method=normal', '--skip-test-db', `--user=${user}`, ...SMALL],
+      { timeout: 60_000 },
+      (err, _out, stderr) => (err ? reject(new Error(`mariadb-install-db failed: ${stderr}`)) : resolve()),
     ),
   );
   let child: ChildProcess | null = null;
@@ -180,15 +189,29 @@ export async function startPrivateMariadb(): Promise<PrivateMariadb> {
     async start() {
       const c = spawn(
         MARIADBD,
-        ['--no-defaults', `--datadir=${datadir}`, `--port=${port}`, '--bind-address=127.0.0.1', `--socket=${path.join(dir, 'sock')}`, `--pid-file=${path.join(dir, 'pid')}`, `--user=${user}`, `--log-error=${path.join(dir, 'error.log')}`, ...SMALL],
+        [
+          '--no-defaults',
+          `--datadir=${datadir}`,
+          `--port=${port}`,
+          '--bind-address=127.0.0.1',
+          `--socket=${path.join(dir, 'sock')}`,
+          `--pid-file=${path.join(dir, 'pid')}`,
+          `--user=${user}`,
+          `--log-error=${path.join(dir, 'error.log')}`,
+          ...SMALL,
+        ],
         { stdio: 'ignore' },
       );
       child = c;
       exited = new Promise((resolve) => c.on('exit', () => resolve()));
-      await waitFor('the private MariaDB to accept clients', async () => {
-        if (c.exitCode !== null) throw new Error(`mariadbd exited (${c.exitCode}): ${fs.readFileSync(path.join(dir, 'error.log'), 'utf8').slice(-2000)}`);
-        return answers();
-      }, 30_000);
+      await waitFor(
+        'the private MariaDB to accept clients',
+        async () => {
+          if (c.exitCode !== null) throw new Error(`mariadbd exited (${c.exitCode}): ${fs.readFileSync(path.join(dir, 'error.log'), 'utf8').slice(-2000)}`);
+          return answers();
+        },
+        30_000,
+      );
     },
     async kill() {
       if (child && child.exitCode === null && child.signalCode === null) {

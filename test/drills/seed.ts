@@ -13,10 +13,7 @@ export interface Seeded {
  * A site, a key with every right and open conversations, written through the services on the
  * database the service will use (same DATA_DIR, so the same master key), then closed again.
  */
-export async function seedSite(
-  env: { DATA_DIR: string; DATABASE_URL: string },
-  opts: { conversations?: number; webhookUrl?: string } = {},
-): Promise<Seeded> {
+export async function seedSite(env: { DATA_DIR: string; DATABASE_URL: string }, opts: { conversations?: number; webhookUrl?: string } = {}): Promise<Seeded> {
   const config = loadConfig({ ...env, LOG_LEVEL: 'silent', WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' } as NodeJS.ProcessEnv);
   const runtime = await openRuntime(config);
   try {

@@ -121,7 +121,11 @@ drill('floods and slow clients', () => {
       for (let i = 0; i < SLOW_CONNECTIONS; i++) slow.push(openSlow());
       const flood = Array.from({ length: FLOOD_CLIENTS }, async () => {
         while (storming) {
-          const a = await call(service!, 'GET', '/api/v1/conversations', { key: `wck_${randomBytes(32).toString('base64url')}`, agent: floodAgent, timeoutMs: 10_000 });
+          const a = await call(service!, 'GET', '/api/v1/conversations', {
+            key: `wck_${randomBytes(32).toString('base64url')}`,
+            agent: floodAgent,
+            timeoutMs: 10_000,
+          });
           floodStatuses.set(a.status, (floodStatuses.get(a.status) ?? 0) + 1);
         }
       });
@@ -131,7 +135,12 @@ drill('floods and slow clients', () => {
       // The good key works in a loop through the storm.
       const until = Date.now() + STORM_MS;
       while (Date.now() < until) {
-        const a = await call(service!, 'GET', `/api/v1/conversations/${seeded.conversationIds[0]}/messages`, { key: seeded.key, agent, timeoutMs: 10_000, localAddress: GOOD_CLIENT_IP });
+        const a = await call(service!, 'GET', `/api/v1/conversations/${seeded.conversationIds[0]}/messages`, {
+          key: seeded.key,
+          agent,
+          timeoutMs: 10_000,
+          localAddress: GOOD_CLIENT_IP,
+        });
         goodStatuses.push(a.status);
         latencies.push(a.ms);
         await new Promise((r) => setTimeout(r, Math.max(0, GOOD_EVERY_MS - a.ms)));
@@ -158,7 +167,10 @@ drill('floods and slow clients', () => {
     figures.slowConnectionsHeldThroughTheLoop = heldThroughLoop;
     const early = slow.filter((h) => h.closedAt! - h.securedAt! < HEADERS_TIMEOUT_MS - 200);
     // Said before the assertions fail: what the server sent on connections it closed before the time-out.
-    if (early.length) process.stdout.write(`slow connections closed before the headers time-out: ${early.length}, e.g. ${JSON.stringify(early.slice(0, 3).map((h) => [h.received, h.closedAt! - h.securedAt!]))}\n`);
+    if (early.length)
+      process.stdout.write(
+        `slow connections closed before the headers time-out: ${early.length}, e.g. ${JSON.stringify(early.slice(0, 3).map((h) => [h.received, h.closedAt! - h.securedAt!]))}\n`,
+      );
     // The good key was measured while the slow connections were held (not after the server shed them).
     expect(heldThroughLoop).toBeGreaterThanOrEqual(SLOW_CONNECTIONS * 0.9);
     expect(goodStatuses.every((s) => s === 200)).toBe(true);

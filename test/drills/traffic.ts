@@ -26,7 +26,12 @@ export function startTraffic(service: Service, key: string, conversationId: stri
         const answer =
           kind === 'read'
             ? await call(service, 'GET', `/api/v1/conversations/${conversationId}/messages?limit=5`, { key, agent, timeoutMs: requestTimeoutMs })
-            : await call(service, 'POST', `/api/v1/conversations/${conversationId}/messages`, { key, agent, timeoutMs: requestTimeoutMs, body: { content: `traffic ${client}-${n}` } });
+            : await call(service, 'POST', `/api/v1/conversations/${conversationId}/messages`, {
+                key,
+                agent,
+                timeoutMs: requestTimeoutMs,
+                body: { content: `traffic ${client}-${n}` },
+              });
         samples.push({
           kind,
           start,

@@ -57,73 +57,77 @@ afterAll(async () => {
   await h?.close();
 });
 
-test(`${RUNS} generated requests over every operation: no 5xx, no dropped connection, the envelope, no other site's data (${TEST_DB})`, async () => {
-  const { operations, basePath } = loadOperations();
-  expect(operations.length).toBeGreaterThanOrEqual(7);
-  const statuses = new Map<string, Map<number | string, number>>();
-  /** Per operation: how often each status (or outcome) came back, and `ms`, the summed latency. */
-  const count = (op: string, key: number | string, by = 1) => {
-    const m = statuses.get(op) ?? new Map();
-    m.set(key, (m.get(key) ?? 0) + by);
-    statuses.set(op, m);
-  };
+test(
+  `${RUNS} generated requests over every operation: no 5xx, no dropped connection, the envelope, no other site's data (${TEST_DB})`,
+  async () => {
+    const { operations, basePath } = loadOperations();
+    expect(operations.length).toBeGreaterThanOrEqual(7);
+    const statuses = new Map<string, Map<number | string, number>>();
+    /** Per operation: how often each status (or outcome) came back, and `ms`, the summed latency. */
+    const count = (op: string, key: number | string, by = 1) => {
+      const m = statuses.get(op) ?? new Map();
+      m.set(key, (m.get(key) ?? 0) + by);
+      statuses.set(op, m);
+    };
 
-  const distinct = new Map<string, string>();
-  const property = fc.asyncProperty(requestArb(operations, world, basePath, { maxFileBytes: MAX_FILE_BYTES }), async (c: FuzzCase) => {
-    const before = uncaught.length;
-    const outcome = await server.send(c);
-    const problems = problemsWith(c, outcome, world);
-    for (const err of uncaught.slice(before)) {
-      const where = STREAMS > 1 ? ` (raised while this request or one of ${STREAMS - 1} others was in flight)` : '';
-      problems.push(`uncaught exception, which would end the process${where}: ${(err as Error)?.stack?.split('\n').slice(0, 4).join(' | ') ?? String(err)}`);
-    }
-    count(c.operationId, outcome.kind === 'answer' ? outcome.answer.status : outcome.kind);
-    count(c.operationId, 'ms', outcome.ms);
-    if (!problems.length) return;
-    const report = `${problems.join('\n')}\nanswer: ${describeOutcome(outcome)}`;
-    if (!KEEP_GOING) throw new Error(report);
-    const kind = `${c.operationId}: ${problems[0].replace(/req_\w+|\d+ ms/g, '')}`;
-    if (!distinct.has(kind)) distinct.set(kind, `${describeCase(c)}\n${report}`);
-  });
-
-  const started = performance.now();
-  const perStream = Math.ceil(RUNS / STREAMS);
-  // allSettled: a stream that breaks must not leave the others running after the test ends.
-  const settled = await Promise.allSettled(
-    Array.from({ length: STREAMS }, (_, i) => fc.check(property, { numRuns: perStream, seed: (SEED + i) | 0, path: PATH, endOnFailure: false })),
-  );
-  const broken = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (broken) throw broken.reason;
-  const runs = settled.map((r) => (r as PromiseFulfilledResult<fc.RunDetails<[FuzzCase]>>).value);
-  const seconds = (performance.now() - started) / 1000;
-  const total = runs.reduce((n, d) => n + d.numRuns, 0);
-  const summary = [...statuses].map(([op, m]) => `${op} ${JSON.stringify(Object.fromEntries(m))}`).join('\n  ');
-  process.stdout.write(
-    `fuzz (${TEST_DB}): ${total} cases in ${seconds.toFixed(1)} s (${Math.round(total / seconds)}/s), ${STREAMS} stream(s), seeds ${runs.map((d) => d.seed).join(', ')}\n  ${summary}\n`,
-  );
-  const failures = runs
-    .filter((d) => d.failed)
-    .map((d) => {
-      const counterexample = d.counterexample ? describeCase(d.counterexample[0]) : '(none)';
-      return (
-        `Fuzz failure. Replay: FUZZ_SEED=${d.seed} FUZZ_PATH=${d.counterexamplePath} TEST_DB=${TEST_DB} npx jest --runInBand test/fuzz\n\n` +
-        `Request:\n${counterexample}\n\n${d.errorInstance instanceof Error ? d.errorInstance.message : String(d.errorInstance)}\n\n` +
-        `(${d.numShrinks} shrinks; fast-check: seed ${d.seed}, path "${d.counterexamplePath}"` +
-        `${STREAMS > 1 ? `; found with ${STREAMS} streams side by side, the replay runs this one alone` : ''})`
-      );
+    const distinct = new Map<string, string>();
+    const property = fc.asyncProperty(requestArb(operations, world, basePath, { maxFileBytes: MAX_FILE_BYTES }), async (c: FuzzCase) => {
+      const before = uncaught.length;
+      const outcome = await server.send(c);
+      const problems = problemsWith(c, outcome, world);
+      for (const err of uncaught.slice(before)) {
+        const where = STREAMS > 1 ? ` (raised while this request or one of ${STREAMS - 1} others was in flight)` : '';
+        problems.push(`uncaught exception, which would end the process${where}: ${(err as Error)?.stack?.split('\n').slice(0, 4).join(' | ') ?? String(err)}`);
+      }
+      count(c.operationId, outcome.kind === 'answer' ? outcome.answer.status : outcome.kind);
+      count(c.operationId, 'ms', outcome.ms);
+      if (!problems.length) return;
+      const report = `${problems.join('\n')}\nanswer: ${describeOutcome(outcome)}`;
+      if (!KEEP_GOING) throw new Error(report);
+      const kind = `${c.operationId}: ${problems[0].replace(/req_\w+|\d+ ms/g, '')}`;
+      if (!distinct.has(kind)) distinct.set(kind, `${describeCase(c)}\n${report}`);
     });
-  if (distinct.size || failures.length) {
-    throw new Error([...(distinct.size ? [`${distinct.size} kinds of failure:`] : []), ...distinct.values(), ...failures].join('\n\n'));
-  }
 
-  // The generators must reach the handlers, not only the validator: every operation got a success.
-  if (!PATH && RUNS >= 2000) {
-    for (const op of operations) {
-      const got = [...(statuses.get(op.operationId) ?? new Map()).keys()].filter((s) => typeof s === 'number' && s >= 200 && s < 300);
-      expect({ operation: op.operationId, successes: got.length > 0 }).toEqual({ operation: op.operationId, successes: true });
+    const started = performance.now();
+    const perStream = Math.ceil(RUNS / STREAMS);
+    // allSettled: a stream that breaks must not leave the others running after the test ends.
+    const settled = await Promise.allSettled(
+      Array.from({ length: STREAMS }, (_, i) => fc.check(property, { numRuns: perStream, seed: (SEED + i) | 0, path: PATH, endOnFailure: false })),
+    );
+    const broken = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (broken) throw broken.reason;
+    const runs = settled.map((r) => (r as PromiseFulfilledResult<fc.RunDetails<[FuzzCase]>>).value);
+    const seconds = (performance.now() - started) / 1000;
+    const total = runs.reduce((n, d) => n + d.numRuns, 0);
+    const summary = [...statuses].map(([op, m]) => `${op} ${JSON.stringify(Object.fromEntries(m))}`).join('\n  ');
+    process.stdout.write(
+      `fuzz (${TEST_DB}): ${total} cases in ${seconds.toFixed(1)} s (${Math.round(total / seconds)}/s), ${STREAMS} stream(s), seeds ${runs.map((d) => d.seed).join(', ')}\n  ${summary}\n`,
+    );
+    const failures = runs
+      .filter((d) => d.failed)
+      .map((d) => {
+        const counterexample = d.counterexample ? describeCase(d.counterexample[0]) : '(none)';
+        return (
+          `Fuzz failure. Replay: FUZZ_SEED=${d.seed} FUZZ_PATH=${d.counterexamplePath} TEST_DB=${TEST_DB} npx jest --runInBand test/fuzz\n\n` +
+          `Request:\n${counterexample}\n\n${d.errorInstance instanceof Error ? d.errorInstance.message : String(d.errorInstance)}\n\n` +
+          `(${d.numShrinks} shrinks; fast-check: seed ${d.seed}, path "${d.counterexamplePath}"` +
+          `${STREAMS > 1 ? `; found with ${STREAMS} streams side by side, the replay runs this one alone` : ''})`
+        );
+      });
+    if (distinct.size || failures.length) {
+      throw new Error([...(distinct.size ? [`${distinct.size} kinds of failure:`] : []), ...distinct.values(), ...failures].join('\n\n'));
     }
-  }
-}, Math.max(180_000, RUNS * 30));
+
+    // The generators must reach the handlers, not only the validator: every operation got a success.
+    if (!PATH && RUNS >= 2000) {
+      for (const op of operations) {
+        const got = [...(statuses.get(op.operationId) ?? new Map()).keys()].filter((s) => typeof s === 'number' && s >= 200 && s < 300);
+        expect({ operation: op.operationId, successes: got.length > 0 }).toEqual({ operation: op.operationId, successes: true });
+      }
+    }
+  },
+  Math.max(180_000, RUNS * 30),
+);
 
 test('afterwards the service still answers, site B is untouched and no upload is left in the spool', async () => {
   expect(uncaught).toEqual([]);

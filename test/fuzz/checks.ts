@@ -80,7 +80,8 @@ function envelopeProblems(parsed: unknown, status: number): string[] {
   const error = parsed.error;
   const extra = Object.keys(error).filter((k) => !['code', 'message', 'details'].includes(k));
   if (extra.length) problems.push(`error has fields beyond code, message, details: ${extra.join(', ')}`);
-  if (typeof error.code !== 'string' || !(error.code in DECIDED_ERRORS)) problems.push(`error.code ${JSON.stringify(error.code)} is not one of the decided codes`);
+  if (typeof error.code !== 'string' || !(error.code in DECIDED_ERRORS))
+    problems.push(`error.code ${JSON.stringify(error.code)} is not one of the decided codes`);
   else if (DECIDED_ERRORS[error.code] !== status) problems.push(`error.code ${error.code} maps to ${DECIDED_ERRORS[error.code]}, answered ${status}`);
   if (typeof error.message !== 'string' || error.message === '') problems.push('error.message is not a non-empty string');
   if ('details' in error) {
@@ -104,7 +105,9 @@ function leakProblems(c: FuzzCase, answer: WireAnswer, world: World): string[] {
   const success = answer.status >= 200 && answer.status < 400;
   if (hasKey && success && bIds.some((id) => sent.includes(id))) problems.push(`site A's key acted on site B's id (status ${answer.status})`);
   if (!hasKey && success && c.target.includes('/media/')) {
-    const issued = [...world.a.media, ...world.b.media].find((m) => c.target.includes(m.id) && c.target.includes(new URL(m.url).searchParams.get('signature')!));
+    const issued = [...world.a.media, ...world.b.media].find(
+      (m) => c.target.includes(m.id) && c.target.includes(new URL(m.url).searchParams.get('signature')!),
+    );
     if (!issued) problems.push(`a media download without a key and without the issued signature answered ${answer.status}`);
     return problems; // a link is a capability for exactly that file, whichever site it is
   }

@@ -74,7 +74,10 @@ type MultipartFlaw =
   | { f: 'fileAsText' }
   | { f: 'nulInField' };
 
-const boundaryArb = fc.stringMatching(/^[A-Za-z0-9'()+_,.\-=?]{1,60}$/, { size: 'xsmall' }).filter((b) => !b.endsWith(' ')).map((b) => `fz${b}`);
+const boundaryArb = fc
+  .stringMatching(/^[A-Za-z0-9'()+_,.\-=?]{1,60}$/, { size: 'xsmall' })
+  .filter((b) => !b.endsWith(' '))
+  .map((b) => `fz${b}`);
 
 const filenameArb = fc.oneof(
   { weight: 4, arbitrary: fc.stringMatching(/^[a-z0-9_-]{1,12}\.(txt|png|pdf|bin)$/, { size: 'xsmall' }) },
@@ -102,7 +105,21 @@ const filenameArb = fc.oneof(
 
 const fileContentTypeArb = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom('text/plain', 'image/png', 'application/pdf', 'application/octet-stream') },
-  { weight: 1, arbitrary: fc.constantFrom(null, '', 'text/html', 'image/svg+xml', 'x', 'TEXT/PLAIN; charset=utf-8', '*/*', 'a/b/c', 'image/png\u00ff', 'text/plain; name="a\u0000"') },
+  {
+    weight: 1,
+    arbitrary: fc.constantFrom(
+      null,
+      '',
+      'text/html',
+      'image/svg+xml',
+      'x',
+      'TEXT/PLAIN; charset=utf-8',
+      '*/*',
+      'a/b/c',
+      'image/png\u00ff',
+      'text/plain; name="a\u0000"',
+    ),
+  },
 );
 
 const multipartFlawArb: fc.Arbitrary<MultipartFlaw> = fc.oneof(
@@ -135,7 +152,14 @@ function multipartArb(schema: Schema): fc.Arbitrary<MultipartSpec> {
   return fc.record({
     boundary: boundaryArb,
     fields: fc
-      .tuple(...scalarFields.map(([name, s]) => fc.option(valid(s).map((v): [string, string] => [name, String(v)]), { freq: 3 })))
+      .tuple(
+        ...scalarFields.map(([name, s]) =>
+          fc.option(
+            valid(s).map((v): [string, string] => [name, String(v)]),
+            { freq: 3 },
+          ),
+        ),
+      )
       .map((pairs) => pairs.filter((p): p is [string, string] => p !== null)),
     files: fc.array(
       fc.record({
@@ -147,7 +171,10 @@ function multipartArb(schema: Schema): fc.Arbitrary<MultipartSpec> {
       }),
       { maxLength: Math.min((fileSchema.maxItems as number | undefined) ?? 10, 3) },
     ),
-    flaws: fc.oneof({ weight: 2, arbitrary: fc.constant<MultipartFlaw[]>([]) }, { weight: 3, arbitrary: fc.array(multipartFlawArb, { minLength: 1, maxLength: 2 }) }),
+    flaws: fc.oneof(
+      { weight: 2, arbitrary: fc.constant<MultipartFlaw[]>([]) },
+      { weight: 3, arbitrary: fc.array(multipartFlawArb, { minLength: 1, maxLength: 2 }) },
+    ),
   });
 }
 
@@ -161,18 +188,23 @@ function serialiseMultipart(spec: MultipartSpec, limits: FuzzLimits): { contentT
   const unknown = has('unknownField');
   if (unknown) fields.push([unknown.name, 'true']);
   if (has('nulInField')) fields.push(['content', 'nul\u0000inside']);
-  if (has('tooManyFiles')) files = Array.from({ length: 11 }, (_, i) => ({ field: 'file', filename: `f${i}.txt`, contentType: 'text/plain', size: 3, fill: 65 }));
-  if (has('fileOverLimit')) files = [...files, { field: 'file', filename: 'big.bin', contentType: 'application/octet-stream', size: limits.maxFileBytes + 1, fill: 66 }];
+  if (has('tooManyFiles'))
+    files = Array.from({ length: 11 }, (_, i) => ({ field: 'file', filename: `f${i}.txt`, contentType: 'text/plain', size: 3, fill: 65 }));
+  if (has('fileOverLimit'))
+    files = [...files, { field: 'file', filename: 'big.bin', contentType: 'application/octet-stream', size: limits.maxFileBytes + 1, fill: 66 }];
   if (has('fileAsText')) fields.push(['file', 'not a file']);
   const longType = has('longPartContentType');
-  if (longType) files = [...files, { field: 'file', filename: 'typed.txt', contentType: `text/${'x'.repeat(Math.max(1, longType.length - 5))}`, size: 4, fill: 67 }];
+  if (longType)
+    files = [...files, { field: 'file', filename: 'typed.txt', contentType: `text/${'x'.repeat(Math.max(1, longType.length - 5))}`, size: 4, fill: 67 }];
 
   const chunks: Buffer[] = [];
   const preamble = has('preamble');
   if (preamble) chunks.push(Buffer.from(preamble.text));
   const dash = `--${spec.boundary}`;
   const disposition = (name: string, filename?: string | null) =>
-    has('noDisposition') ? '' : `Content-Disposition: form-data; name="${name}"${filename === undefined || filename === null ? '' : `; filename="${filename}"`}${eol}`;
+    has('noDisposition')
+      ? ''
+      : `Content-Disposition: form-data; name="${name}"${filename === undefined || filename === null ? '' : `; filename="${filename}"`}${eol}`;
   const extraHeaders = has('manyPartHeaders') ? Array.from({ length: 120 }, (_, i) => `X-H${i}: v${eol}`).join('') : '';
   for (const [name, value] of fields) {
     chunks.push(Buffer.from(`${dash}${eol}${disposition(name)}${extraHeaders}${eol}${value}${eol}`, 'utf8'));
@@ -199,7 +231,13 @@ function serialiseMultipart(spec: MultipartSpec, limits: FuzzLimits): { contentT
   }
   const anywhere = has('truncate');
   if (anywhere) body = body.subarray(0, Math.floor(body.length * anywhere.at));
-  const boundaryParam = has('noBoundaryParam') ? '' : has('wrongBoundary') ? '; boundary=fzOTHER' : has('quotedBoundary') ? `; boundary="${spec.boundary}"` : `; boundary=${spec.boundary}`;
+  const boundaryParam = has('noBoundaryParam')
+    ? ''
+    : has('wrongBoundary')
+      ? '; boundary=fzOTHER'
+      : has('quotedBoundary')
+        ? `; boundary="${spec.boundary}"`
+        : `; boundary=${spec.boundary}`;
   return { contentType: `multipart/form-data${boundaryParam}`, body, notes };
 }
 
@@ -263,7 +301,7 @@ const queryNames = (op: Operation) => op.params.filter((p) => p.in === 'query').
 
 function mutationArb(op: Operation, limits: FuzzLimits): fc.Arbitrary<Mutation> {
   const jsonSchema = op.bodies['application/json'];
-  const props = Object.keys(((jsonSchema?.properties ?? {}) as Record<string, Schema>));
+  const props = Object.keys((jsonSchema?.properties ?? {}) as Record<string, Schema>);
   const fieldNames = props.length ? props : ['content'];
   const weighted: fc.WeightedArbitrary<Mutation>[] = [
     { weight: 2, arbitrary: fc.record({ m: fc.constant('method' as const), to: fc.constantFrom(...METHODS) }) },
@@ -272,15 +310,59 @@ function mutationArb(op: Operation, limits: FuzzLimits): fc.Arbitrary<Mutation> 
       weight: 2,
       arbitrary: fc.record({
         m: fc.constant('pathShape' as const),
-        variant: fc.constantFrom('trailingSlash', 'doubleSlash', 'upperCase', 'dotSegment', 'matrix', 'suffix', 'otherVersion', 'noPrefix', 'fragment', 'encodedPrefix', 'absoluteForm'),
+        variant: fc.constantFrom(
+          'trailingSlash',
+          'doubleSlash',
+          'upperCase',
+          'dotSegment',
+          'matrix',
+          'suffix',
+          'otherVersion',
+          'noPrefix',
+          'fragment',
+          'encodedPrefix',
+          'absoluteForm',
+        ),
       }),
     },
     {
       weight: 3,
       arbitrary: fc.record({
         m: fc.constant('queryAdd' as const),
-        name: fc.constantFrom(...queryNames(op), 'limit', 'cursor', 'order', 'state', 'expires', 'signature', 'unknown', '__proto__', 'constructor', 'limit[]', 'state[$ne]', ''),
-        value: fc.oneof(oddString, fc.constantFrom('0', '-1', '101', '1.5', '1e2', 'abc', ' 1', '0x10', '25', 'asc', 'open', '2026-01-01T00:00:00.000Z', '2026-02-30T25:61:00Z', '99999999999999999999')),
+        name: fc.constantFrom(
+          ...queryNames(op),
+          'limit',
+          'cursor',
+          'order',
+          'state',
+          'expires',
+          'signature',
+          'unknown',
+          '__proto__',
+          'constructor',
+          'limit[]',
+          'state[$ne]',
+          '',
+        ),
+        value: fc.oneof(
+          oddString,
+          fc.constantFrom(
+            '0',
+            '-1',
+            '101',
+            '1.5',
+            '1e2',
+            'abc',
+            ' 1',
+            '0x10',
+            '25',
+            'asc',
+            'open',
+            '2026-01-01T00:00:00.000Z',
+            '2026-02-30T25:61:00Z',
+            '99999999999999999999',
+          ),
+        ),
       }),
     },
     { weight: 2, arbitrary: fc.record({ m: fc.constant('queryWrong' as const), at: fc.double({ min: 0, max: 1, noNaN: true }), value: oddString }) },
@@ -288,7 +370,26 @@ function mutationArb(op: Operation, limits: FuzzLimits): fc.Arbitrary<Mutation> 
       weight: 2,
       arbitrary: fc.record({
         m: fc.constant('queryRaw' as const),
-        raw: fc.constantFrom('&&&', '=x', 'a[]=1&a[]=2', 'a[b][c]=1', '%', '%zz=1', 'limit=%C0%AF', 'cursor=%00', 'limit=1&limit=2', 'state=open&state=closed', 'order=asc&order=desc', `x=${'y'.repeat(6000)}`, 'limit', 'cursor=', '%E2%80%AE=1', 'limit=%F0%9F%98%80', ';limit=1', '+=+'),
+        raw: fc.constantFrom(
+          '&&&',
+          '=x',
+          'a[]=1&a[]=2',
+          'a[b][c]=1',
+          '%',
+          '%zz=1',
+          'limit=%C0%AF',
+          'cursor=%00',
+          'limit=1&limit=2',
+          'state=open&state=closed',
+          'order=asc&order=desc',
+          `x=${'y'.repeat(6000)}`,
+          'limit',
+          'cursor=',
+          '%E2%80%AE=1',
+          'limit=%F0%9F%98%80',
+          ';limit=1',
+          '+=+',
+        ),
       }),
     },
     {
@@ -335,13 +436,43 @@ function mutationArb(op: Operation, limits: FuzzLimits): fc.Arbitrary<Mutation> 
         fc.record({
           m: fc.constant('header' as const),
           name: fc.constant('Authorization'),
-          value: fc.constantFrom('Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', 'Bearer wck_', `Bearer wck_${'a'.repeat(5000)}`, 'Bearer a b', 'Token x', utf8AsLatin1('Bearer wck_ключ'), 'Bearer wck_\u00ff'),
+          value: fc.constantFrom(
+            'Bearer',
+            'Bearer ',
+            'Basic dXNlcjpwYXNz',
+            'Bearer wck_',
+            `Bearer wck_${'a'.repeat(5000)}`,
+            'Bearer a b',
+            'Token x',
+            utf8AsLatin1('Bearer wck_ключ'),
+            'Bearer wck_\u00ff',
+          ),
           append: fc.boolean(),
         }),
-        fc.record({ m: fc.constant('header' as const), name: fc.constant('Content-Encoding'), value: fc.constantFrom('gzip', 'deflate', 'br', 'identity', 'x-unknown', 'gzip, gzip'), append: fc.constant(false) }),
-        fc.record({ m: fc.constant('header' as const), name: fc.constant('Accept'), value: fc.constantFrom('text/html', 'application/xml', '*/*', '', 'application/json;q=0'), append: fc.constant(false) }),
-        fc.record({ m: fc.constant('header' as const), name: fc.constant('If-None-Match'), value: fc.constantFrom('*', '"x"', 'W/"x"', '"' + 'f'.repeat(300) + '"', ''), append: fc.constant(false) }),
-        fc.record({ m: fc.constant('header' as const), name: fc.constantFrom('X-Forwarded-For', 'Forwarded', 'X-Request-Id', 'X-HTTP-Method-Override', 'Origin', 'Range'), value: fc.constantFrom('1.2.3.4', 'for=1.2.3.4', 'DELETE', 'https://evil.example', 'bytes=0-1', 'x'.repeat(300), utf8AsLatin1('ünïcode')), append: fc.constant(false) }),
+        fc.record({
+          m: fc.constant('header' as const),
+          name: fc.constant('Content-Encoding'),
+          value: fc.constantFrom('gzip', 'deflate', 'br', 'identity', 'x-unknown', 'gzip, gzip'),
+          append: fc.constant(false),
+        }),
+        fc.record({
+          m: fc.constant('header' as const),
+          name: fc.constant('Accept'),
+          value: fc.constantFrom('text/html', 'application/xml', '*/*', '', 'application/json;q=0'),
+          append: fc.constant(false),
+        }),
+        fc.record({
+          m: fc.constant('header' as const),
+          name: fc.constant('If-None-Match'),
+          value: fc.constantFrom('*', '"x"', 'W/"x"', '"' + 'f'.repeat(300) + '"', ''),
+          append: fc.constant(false),
+        }),
+        fc.record({
+          m: fc.constant('header' as const),
+          name: fc.constantFrom('X-Forwarded-For', 'Forwarded', 'X-Request-Id', 'X-HTTP-Method-Override', 'Origin', 'Range'),
+          value: fc.constantFrom('1.2.3.4', 'for=1.2.3.4', 'DELETE', 'https://evil.example', 'bytes=0-1', 'x'.repeat(300), utf8AsLatin1('ünïcode')),
+          append: fc.constant(false),
+        }),
         // Only 100-continue: any other expectation is answered 417 by node:http before the app runs.
         fc.constant<Mutation>({ m: 'header', name: 'Expect', value: '100-continue', append: false }),
       ),
@@ -352,20 +483,65 @@ function mutationArb(op: Operation, limits: FuzzLimits): fc.Arbitrary<Mutation> 
       arbitrary: fc.record({
         m: fc.constant('jsonValue' as const),
         value: fc.oneof(
-          fc.constantFrom<unknown>(null, [], {}, 'hello', 42, true, [{ content: 'x' }], { content: '' }, { content: ' ' }, { content: 'x'.repeat(10_000) }, { content: 'x'.repeat(10_001) }, { content: '😀'.repeat(10_000) }),
+          fc.constantFrom<unknown>(
+            null,
+            [],
+            {},
+            'hello',
+            42,
+            true,
+            [{ content: 'x' }],
+            { content: '' },
+            { content: ' ' },
+            { content: 'x'.repeat(10_000) },
+            { content: 'x'.repeat(10_001) },
+            { content: '😀'.repeat(10_000) },
+          ),
           jsonSchema ? valid(jsonSchema) : fc.constant({}),
           fc.jsonValue({ maxDepth: 3 }),
         ),
       }),
     },
-    { weight: 3, arbitrary: fc.record({ m: fc.constant('fieldWrongType' as const), field: fc.constantFrom(...fieldNames), value: jsonSchema ? fc.constantFrom(...fieldNames).chain((f) => wrongType(((jsonSchema.properties as Record<string, Schema>) ?? {})[f] ?? {})) : oddString }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        m: fc.constant('fieldWrongType' as const),
+        field: fc.constantFrom(...fieldNames),
+        value: jsonSchema
+          ? fc.constantFrom(...fieldNames).chain((f) => wrongType(((jsonSchema.properties as Record<string, Schema>) ?? {})[f] ?? {}))
+          : oddString,
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ m: fc.constant('dropField' as const), field: fc.constantFrom(...fieldNames) }) },
-    { weight: 1, arbitrary: fc.record({ m: fc.constant('extraField' as const), field: fc.constantFrom('admin', 'id', 'conversationId', 'apiKeyId', 'origin', 'attachments', ''), value: fc.oneof(oddString, fc.constant(true)) }) },
+    {
+      weight: 1,
+      arbitrary: fc.record({
+        m: fc.constant('extraField' as const),
+        field: fc.constantFrom('admin', 'id', 'conversationId', 'apiKeyId', 'origin', 'attachments', ''),
+        value: fc.oneof(oddString, fc.constant(true)),
+      }),
+    },
     {
       weight: 3,
       arbitrary: fc.record({
         m: fc.constant('bytes' as const),
-        variant: fc.constantFrom('truncate', 'invalidUtf8', 'overlong', 'surrogate', 'utf16', 'utf8Bom', 'nul', 'empty', 'garbage', 'overJsonLimit', 'deepNesting', 'protoPollution', 'duplicateKeys', 'rawControl', 'lotsOfEscapes'),
+        variant: fc.constantFrom(
+          'truncate',
+          'invalidUtf8',
+          'overlong',
+          'surrogate',
+          'utf16',
+          'utf8Bom',
+          'nul',
+          'empty',
+          'garbage',
+          'overJsonLimit',
+          'deepNesting',
+          'protoPollution',
+          'duplicateKeys',
+          'rawControl',
+          'lotsOfEscapes',
+        ),
         at: fc.double({ min: 0, max: 1, noNaN: true }),
         garbage: fc.array(fc.integer({ min: 0, max: 255 }), { maxLength: 64 }),
       }),
@@ -440,8 +616,7 @@ function applyMutation(d: Draft, mu: Mutation, op: Operation) {
       if (d.query.length) {
         const i = Math.min(d.query.length - 1, Math.floor(mu.at * d.query.length));
         d.query[i] = [d.query[i][0], mu.value]; // a new pair: the generated value stays as fast-check made it
-      }
-      else d.query.push([queryNames(op)[0] ?? 'limit', mu.value]);
+      } else d.query.push([queryNames(op)[0] ?? 'limit', mu.value]);
       d.recipe.push('query wrong value');
       return;
     case 'queryRaw':
@@ -577,10 +752,20 @@ function conversationIdArb(world: World, op: Operation): fc.Arbitrary<string> {
   const from = (ids: string[]) => fc.constantFrom(...ids);
   if (op.operationId === 'closeConversation') {
     // Replies keep their open conversations: close only ever targets its own set.
-    return fc.oneof({ weight: 4, arbitrary: from(a.closableConversations) }, { weight: 1, arbitrary: from(a.closedConversations) }, { weight: 2, arbitrary: from(bAll) }, { weight: 1, arbitrary: random });
+    return fc.oneof(
+      { weight: 4, arbitrary: from(a.closableConversations) },
+      { weight: 1, arbitrary: from(a.closedConversations) },
+      { weight: 2, arbitrary: from(bAll) },
+      { weight: 1, arbitrary: random },
+    );
   }
   if (op.method === 'POST') {
-    return fc.oneof({ weight: 8, arbitrary: from(a.replyConversations) }, { weight: 1, arbitrary: from(a.closedConversations) }, { weight: 2, arbitrary: from(bAll) }, { weight: 1, arbitrary: random });
+    return fc.oneof(
+      { weight: 8, arbitrary: from(a.replyConversations) },
+      { weight: 1, arbitrary: from(a.closedConversations) },
+      { weight: 2, arbitrary: from(bAll) },
+      { weight: 1, arbitrary: random },
+    );
   }
   return fc.oneof(
     { weight: 6, arbitrary: from([...a.replyConversations, ...a.closableConversations, ...a.closedConversations]) },
@@ -594,7 +779,12 @@ function queryValueArb(world: World, param: Parameter): fc.Arbitrary<string> {
     return fc.oneof(
       { weight: 4, arbitrary: fc.constantFrom(...world.a.cursors) },
       { weight: 1, arbitrary: fc.constantFrom(...world.b.cursors) },
-      { weight: 1, arbitrary: fc.constantFrom(...world.a.cursors).chain((c) => fc.nat({ max: c.length - 1 }).map((i) => c.slice(0, i) + (c[i] === 'A' ? 'B' : 'A') + c.slice(i + 1))) },
+      {
+        weight: 1,
+        arbitrary: fc
+          .constantFrom(...world.a.cursors)
+          .chain((c) => fc.nat({ max: c.length - 1 }).map((i) => c.slice(0, i) + (c[i] === 'A' ? 'B' : 'A') + c.slice(i + 1))),
+      },
       { weight: 1, arbitrary: valid(param.schema).map(String) },
     );
   }
@@ -631,27 +821,45 @@ function operationArb(op: Operation, world: World, basePath: string, limits: Fuz
   // The media operation: an id and a signed link taken together, as a client has them.
   const links = [...world.a.media.map((m) => ({ ...m, site: 'A' })), ...world.b.media.map((m) => ({ ...m, site: 'B' }))];
   const mediaArb = isMedia
-    ? fc.record({
-        pick: fc.constantFrom(...links),
-        other: fc.constantFrom(...links),
-        mode: fc.constantFrom('no link', 'own link', 'own link', 'other link', 'expired', 'tampered', 'schema values'),
-        randomQuery: fc.tuple(valid(queryParams.find((p) => p.name === 'expires')?.schema ?? {}), valid(queryParams.find((p) => p.name === 'signature')?.schema ?? {})),
-      }).map(({ pick, other, mode, randomQuery }) => {
-        const linkQuery = (url: string): [string, string][] => [...new URL(url).searchParams.entries()];
-        const own = linkQuery(pick.url);
-        let query: [string, string][] = [];
-        if (mode === 'own link') query = own;
-        if (mode === 'other link') query = linkQuery(other.url);
-        if (mode === 'expired') query = [['expires', '1'], own[1]];
-        if (mode === 'tampered') query = [own[0], ['signature', own[1][1].replace(/^./, (c) => (c === '0' ? '1' : '0'))]];
-        if (mode === 'schema values') query = [['expires', String(randomQuery[0])], ['signature', String(randomQuery[1])]];
-        return { id: pick.id, query, label: `media of site ${pick.site}, ${mode}` };
-      })
+    ? fc
+        .record({
+          pick: fc.constantFrom(...links),
+          other: fc.constantFrom(...links),
+          mode: fc.constantFrom('no link', 'own link', 'own link', 'other link', 'expired', 'tampered', 'schema values'),
+          randomQuery: fc.tuple(
+            valid(queryParams.find((p) => p.name === 'expires')?.schema ?? {}),
+            valid(queryParams.find((p) => p.name === 'signature')?.schema ?? {}),
+          ),
+        })
+        .map(({ pick, other, mode, randomQuery }) => {
+          const linkQuery = (url: string): [string, string][] => [...new URL(url).searchParams.entries()];
+          const own = linkQuery(pick.url);
+          let query: [string, string][] = [];
+          if (mode === 'own link') query = own;
+          if (mode === 'other link') query = linkQuery(other.url);
+          if (mode === 'expired') query = [['expires', '1'], own[1]];
+          if (mode === 'tampered') query = [own[0], ['signature', own[1][1].replace(/^./, (c) => (c === '0' ? '1' : '0'))]];
+          if (mode === 'schema values')
+            query = [
+              ['expires', String(randomQuery[0])],
+              ['signature', String(randomQuery[1])],
+            ];
+          return { id: pick.id, query, label: `media of site ${pick.site}, ${mode}` };
+        })
     : fc.constant(null);
 
   const queryArb = isMedia
     ? fc.constant<[string, string][]>([])
-    : fc.tuple(...queryParams.map((p) => fc.option(queryValueArb(world, p).map((v): [string, string] => [p.name, v]), { freq: 2 }))).map((pairs) => pairs.filter((p): p is [string, string] => p !== null));
+    : fc
+        .tuple(
+          ...queryParams.map((p) =>
+            fc.option(
+              queryValueArb(world, p).map((v): [string, string] => [p.name, v]),
+              { freq: 2 },
+            ),
+          ),
+        )
+        .map((pairs) => pairs.filter((p): p is [string, string] => p !== null));
 
   const headersArb = fc
     .tuple(
@@ -674,10 +882,21 @@ function operationArb(op: Operation, world: World, basePath: string, limits: Fuz
   }
   const bodyArb: fc.Arbitrary<Parts['body']> = bodyChoices.length ? fc.oneof(...bodyChoices) : fc.constant(null);
 
-  const mutationsArb = fc.oneof({ weight: 2, arbitrary: fc.constant([] as Mutation[]) }, { weight: 5, arbitrary: fc.array(mutationArb(op, limits), { minLength: 1, maxLength: 3 }) });
+  const mutationsArb = fc.oneof(
+    { weight: 2, arbitrary: fc.constant([] as Mutation[]) },
+    { weight: 5, arbitrary: fc.array(mutationArb(op, limits), { minLength: 1, maxLength: 3 }) },
+  );
 
   return fc
-    .record({ auth: authArb(world, op.scopes === null), pathParams: pathArb, query: queryArb, headers: headersArb, body: bodyArb, mutations: mutationsArb, media: mediaArb })
+    .record({
+      auth: authArb(world, op.scopes === null),
+      pathParams: pathArb,
+      query: queryArb,
+      headers: headersArb,
+      body: bodyArb,
+      mutations: mutationsArb,
+      media: mediaArb,
+    })
     .map((parts: Parts) => buildCase(op, parts, basePath, limits));
 }
 
@@ -735,9 +954,9 @@ function buildCase(op: Operation, parts: Parts, basePath: string, limits: FuzzLi
 
 /** Every operation, equally likely, each with its own generators. */
 export function requestArb(operations: Operation[], world: World, basePath: string, limits: FuzzLimits): fc.Arbitrary<FuzzCase> {
-  return fc.oneof(...operations.map((op) => operationArb(op, world, basePath, limits))).map((c) =>
-    Object.assign(c, { [fc.toStringMethod]: () => describeCase(c) }),
-  );
+  return fc
+    .oneof(...operations.map((op) => operationArb(op, world, basePath, limits)))
+    .map((c) => Object.assign(c, { [fc.toStringMethod]: () => describeCase(c) }));
 }
 
 const preview = (buf: Buffer | null, max = 400) => {

@@ -45,15 +45,17 @@ export function valid(schema: Schema): fc.Arbitrary<unknown> {
       return fc.double({ min: (schema.minimum as number | undefined) ?? -1e9, max: (schema.maximum as number | undefined) ?? 1e9, noNaN: true });
     case 'array': {
       const maxItems = Math.min((schema.maxItems as number | undefined) ?? 3, 3);
-      return fc.array(valid((schema.items as Schema) ?? {}), { minLength: Math.min((schema.minItems as number | undefined) ?? 0, maxItems), maxLength: maxItems });
+      return fc.array(valid((schema.items as Schema) ?? {}), {
+        minLength: Math.min((schema.minItems as number | undefined) ?? 0, maxItems),
+        maxLength: maxItems,
+      });
     }
     case 'object': {
       const properties = (schema.properties ?? {}) as Record<string, Schema>;
       const required = (schema.required as string[] | undefined) ?? [];
-      return fc.record(
-        Object.fromEntries(Object.entries(properties).map(([k, s]) => [k, valid(s)])),
-        { requiredKeys: required.filter((k) => k in properties) },
-      );
+      return fc.record(Object.fromEntries(Object.entries(properties).map(([k, s]) => [k, valid(s)])), {
+        requiredKeys: required.filter((k) => k in properties),
+      });
     }
     case 'string':
     default:
@@ -70,7 +72,11 @@ function validString(schema: Schema): fc.Arbitrary<string> {
       .stringMatching(new RegExp(schema.pattern), { size: 'xsmall' })
       .filter((s) => s.length >= minLength && s.length <= ((schema.maxLength as number | undefined) ?? Infinity));
   }
-  return fc.string({ unit: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...'abcXYZ019 -_.'.split('')) }, { weight: 1, arbitrary: oddCharacter }), minLength, maxLength });
+  return fc.string({
+    unit: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...'abcXYZ019 -_.'.split('')) }, { weight: 1, arbitrary: oddCharacter }),
+    minLength,
+    maxLength,
+  });
 }
 
 /**
@@ -79,10 +85,50 @@ function validString(schema: Schema): fc.Arbitrary<string> {
  * 3-byte utf8 cannot store them), combining marks, quotes and backslashes.
  */
 export const oddCharacter = fc.constantFrom(
-  '\u0000', '\u0001', '\u001f', '\u007f', '\t', '\n', '\r', '\u0085', '\u00a0', '\u00ff',
-  '\u202e', '\u202d', '\u200b', '\u200f', '\u2028', '\u2029', '\ufeff', '\ufffd', '\uffff',
-  '\ud800', '\udfff', '😀', '👩‍👩‍👧', '𝕏', 'é', 'é', 'ß', 'ﬀ', 'İ', '中', '\u0301',
-  '"', "'", '\\', '/', '<', '>', '&', '%', '$', '{', '}', '`', ';',
+  '\u0000',
+  '\u0001',
+  '\u001f',
+  '\u007f',
+  '\t',
+  '\n',
+  '\r',
+  '\u0085',
+  '\u00a0',
+  '\u00ff',
+  '\u202e',
+  '\u202d',
+  '\u200b',
+  '\u200f',
+  '\u2028',
+  '\u2029',
+  '\ufeff',
+  '\ufffd',
+  '\uffff',
+  '\ud800',
+  '\udfff',
+  '😀',
+  '👩‍👩‍👧',
+  '𝕏',
+  'é',
+  'é',
+  'ß',
+  'ﬀ',
+  'İ',
+  '中',
+  '\u0301',
+  '"',
+  "'",
+  '\\',
+  '/',
+  '<',
+  '>',
+  '&',
+  '%',
+  '$',
+  '{',
+  '}',
+  '`',
+  ';',
 );
 
 /** Strings that are hostile as values anywhere: injections, odd Unicode, boundary lengths. */

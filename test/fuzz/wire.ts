@@ -128,7 +128,10 @@ export async function startFuzzServer(app: Express): Promise<FuzzServer> {
         client.destroy();
         finish({ kind: 'dropped', error: `no answer within ${ANSWER_TIMEOUT_MS} ms`, ms: elapsed() });
       }, ANSWER_TIMEOUT_MS);
-      client.on('error', (err) => !cutting && finish({ kind: 'dropped', error: `${(err as NodeJS.ErrnoException).code ?? ''} ${err.message}`.trim(), ms: elapsed() }));
+      client.on(
+        'error',
+        (err) => !cutting && finish({ kind: 'dropped', error: `${(err as NodeJS.ErrnoException).code ?? ''} ${err.message}`.trim(), ms: elapsed() }),
+      );
       client.on('response', (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

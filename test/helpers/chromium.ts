@@ -11,7 +11,16 @@ if (!available && process.env.CI) throw new Error(`Chromium is required in CI ($
 export const describeInChromium = available && TEST_DB === 'sqlite' ? describe : describe.skip;
 
 /** Headless, without the sandbox (tests run as root) and without background traffic, which this machine's closed network refuses. */
-export const LAUNCH_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+export const LAUNCH_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export function launchChromium(options: { args?: string[]; ignoreDefaultArgs?: string[] } = {}): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, ...(options.args ?? [])], ignoreDefaultArgs: options.ignoreDefaultArgs });

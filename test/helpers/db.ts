@@ -28,7 +28,12 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   const name = `chat_test_${Date.now().toString(36)}_${randomBytes(4).toString('hex')}`;
   const conn = knexFactory({
     client: 'mysql2',
-    connection: { host: admin.hostname, port: Number(admin.port || 3306), user: decodeURIComponent(admin.username), password: decodeURIComponent(admin.password) },
+    connection: {
+      host: admin.hostname,
+      port: Number(admin.port || 3306),
+      user: decodeURIComponent(admin.username),
+      password: decodeURIComponent(admin.password),
+    },
     pool: { min: 0, max: 1 },
   });
   try {
@@ -36,7 +41,9 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     await conn.raw(`CREATE DATABASE \`${name}\``);
   } catch (err) {
     await conn.destroy();
-    throw new Error(`TEST_DB=mysql needs MariaDB at ${admin.host} (${(err as Error).message}). Start it: start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`);
+    throw new Error(
+      `TEST_DB=mysql needs MariaDB at ${admin.host} (${(err as Error).message}). Start it: start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd`,
+    );
   }
   const url = new URL(MYSQL_ADMIN_URL);
   url.pathname = `/${name}`;

@@ -51,7 +51,8 @@ export function documentChecks(doc: Json, opts: { requiredHeadersOnly?: boolean 
     const json = resolved.content?.['application/json'];
     if (json) {
       const validate = ajv.compile({ $ref: 'doc#/components/schemas/' + json.schema.$ref.split('/').pop() });
-      if (!validate(res.body)) throw new Error(`${operationId} ${res.status}: body does not match: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(res.body)}`);
+      if (!validate(res.body))
+        throw new Error(`${operationId} ${res.status}: body does not match: ${ajv.errorsText(validate.errors)}\n${JSON.stringify(res.body)}`);
     }
   }
 

@@ -40,16 +40,29 @@ test('the first owner: account create, member add, account list, then sign in th
   await adminJson(['member', 'add', '--site', site.id, '--email', 'agent@example.com', '--role', 'agent']);
 
   const list = await adminJson(['account', 'list']);
-  expect(list.accounts.map((a: { email: string; sites: { role: string }[] }) => `${a.email}:${a.sites.map((s) => s.role).join(',')}`)).toEqual(['owner@example.com:owner', 'agent@example.com:agent']);
+  expect(list.accounts.map((a: { email: string; sites: { role: string }[] }) => `${a.email}:${a.sites.map((s) => s.role).join(',')}`)).toEqual([
+    'owner@example.com:owner',
+    'agent@example.com:agent',
+  ]);
 
-  const app = createApp({ services: runtime.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const app = createApp({
+    services: runtime.services,
+    logger: createLogger('silent'),
+    limiter: createMemoryLimiter(300),
+    validateResponses: true,
+    ready: async () => true,
+  });
   const owner = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'owner@example.com', password: generated.password });
   expect(owner.status).toBe(200);
   const agent = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'agent@example.com', password: 'a password typed on stdin' });
   expect(agent.status).toBe(200);
   const cookie = (owner.headers['set-cookie'] as unknown as string[])[0].split(';')[0];
   const audit = await request(app).get(`${M}/sites/${site.id}/audit-log`).set('Cookie', cookie);
-  expect(audit.body.data.map((e: { action: string; actor: { type: string } }) => `${e.action}:${e.actor.type}`)).toEqual(['member.added.agent:operator', 'member.added.owner:operator', 'site.created:operator']);
+  expect(audit.body.data.map((e: { action: string; actor: { type: string } }) => `${e.action}:${e.actor.type}`)).toEqual([
+    'member.added.agent:operator',
+    'member.added.owner:operator',
+    'site.created:operator',
+  ]);
 }, 120_000);
 
 test('mistakes are refused with a clear message and no output', async () => {
@@ -80,20 +93,31 @@ test("the CLI's site and key changes are audited as the operator's, and its keys
 
   const owner = await runtime.services.accounts.createAccount('audit-owner@example.com', 'a long enough password');
   await runtime.services.accounts.addMember({ manager: null, clientIp: null }, site.id, owner.email, 'owner');
-  const token = (await runtime.services.accounts.createToken({ manager: { accountId: owner.id, email: owner.email, via: 'session' }, clientIp: null }, 'audit')).token;
-  const app = createApp({ services: runtime.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const token = (await runtime.services.accounts.createToken({ manager: { accountId: owner.id, email: owner.email, via: 'session' }, clientIp: null }, 'audit'))
+    .token;
+  const app = createApp({
+    services: runtime.services,
+    logger: createLogger('silent'),
+    limiter: createMemoryLimiter(300),
+    validateResponses: true,
+    ready: async () => true,
+  });
   const audit = await request(app).get(`${M}/sites/${site.id}/audit-log?limit=100`).set('Authorization', `Bearer ${token}`);
-  const operator = audit.body.data.filter((e: { actor: { type: string } }) => e.actor.type === 'operator').map((e: { action: string; objectId: string }) => `${e.action} ${e.objectId}`);
+  const operator = audit.body.data
+    .filter((e: { actor: { type: string } }) => e.actor.type === 'operator')
+    .map((e: { action: string; objectId: string }) => `${e.action} ${e.objectId}`);
   // Entries of one millisecond have no order among them: compared as a set.
-  expect(operator.sort()).toEqual([
-    'member.added.owner ' + owner.id,
-    `key.revoked ${key.id}`,
-    `key.created ${key.id}`,
-    `site.identity_secret_rotated ${site.id}`,
-    `site.identity_mode_changed.optional ${site.id}`,
-    `site.origins_replaced ${site.id}`,
-    `site.created ${site.id}`,
-  ].sort());
+  expect(operator.sort()).toEqual(
+    [
+      'member.added.owner ' + owner.id,
+      `key.revoked ${key.id}`,
+      `key.created ${key.id}`,
+      `site.identity_secret_rotated ${site.id}`,
+      `site.identity_mode_changed.optional ${site.id}`,
+      `site.origins_replaced ${site.id}`,
+      `site.created ${site.id}`,
+    ].sort(),
+  );
   const keys = await request(app).get(`${M}/sites/${site.id}/keys`).set('Authorization', `Bearer ${token}`);
   expect(keys.body.data).toEqual([expect.objectContaining({ id: key.id, label: 'ops', createdBy: null, revokedAt: expect.any(String) })]);
 }, 120_000);

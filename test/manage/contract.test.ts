@@ -45,7 +45,8 @@ beforeAll(async () => {
   const a = await newMember(h, site, 'agent@example.com', 'agent');
   owner = { id: o.id, cookie: (await signIn(h, 'owner@example.com')).cookie };
   agent = { id: a.id, cookie: (await signIn(h, 'agent@example.com')).cookie };
-  ownerToken = (await h.runtime.services.accounts.createToken({ manager: { accountId: o.id, email: o.email, via: 'session' }, clientIp: null }, 'contract')).token;
+  ownerToken = (await h.runtime.services.accounts.createToken({ manager: { accountId: o.id, email: o.email, via: 'session' }, clientIp: null }, 'contract'))
+    .token;
   await broken.runtime.db.destroy();
 });
 
@@ -58,7 +59,9 @@ afterAll(async () => {
 
 /** A request as a same-origin page sends it, with the session cookie or a token when given. */
 function call(method: Method, path: string, c: Call = {}) {
-  let r = request(c.app ?? h.app)[method](`${M}${path}`).set(c.headers ?? SAME_ORIGIN);
+  let r = request(c.app ?? h.app)
+    [method](`${M}${path}`)
+    .set(c.headers ?? SAME_ORIGIN);
   if (c.cookie) r = r.set('Cookie', c.cookie);
   if (c.bearer) r = r.set('Authorization', `Bearer ${c.bearer}`);
   if (typeof c.body === 'string') r = r.set('Content-Type', 'text/plain').send(c.body);
@@ -80,7 +83,9 @@ async function exhausted(method: Method, path: (siteId: string, accountId: strin
 /** An accounts-service method throwing something unexpected while `send` runs: the 500 envelope, nothing internal. */
 function failing(method: AccountsMethod, send: () => request.Test): Scenario {
   return async () => {
-    const spy = jest.spyOn(h.runtime.services.accounts, method as never).mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+    const spy = jest
+      .spyOn(h.runtime.services.accounts, method as never)
+      .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
     try {
       return await send();
     } finally {
@@ -245,7 +250,10 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   endMemberSessions: {},
   createInvitation: {},
   acceptInvitation: {
-    200: async () => call('post', '/invitations/accept', { body: { token: (await invitation(fresh('invited'))).token, email: `invited-${counter}@example.com`, password: PASSWORD } }),
+    200: async () =>
+      call('post', '/invitations/accept', {
+        body: { token: (await invitation(fresh('invited'))).token, email: `invited-${counter}@example.com`, password: PASSWORD },
+      }),
     400: () => call('post', '/invitations/accept', { body: { token: 'short' } }),
     401: async () => {
       const email = fresh('existing');
@@ -370,7 +378,9 @@ function ownerCommon(method: Method, path: string, service: SiteAdminMethod, bod
   return {
     ...common(method, path, 'me', body),
     500: async () => {
-      const spy = jest.spyOn(h.runtime.services.siteAdmin, service as never).mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+      const spy = jest
+        .spyOn(h.runtime.services.siteAdmin, service as never)
+        .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
       try {
         return await call(method, path, { cookie: owner.cookie, body });
       } finally {

@@ -37,7 +37,14 @@ async function visitorEvent(visitor: string, done: 'delivered' | 'failed' = 'del
   const said = await h.visitorSay(site, visitor, `hello from ${visitor}`);
   const conversationId = said.conversation.id;
   // The events that went to the address (a delivery row is written with its event).
-  const ids: string[] = (await h.runtime.db('events as e').join('deliveries as d', 'd.event_id', 'e.id').where({ 'e.conversation_id': conversationId }).orderBy('e.created_at').select('e.id')).map((r) => r.id);
+  const ids: string[] = (
+    await h.runtime
+      .db('events as e')
+      .join('deliveries as d', 'd.event_id', 'e.id')
+      .where({ 'e.conversation_id': conversationId })
+      .orderBy('e.created_at')
+      .select('e.id')
+  ).map((r) => r.id);
   await waitFor(`deliveries of ${visitor} ${done}`, async () => (await h.runtime.db('deliveries').whereIn('event_id', ids)).every((r) => r.status === done));
   return { conversationId, ids };
 }
@@ -159,7 +166,10 @@ test('the planned roll: old secret before the switch, new after; a receiver with
 
   const before = (await visitorEvent('v-roll-before')).ids.filter((id) => id.startsWith('message.created'));
   // 24 hours pass: the switch time is reached.
-  await h.runtime.db('webhook_endpoints').where({ site_id: site }).update({ secret_switch_at: Date.now() - 1 });
+  await h.runtime
+    .db('webhook_endpoints')
+    .where({ site_id: site })
+    .update({ secret_switch_at: Date.now() - 1 });
   const after = (await visitorEvent('v-roll-after')).ids.filter((id) => id.startsWith('message.created'));
 
   for (const id of before) {
@@ -237,7 +247,10 @@ test('persistent failure disables the address (audited as the service); deliveri
   receiver.on('/gone', answer(410, 'gone'));
   await api('put', `/sites/${site}/event-address`, { url: receiver.url('/gone'), events: ['message.created'] });
   // Five days and nine failed deliveries have passed (a fake clock for the streak's start).
-  await h.runtime.db('webhook_endpoints').where({ site_id: site }).update({ failing_since: Date.now() - 5 * DAY - 1000, failure_streak: 9 });
+  await h.runtime
+    .db('webhook_endpoints')
+    .where({ site_id: site })
+    .update({ failing_since: Date.now() - 5 * DAY - 1000, failure_streak: 9 });
   await visitorEvent('v-gone', 'failed');
   let state: Record<string, unknown> = {};
   await waitFor('the automatic disabling', async () => {
@@ -259,7 +272,12 @@ test('persistent failure disables the address (audited as the service); deliveri
   expect(off.body.data).toMatchObject({ state: 'disabled', disabledReason: 'owner' });
   await api('patch', `/sites/${site}/event-address`, { enabled: true });
 
-  const audit = (await api('get', `/sites/${site}/audit-log?limit=100`)).body.data as { action: string; actor: { type: string }; clientAddress: string | null; objectId: string }[];
+  const audit = (await api('get', `/sites/${site}/audit-log?limit=100`)).body.data as {
+    action: string;
+    actor: { type: string };
+    clientAddress: string | null;
+    objectId: string;
+  }[];
   const auto = audit.find((e) => e.action === 'event_address.disabled.failing')!;
   expect(auto.actor.type).toBe('operator');
   expect(auto.objectId).toBe(state.id);
@@ -286,7 +304,14 @@ test('filters and keyset paging of the delivery log', async () => {
     cursor = res.body.page.nextCursor;
   } while (cursor);
   expect(new Set(seen).size).toBe(seen.length);
-  expect(seen.length).toBe(await h.runtime.db('deliveries').where({ site_id: site }).count({ n: '*' }).first().then((r) => Number(r!.n)));
+  expect(seen.length).toBe(
+    await h.runtime
+      .db('deliveries')
+      .where({ site_id: site })
+      .count({ n: '*' })
+      .first()
+      .then((r) => Number(r!.n)),
+  );
   expect((await api('get', `/sites/${site}/deliveries?limit=2&cursor=${encodeURIComponent(String(all.body.page.nextCursor ?? 'x.y'))}`)).status).toBe(400);
 });
 
@@ -295,21 +320,41 @@ test("a conversation's timeline: messages with their authors, the events they em
   await api('put', `/sites/${site}/event-address`, { url: receiver.url('/timeline') });
   const { conversationId } = await visitorEvent('v-timeline');
   const key = await h.runtime.services.access.createKey(site, ['conversations:read', 'conversations:write'], 'support bot');
-  const reply = await request(h.app).post(`/api/v1/conversations/${conversationId}/messages`).set('Authorization', `Bearer ${key.key}`).send({ content: 'How can I help?' });
+  const reply = await request(h.app)
+    .post(`/api/v1/conversations/${conversationId}/messages`)
+    .set('Authorization', `Bearer ${key.key}`)
+    .send({ content: 'How can I help?' });
   expect(reply.status).toBe(201);
   const fromInbox = await api('post', `/sites/${site}/inbox/conversations/${conversationId}/messages`, { content: 'I am on it.' }, agentToken);
   expect(fromInbox.status).toBe(201);
-  await waitFor('the timeline deliveries', async () => (await h.runtime.db('delivery_attempts').where('event_id', 'like', 'message.created:%').andWhere({ site_id: site })).length >= 3 && (await h.runtime.db('deliveries').where({ site_id: site, status: 'pending' })).length === 0);
+  await waitFor(
+    'the timeline deliveries',
+    async () =>
+      (await h.runtime.db('delivery_attempts').where('event_id', 'like', 'message.created:%').andWhere({ site_id: site })).length >= 3 &&
+      (await h.runtime.db('deliveries').where({ site_id: site, status: 'pending' })).length === 0,
+  );
 
   const res = await api('get', `/sites/${site}/conversations/${conversationId}/timeline`, undefined, agentToken);
   expect(res.status).toBe(200);
-  const entries = res.body.data as { type: string; at: string; author?: { type: string; apiKeyLabel: string | null; accountId: string | null }; eventId?: string; event?: string; messageId?: string }[];
+  const entries = res.body.data as {
+    type: string;
+    at: string;
+    author?: { type: string; apiKeyLabel: string | null; accountId: string | null };
+    eventId?: string;
+    event?: string;
+    messageId?: string;
+  }[];
   expect(entries.filter((e) => e.type === 'message').map((e) => [e.author!.type, e.author!.apiKeyLabel, e.author!.accountId])).toEqual([
     ['visitor', null, null],
     ['api_key', 'support bot', null],
     ['member', null, agentId],
   ]);
-  expect(entries.filter((e) => e.type === 'event').map((e) => e.event)).toEqual(['conversation.started', 'message.created', 'message.created', 'message.created']);
+  expect(entries.filter((e) => e.type === 'event').map((e) => e.event)).toEqual([
+    'conversation.started',
+    'message.created',
+    'message.created',
+    'message.created',
+  ]);
   expect(entries.filter((e) => e.type === 'attempt')).toHaveLength(4);
   // Sorted by time; each event after its message, each attempt after its event.
   const times = entries.map((e) => Date.parse(e.at));
@@ -344,7 +389,11 @@ test("another site's delivery is 404; the changes are in the audit log with acto
   expect((await api('post', `/sites/${otherSite}/deliveries/${encodeURIComponent(theirs)}/redeliver`, undefined, strangerToken)).status).toBe(404);
   expect((await api('get', `/sites/${site}/deliveries/${encodeURIComponent(theirs)}`, undefined, strangerToken)).status).toBe(404);
 
-  const audit = (await api('get', `/sites/${site}/audit-log?limit=100`)).body.data as { action: string; actor: { type: string; tokenId: string | null }; clientAddress: string | null }[];
+  const audit = (await api('get', `/sites/${site}/audit-log?limit=100`)).body.data as {
+    action: string;
+    actor: { type: string; tokenId: string | null };
+    clientAddress: string | null;
+  }[];
   const actions = new Set(audit.map((e) => e.action));
   for (const a of [
     'event_address.created',

@@ -35,9 +35,28 @@ beforeAll(async () => {
     const open = i % 7 !== 0;
     const assignee = i % 3 === 0 ? ME : i % 3 === 1 ? OTHER : null;
     const id = newId('conv', created);
-    rows.push({ id, site_id: h.site.id, visitor_id: `v${i}`, state: open ? 'open' : 'closed', open_marker: open ? 1 : null, created_at: created, updated_at: created + 5, last_message_at: created + 5, closed_at: open ? null : created + 5, assignee_id: assignee });
+    rows.push({
+      id,
+      site_id: h.site.id,
+      visitor_id: `v${i}`,
+      state: open ? 'open' : 'closed',
+      open_marker: open ? 1 : null,
+      created_at: created,
+      updated_at: created + 5,
+      last_message_at: created + 5,
+      closed_at: open ? null : created + 5,
+      assignee_id: assignee,
+    });
     // Half read up to their last message, a few read before it.
-    if (i % 2 === 0) reads.push({ account_id: ME, conversation_id: id, site_id: h.site.id, last_read_at: i % 10 === 0 ? created : created + 5, last_read_message_id: null, updated_at: created });
+    if (i % 2 === 0)
+      reads.push({
+        account_id: ME,
+        conversation_id: id,
+        site_id: h.site.id,
+        last_read_at: i % 10 === 0 ? created : created + 5,
+        last_read_message_id: null,
+        updated_at: created,
+      });
   }
   await db.batchInsert('conversations', rows, 100);
   await db.batchInsert('inbox_reads', reads, 100);
@@ -83,26 +102,39 @@ const cases: { name: string; filters: ConversationFilters; index: string }[] = [
   { name: 'unread=true', filters: { unreadFor: ME }, index: 'conversations_site_created_updated' },
   { name: 'unread=true&state=open', filters: { unreadFor: ME, state: 'open' }, index: 'conversations_site_state_created_updated' },
   { name: 'assignee=unassigned&unread=true', filters: { assigneeId: null, unreadFor: ME }, index: 'conversations_site_assignee_created' },
-  { name: 'assignee=me&unread=true&updatedAfter', filters: { assigneeId: ME, unreadFor: ME, updatedAfter: NOW - 2500 * MINUTE }, index: 'conversations_site_assignee_created' },
+  {
+    name: 'assignee=me&unread=true&updatedAfter',
+    filters: { assigneeId: ME, unreadFor: ME, updatedAfter: NOW - 2500 * MINUTE },
+    index: 'conversations_site_assignee_created',
+  },
 ];
 
 describe.each(cases)('inbox, $name', ({ filters, index }) => {
   /** The same filter by OFFSET, for comparison. */
   const byOffset = async () => {
-    const q = db('conversations as c').leftJoin('inbox_reads as r', (j) => j.on('r.conversation_id', '=', 'c.id').andOn('r.account_id', '=', db.raw('?', [ME]))).where('c.site_id', h.site.id);
+    const q = db('conversations as c')
+      .leftJoin('inbox_reads as r', (j) => j.on('r.conversation_id', '=', 'c.id').andOn('r.account_id', '=', db.raw('?', [ME])))
+      .where('c.site_id', h.site.id);
     if (filters.assigneeId === null) q.whereNull('c.assignee_id');
     else if (filters.assigneeId !== undefined) q.andWhere('c.assignee_id', filters.assigneeId);
     if (filters.state) q.andWhere('c.state', filters.state);
     if (filters.updatedAfter !== undefined) q.andWhere('c.updated_at', '>=', filters.updatedAfter);
     if (filters.unreadFor) q.andWhere((w) => w.whereNull('r.last_read_at').orWhere('c.last_message_at', '>', db.ref('r.last_read_at')));
-    return (await q.orderBy([{ column: 'c.created_at', order: 'desc' }, { column: 'c.id', order: 'desc' }]).pluck('c.id')) as string[];
+    return (await q
+      .orderBy([
+        { column: 'c.created_at', order: 'desc' },
+        { column: 'c.id', order: 'desc' },
+      ])
+      .pluck('c.id')) as string[];
   };
 
   test('page 1 and a deep page walk the index as a range, without sorting, and agree with OFFSET paging', async () => {
     const all = await byOffset();
     const depth = Math.min(DEPTH, all.length - 27);
     expect(depth).toBeGreaterThan(300);
-    const row = await db('conversations').where({ id: all[depth - 1] }).first('created_at', 'id');
+    const row = await db('conversations')
+      .where({ id: all[depth - 1] })
+      .first('created_at', 'id');
     const deep: Position = { createdAt: Number(row.created_at), id: row.id };
     for (const after of [undefined, deep]) {
       const { result, query } = await capture(() => createConversationStore(db).list(h.site.id, filters, after, 26));
@@ -117,7 +149,9 @@ describe.each(cases)('inbox, $name', ({ filters, index }) => {
         if (filters.unreadFor) expect(reads).toMatchObject({ type: 'eq_ref', key: 'PRIMARY' });
         if (after) expect(await entriesRead(query)).toBeLessThanOrEqual(MAX_ENTRIES_READ);
       } else {
-        const lines = (await db.raw(`EXPLAIN QUERY PLAN ${query.sql}`, query.bindings as Knex.RawBinding[])).map((r: { detail: string }) => r.detail).join('\n');
+        const lines = (await db.raw(`EXPLAIN QUERY PLAN ${query.sql}`, query.bindings as Knex.RawBinding[]))
+          .map((r: { detail: string }) => r.detail)
+          .join('\n');
         expect(lines).toMatch(new RegExp(`SEARCH conversations USING INDEX ${index}`));
         if (filters.unreadFor) expect(lines).toMatch(/SEARCH inbox_reads USING INDEX sqlite_autoindex_inbox_reads_1|SEARCH inbox_reads USING PRIMARY KEY/);
         expect(lines).not.toMatch(/TEMP B-TREE/);

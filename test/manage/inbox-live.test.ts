@@ -38,7 +38,13 @@ beforeAll(async () => {
   h = await manageHarness({ env: { REDIS_URL: `redis://:${REDIS_PASSWORD}@127.0.0.1:${port}` } });
   // A second instance of the service on the same database and Redis.
   other = await openRuntime(h.config, { passwordHasher: TEST_HASHER });
-  const otherApp = createApp({ services: other.services, logger: createLogger('silent'), limiter: createMemoryLimiter(300), validateResponses: true, ready: async () => true });
+  const otherApp = createApp({
+    services: other.services,
+    logger: createLogger('silent'),
+    limiter: createMemoryLimiter(300),
+    validateResponses: true,
+    ready: async () => true,
+  });
   site = h.site.id;
   await allowOrigins(h, site);
   const o = await newMember(h, site, 'owner@example.com', 'owner');
@@ -97,7 +103,14 @@ describe('the inbox stream', () => {
     await s.waitFor((e) => e.event === 'conversation.read'); // the agent's own mark, from the reply
     const seen = s.events.filter((e) => e.event !== 'ready');
     // A first message is written with its conversation: message.created, then conversation.started (as to event addresses).
-    expect(names(s.events)).toEqual(['message.created', 'conversation.started', 'message.created', 'conversation.read', 'conversation.assigned', 'conversation.closed']);
+    expect(names(s.events)).toEqual([
+      'message.created',
+      'conversation.started',
+      'message.created',
+      'conversation.read',
+      'conversation.assigned',
+      'conversation.closed',
+    ]);
     // Ids are the feed's positions: increasing from the ready event's.
     const positions = seen.map((e) => Number(e.id));
     expect(positions[0]).toBeGreaterThan(Number(start.id));
@@ -115,7 +128,7 @@ describe('the inbox stream', () => {
     expect(events.sort()).toEqual(['conversation.closed', 'conversation.started', 'message.created', 'message.created']);
   });
 
-  test('a dashboard reply reaches the chat window\'s live stream', async () => {
+  test("a dashboard reply reaches the chat window's live stream", async () => {
     const t = await getToken(h.app, site);
     const sent = await request(h.app).post(w(site, '/messages')).set(auth(t.token)).send({ content: 'from the window', clientMessageId: 'c-inbox-1' });
     const conv = sent.body.data.conversation.id;
@@ -146,7 +159,11 @@ describe('the inbox stream', () => {
     await resumed.waitFor((e) => e.event === 'message.created' && (e.data as { message: { content: string } }).message.content === 'four');
     const got = resumed.events.filter((e) => e.event !== 'ready');
     expect(got.map((e) => e.event)).toEqual(['message.created', 'conversation.assigned', 'message.created', 'conversation.read', 'message.created']);
-    expect(got.filter((e) => e.event === 'message.created').map((e) => (e.data as { message: { content: string } }).message.content)).toEqual(['two', 'three', 'four']);
+    expect(got.filter((e) => e.event === 'message.created').map((e) => (e.data as { message: { content: string } }).message.content)).toEqual([
+      'two',
+      'three',
+      'four',
+    ]);
     expect(new Set(got.map((e) => e.id)).size).toBe(got.length);
     expect(Number(got[0].id)).toBeGreaterThan(Number(last.id));
   });
@@ -165,7 +182,7 @@ describe('the inbox stream', () => {
     expect(positions).toEqual(Array.from({ length: 48 }, (_, i) => start + 1 + i));
   });
 
-  test('a Last-Event-ID the feed never had is 400; another site\'s stream is 404', async () => {
+  test("a Last-Event-ID the feed never had is 400; another site's stream is 404", async () => {
     const bad = await request(h.app).get(path('/events')).set('Cookie', owner.cookie).set('Last-Event-ID', '999999999');
     expect(bad.status).toBe(400);
     const other = await h.newSite('Elsewhere');

@@ -79,7 +79,15 @@ describe('replying', () => {
     const conv = await newConversation('help please');
     const res = await post(inbox(`/${conv}/messages`), agent.cookie, { content: 'On it!', format: 'markdown' });
     expect(res.status).toBe(201);
-    expect(res.body.data).toMatchObject({ conversationId: conv, direction: 'outgoing', origin: 'messenger', apiKeyId: null, authorId: agent.id, content: 'On it!', format: 'markdown' });
+    expect(res.body.data).toMatchObject({
+      conversationId: conv,
+      direction: 'outgoing',
+      origin: 'messenger',
+      apiKeyId: null,
+      authorId: agent.id,
+      content: 'On it!',
+      format: 'markdown',
+    });
     const pub = await request(h.app).get(`/api/v1/conversations/${conv}/messages`).set(bearer(h.site.key));
     expect(pub.body.data.find((m: { id: string }) => m.id === res.body.data.id)).toMatchObject({ authorId: agent.id, origin: 'messenger' });
     expect(pub.body.data[0].authorId).toBeNull(); // the visitor's
@@ -248,7 +256,10 @@ describe('roles and CSRF', () => {
     }
     expect((await h.runtime.db('messages').where({ conversation_id: conv })).length).toBe(1);
     const token = (await request(h.app).post(`${M}/tokens`).set(SAME_ORIGIN).set('Cookie', owner.cookie).send({ label: 'inbox' })).body.data.token;
-    const res = await request(h.app).post(inbox(`/${conv}/messages`)).set('Authorization', `Bearer ${token}`).send({ content: 'from a script' });
+    const res = await request(h.app)
+      .post(inbox(`/${conv}/messages`))
+      .set('Authorization', `Bearer ${token}`)
+      .send({ content: 'from a script' });
     expect(res.status).toBe(201);
     expect(res.body.data.authorId).toBe(owner.id);
   });

@@ -135,7 +135,6 @@ test('the CLI still issues, lists and revokes keys through the same service', as
   expect(listed).toMatchObject({ label: 'from the CLI', createdBy: null, revokedAt: null });
   await access.revokeKey(made.id);
   expect((await publicApi(made.key)).status).toBe(401);
-
 });
 
 test('logs carry neither a new key nor an identity secret', async () => {
@@ -146,8 +145,15 @@ test('logs carry neither a new key nor an identity secret', async () => {
       done();
     },
   });
-  const app = createApp({ services: h.runtime.services, logger: createLogger('info', sink), limiter: h.limiter, validateResponses: true, ready: async () => true });
-  const send = (method: 'post' | 'get', path: string, body?: object) => request(app)[method](`/manage/v1${path}`).set('Authorization', `Bearer ${owner.token}`).send(body);
+  const app = createApp({
+    services: h.runtime.services,
+    logger: createLogger('info', sink),
+    limiter: h.limiter,
+    validateResponses: true,
+    ready: async () => true,
+  });
+  const send = (method: 'post' | 'get', path: string, body?: object) =>
+    request(app)[method](`/manage/v1${path}`).set('Authorization', `Bearer ${owner.token}`).send(body);
   const key = (await send('post', `/sites/${h.site.id}/keys`, { label: 'logged?', scopes: ['media:read'] })).body.data.key as string;
   const secret = (await send('post', `/sites/${h.site.id}/identity-secret/rotate`)).body.data.identitySecret as string;
   const failing = jest.spyOn(h.runtime.services.siteAdmin, 'listKeys').mockRejectedValueOnce(new Error('kaboom'));

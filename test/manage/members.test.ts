@@ -15,8 +15,10 @@ let agent: { id: string; cookie: string };
 let outsider: { id: string; cookie: string };
 
 const get = (path: string, cookie: string) => request(h.app).get(`${M}${path}`).set('Cookie', cookie);
-const change = (method: 'post' | 'patch' | 'delete', path: string, cookie: string) => request(h.app)[method](`${M}${path}`).set(SAME_ORIGIN).set('Cookie', cookie);
-const auditActions = async (siteId: string) => (await get(`/sites/${siteId}/audit-log?limit=100`, owner.cookie)).body.data.map((e: { action: string; objectId: string }) => `${e.action} ${e.objectId}`);
+const change = (method: 'post' | 'patch' | 'delete', path: string, cookie: string) =>
+  request(h.app)[method](`${M}${path}`).set(SAME_ORIGIN).set('Cookie', cookie);
+const auditActions = async (siteId: string) =>
+  (await get(`/sites/${siteId}/audit-log?limit=100`, owner.cookie)).body.data.map((e: { action: string; objectId: string }) => `${e.action} ${e.objectId}`);
 
 beforeAll(async () => {
   // Each reading of the clock moves it a millisecond, so entries written one after another sort in that order.
@@ -60,7 +62,7 @@ test('an agent gets 403 forbidden on owner routes', async () => {
   expect((await get('/me', owner.cookie)).status).toBe(200); // the owner's sessions are untouched
 });
 
-test('a role change ends that member\'s sessions; the new role holds at the next sign-in', async () => {
+test("a role change ends that member's sessions; the new role holds at the next sign-in", async () => {
   await newMember(h, h.site.id, 'promoted@example.com', 'agent');
   const m = await signIn(h, 'promoted@example.com');
   const accountId = m.res.body.data.account.id;
@@ -73,7 +75,7 @@ test('a role change ends that member\'s sessions; the new role holds at the next
   expect(await auditActions(h.site.id)).toContain(`member.role_changed.owner ${accountId}`);
 });
 
-test('removal ends the member\'s sessions and their access; the last owner stays', async () => {
+test("removal ends the member's sessions and their access; the last owner stays", async () => {
   await newMember(h, h.site.id, 'leaving@example.com', 'agent');
   const m = await signIn(h, 'leaving@example.com');
   const accountId = m.res.body.data.account.id;
@@ -113,7 +115,11 @@ test('a management token is shown once, stored as a hash, acts as the account, a
 
   const listed = await get('/tokens', owner.cookie);
   expect(JSON.stringify(listed.body)).not.toContain(created.token);
-  expect(listed.body.data.find((t: { id: string }) => t.id === created.id)).toMatchObject({ label: 'deploy script', prefix: created.token.slice(0, 12), revokedAt: null });
+  expect(listed.body.data.find((t: { id: string }) => t.id === created.id)).toMatchObject({
+    label: 'deploy script',
+    prefix: created.token.slice(0, 12),
+    revokedAt: null,
+  });
 
   const bearer = { Authorization: `Bearer ${created.token}` };
   const who = await request(h.app).get(`${M}/me`).set(bearer);
@@ -174,7 +180,10 @@ test('a signed-in account accepts as itself; an invitation expires after 7 days'
   expect(res.headers['set-cookie']).toBeUndefined();
 
   clock += 7 * 24 * 3600_000;
-  const expired = await request(h.app).post(`${M}/invitations/accept`).set(SAME_ORIGIN).send({ token: late.token, email: 'late@example.com', password: PASSWORD });
+  const expired = await request(h.app)
+    .post(`${M}/invitations/accept`)
+    .set(SAME_ORIGIN)
+    .send({ token: late.token, email: 'late@example.com', password: PASSWORD });
   expect(expired.status).toBe(404);
   expect(await h.runtime.db('accounts').where({ email: 'late@example.com' })).toHaveLength(0);
   // The clock moved a week: sign the fixtures in again for the tests after this one.
@@ -192,7 +201,10 @@ test('the audit log pages newest first with a cursor bound to its site', async (
   const times = all.map((e: { createdAt: string }) => e.createdAt);
   expect([...times].sort().reverse()).toEqual(times);
   expect(all[all.length - 1].actor).toEqual({ type: 'operator', accountId: null, tokenId: null }); // the CLI's member add
-  expect(all.find((e: { action: string }) => e.action === 'member.removed')).toMatchObject({ actor: { type: 'account', accountId: owner.id }, clientAddress: expect.stringMatching(/127\.0\.0\.1/) });
+  expect(all.find((e: { action: string }) => e.action === 'member.removed')).toMatchObject({
+    actor: { type: 'account', accountId: owner.id },
+    clientAddress: expect.stringMatching(/127\.0\.0\.1/),
+  });
 
   // A cursor of site A used on site B is refused.
   await newMember(h, siteB.id, 'both@example.com', 'owner');

@@ -1,5 +1,13 @@
 /** The session lifetimes as pure rules, on a fake clock: no database, no server. */
-import { cookieMaxAgeSeconds, SESSION_ABSOLUTE_MS, SESSION_IDLE_MS, SESSION_TOUCH_EVERY_MS, sessionExpiry, sessionState, shouldTouch } from '../../server/accounts/session-rules';
+import {
+  cookieMaxAgeSeconds,
+  SESSION_ABSOLUTE_MS,
+  SESSION_IDLE_MS,
+  SESSION_TOUCH_EVERY_MS,
+  sessionExpiry,
+  sessionState,
+  shouldTouch,
+} from '../../server/accounts/session-rules';
 import { createPasswordHasher, normaliseEmail, OWASP_SCRYPT, passwordProblem } from '../../server/accounts/passwords';
 
 const T0 = Date.UTC(2026, 10, 26, 9, 0, 0);

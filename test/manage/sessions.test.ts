@@ -119,7 +119,10 @@ test('sign-in is throttled per email (429 with Retry-After), whether the account
   await newAccount(h, 'ed@example.com');
   for (const email of ['ed@example.com', 'nobody-else@example.com']) {
     for (let i = 0; i < 10; i++) {
-      const r = await request(h.app).post(`${M}/session`).set(SAME_ORIGIN).send({ email, password: `guess number ${i}` });
+      const r = await request(h.app)
+        .post(`${M}/session`)
+        .set(SAME_ORIGIN)
+        .send({ email, password: `guess number ${i}` });
       expect(r.status).toBe(401);
     }
     const limited = await request(h.app).post(`${M}/session`).set(SAME_ORIGIN).send({ email, password: PASSWORD });
@@ -137,7 +140,10 @@ test('sign-in is throttled per client address across emails', async () => {
   try {
     let last: request.Response | undefined;
     for (let i = 0; i < 101; i++) {
-      last = await request(limited.app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: `user${i}@example.com`, password: 'guess guess guess' });
+      last = await request(limited.app)
+        .post(`${M}/session`)
+        .set(SAME_ORIGIN)
+        .send({ email: `user${i}@example.com`, password: 'guess guess guess' });
       if (i < 100) expect(last.status).toBe(401);
     }
     expect(last!.status).toBe(429);
@@ -147,15 +153,24 @@ test('sign-in is throttled per client address across emails', async () => {
   }
 }, 60_000);
 
-test('with Redis, two instances count one email\'s sign-in attempts together', async () => {
+test("with Redis, two instances count one email's sign-in attempts together", async () => {
   const prefix = `test:signin:${Date.now()}:${Math.random()}:`;
   const connections = [new Redis('redis://127.0.0.1:6379'), new Redis('redis://127.0.0.1:6379')];
   try {
     const [a, b] = connections.map((redis) =>
-      createApp({ services: h.runtime.services, logger: createLogger('silent'), limiter: createRedisLimiter(redis, 300, prefix), validateResponses: true, ready: async () => true }),
+      createApp({
+        services: h.runtime.services,
+        logger: createLogger('silent'),
+        limiter: createRedisLimiter(redis, 300, prefix),
+        validateResponses: true,
+        ready: async () => true,
+      }),
     );
     for (let i = 0; i < 10; i++) {
-      const res = await request(i % 2 ? a : b).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'shared@example.com', password: `guess number ${i}` });
+      const res = await request(i % 2 ? a : b)
+        .post(`${M}/session`)
+        .set(SAME_ORIGIN)
+        .send({ email: 'shared@example.com', password: `guess number ${i}` });
       expect(res.status).toBe(401);
     }
     for (const app of [a, b]) {
@@ -175,24 +190,36 @@ test('a password change ends every other session of the account and keeps the cu
   await newAccount(h, 'fa@example.com');
   const current = await signIn(h, 'fa@example.com');
   const other = await signIn(h, 'fa@example.com');
-  const wrong = await request(h.app).post(`${M}/password`).set(SAME_ORIGIN).set('Cookie', current.cookie).send({ currentPassword: 'not it at all', newPassword: 'a brand new password' });
+  const wrong = await request(h.app)
+    .post(`${M}/password`)
+    .set(SAME_ORIGIN)
+    .set('Cookie', current.cookie)
+    .send({ currentPassword: 'not it at all', newPassword: 'a brand new password' });
   expect(wrong.status).toBe(403);
   expect(wrong.body.error.code).toBe('forbidden');
   expect((await me(other.cookie)).status).toBe(200);
 
-  const changed = await request(h.app).post(`${M}/password`).set(SAME_ORIGIN).set('Cookie', current.cookie).send({ currentPassword: PASSWORD, newPassword: 'a brand new password' });
+  const changed = await request(h.app)
+    .post(`${M}/password`)
+    .set(SAME_ORIGIN)
+    .set('Cookie', current.cookie)
+    .send({ currentPassword: PASSWORD, newPassword: 'a brand new password' });
   expect(changed.status).toBe(204);
   expect((await me(current.cookie)).status).toBe(200);
   expect((await me(other.cookie)).status).toBe(401);
   await expect(signIn(h, 'fa@example.com')).rejects.toThrow(/401/);
   await signIn(h, 'fa@example.com', 'a brand new password');
 
-  const short = await request(h.app).post(`${M}/password`).set(SAME_ORIGIN).set('Cookie', current.cookie).send({ currentPassword: 'a brand new password', newPassword: 'short' });
+  const short = await request(h.app)
+    .post(`${M}/password`)
+    .set(SAME_ORIGIN)
+    .set('Cookie', current.cookie)
+    .send({ currentPassword: 'a brand new password', newPassword: 'short' });
   expect(short.status).toBe(400);
   expect(short.body.error.details[0].path).toBe('/body/newPassword');
 });
 
-test('a member lists their sessions and ends one; another account\'s session is 404', async () => {
+test("a member lists their sessions and ends one; another account's session is 404", async () => {
   await newAccount(h, 'gu@example.com');
   await newAccount(h, 'ha@example.com');
   const one = await signIn(h, 'gu@example.com');
@@ -222,7 +249,13 @@ test('logs never carry passwords, session tokens or management tokens, even when
       done();
     },
   });
-  const app = createApp({ services: h.runtime.services, logger: createLogger('info', sink), limiter: h.limiter, validateResponses: true, ready: async () => true });
+  const app = createApp({
+    services: h.runtime.services,
+    logger: createLogger('info', sink),
+    limiter: h.limiter,
+    validateResponses: true,
+    ready: async () => true,
+  });
   await newAccount(h, 'lo@example.com');
   const signed = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'lo@example.com', password: PASSWORD });
   const cookie = cookieOf(signed);
@@ -264,7 +297,7 @@ describe('cross-site requests', () => {
     expect(res.body.error.code).toBe('cross_site_request');
   });
 
-  test('same-origin passes, and so does the service\'s own Origin without Fetch Metadata', async () => {
+  test("same-origin passes, and so does the service's own Origin without Fetch Metadata", async () => {
     expect((await change().set(SAME_ORIGIN).send({ label: 'a' })).status).toBe(201);
     expect((await change().set('Origin', 'https://localhost:8443').send({ label: 'b' })).status).toBe(201);
   });
@@ -272,7 +305,11 @@ describe('cross-site requests', () => {
   test('reads need no header; a bearer token needs none for changes', async () => {
     expect((await me(cookie)).status).toBe(200);
     const token = await newToken(h, cookie);
-    const res = await request(h.app).post(`${M}/tokens`).set('Authorization', `Bearer ${token.token}`).set('Sec-Fetch-Site', 'cross-site').send({ label: 'from a script' });
+    const res = await request(h.app)
+      .post(`${M}/tokens`)
+      .set('Authorization', `Bearer ${token.token}`)
+      .set('Sec-Fetch-Site', 'cross-site')
+      .send({ label: 'from a script' });
     expect(res.status).toBe(201);
   });
 });

@@ -20,8 +20,14 @@ let outsider: { id: string; token: string };
 type Method = Parameters<typeof withToken>[2];
 const as = (who: { token: string }, method: Method, path: string, body?: object) => withToken(h, who, method, path, body);
 const audit = async (siteId: string) =>
-  (await as(owner, 'get', `/sites/${siteId}/audit-log?limit=100`)).body.data as { action: string; objectId: string; actor: { type: string; accountId: string }; clientAddress: string | null }[];
-const gateway = (siteId: string, body: Record<string, unknown> = {}, origin = ORIGIN) => request(h.app).post(w(siteId, '/token')).set('Origin', origin).send(body);
+  (await as(owner, 'get', `/sites/${siteId}/audit-log?limit=100`)).body.data as {
+    action: string;
+    objectId: string;
+    actor: { type: string; accountId: string };
+    clientAddress: string | null;
+  }[];
+const gateway = (siteId: string, body: Record<string, unknown> = {}, origin = ORIGIN) =>
+  request(h.app).post(w(siteId, '/token')).set('Origin', origin).send(body);
 
 beforeAll(async () => {
   // Each reading of the clock moves it a millisecond, so audit entries sort in the order written.
@@ -36,7 +42,14 @@ afterAll(() => h.close());
 test('an account creates a site and becomes its owner; the creation is audited with the actor and address', async () => {
   const res = await as(agent, 'post', '/sites', { name: '  Acme shop  ' });
   expect(res.status).toBe(201);
-  expect(res.body.data).toEqual({ id: expect.stringMatching(/^ws_/), name: 'Acme shop', createdAt: expect.any(String), allowedOrigins: [], identityMode: 'off', identitySecretSet: false });
+  expect(res.body.data).toEqual({
+    id: expect.stringMatching(/^ws_/),
+    name: 'Acme shop',
+    createdAt: expect.any(String),
+    allowedOrigins: [],
+    identityMode: 'off',
+    identitySecretSet: false,
+  });
   const siteId = res.body.data.id;
   const me = await as(agent, 'get', '/me');
   expect(me.body.data.sites).toContainEqual(expect.objectContaining({ id: siteId, role: 'owner' }));
@@ -44,7 +57,14 @@ test('an account creates a site and becomes its owner; the creation is audited w
   expect((await h.runtime.services.access.listSites()).map((s) => s.name)).toContain('Acme shop');
 
   const entries = (await request(h.app).get(`${M}/sites/${siteId}/audit-log`).set('Authorization', `Bearer ${agent.token}`)).body.data;
-  expect(entries).toEqual([expect.objectContaining({ action: 'site.created', objectId: siteId, actor: expect.objectContaining({ type: 'token', accountId: agent.id }), clientAddress: expect.any(String) })]);
+  expect(entries).toEqual([
+    expect.objectContaining({
+      action: 'site.created',
+      objectId: siteId,
+      actor: expect.objectContaining({ type: 'token', accountId: agent.id }),
+      clientAddress: expect.any(String),
+    }),
+  ]);
 
   expect((await as(agent, 'post', '/sites', { name: '   ' })).status).toBe(400);
 });

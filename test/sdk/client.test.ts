@@ -98,7 +98,9 @@ describe('conversations', () => {
     expect(fromDate.every((c) => c.createdAt >= card.createdAt)).toBe(true);
     const before = await chat.conversations.list({ createdBefore: at }).toArray();
     expect(before.map((c) => c.id)).not.toContain(closedId);
-    const updated = await chat.conversations.list({ updatedAfter: new Date(card.updatedAt), updatedBefore: new Date(Date.parse(card.updatedAt) + 1) }).toArray();
+    const updated = await chat.conversations
+      .list({ updatedAfter: new Date(card.updatedAt), updatedBefore: new Date(Date.parse(card.updatedAt) + 1) })
+      .toArray();
     expect(updated.map((c) => c.id)).toContain(closedId);
   });
 
@@ -127,7 +129,15 @@ describe('messages', () => {
   test('reply (JSON, plain and markdown) appears in the history with origin api and this key', async () => {
     const id = await newConversation('v-reply');
     const reply = await chat.messages.create(id, { content: 'Hi there' });
-    expect(reply).toMatchObject({ conversationId: id, direction: 'outgoing', origin: 'api', apiKeyId: s.h.site.keyId, content: 'Hi there', format: 'plain', attachments: [] });
+    expect(reply).toMatchObject({
+      conversationId: id,
+      direction: 'outgoing',
+      origin: 'api',
+      apiKeyId: s.h.site.keyId,
+      content: 'Hi there',
+      format: 'plain',
+      attachments: [],
+    });
     expect(reply.lastResponse.status).toBe(201);
     expect(reply.lastResponse.idempotentReplayed).toBe(false);
     const md = await chat.messages.create(id, { content: 'Order **#1042** shipped', format: 'markdown' });
@@ -143,10 +153,7 @@ describe('messages', () => {
     const message = await chat.messages.create(id, {
       content: 'Two files',
       format: 'plain',
-      files: [
-        { data: png, name: 'pixel.png', type: 'image/png' },
-        new File([text], 'table.csv', { type: 'text/csv' }),
-      ],
+      files: [{ data: png, name: 'pixel.png', type: 'image/png' }, new File([text], 'table.csv', { type: 'text/csv' })],
     });
     expect(message.content).toBe('Two files');
     expect(message.attachments).toHaveLength(2);

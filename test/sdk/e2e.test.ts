@@ -81,7 +81,9 @@ test('visitor writes, event arrives, the integration replies once and does not a
   expect(integration.stats).toEqual({ events: 3, replies: 1, skippedOwn: 1 });
 
   // 3. The operator redelivers the visitor's event: same id, so the integration takes it as a duplicate.
-  const visitorEvent = (await s.h.runtime.db('events').where({ site_id: site.id, name: 'message.created' }).orderBy('id')).find((e: { body: string }) => JSON.parse(e.body).data.message.origin === 'widget');
+  const visitorEvent = (await s.h.runtime.db('events').where({ site_id: site.id, name: 'message.created' }).orderBy('id')).find(
+    (e: { body: string }) => JSON.parse(e.body).data.message.origin === 'widget',
+  );
   const { webhooks } = s.h.runtime.services;
   await webhooks.redeliverEvent(visitorEvent.id);
   worker!.wake();
@@ -114,6 +116,9 @@ test('visitor writes, event arrives, the integration replies once and does not a
   expect(await integration.closeIdle()).toBe(0);
   expect(await integration.closeIdle(new Date(Date.now() + 3_600_000))).toBe(1);
   expect((await integration.chat.conversations.get(conversation.id)).state).toBe('closed');
-  await waitFor('conversation.closed delivered', async () => (await s.h.runtime.db('deliveries').where({ site_id: site.id })).length === 6 && deliveriesSettled(site.id));
+  await waitFor(
+    'conversation.closed delivered',
+    async () => (await s.h.runtime.db('deliveries').where({ site_id: site.id })).length === 6 && deliveriesSettled(site.id),
+  );
   expect(integration.stats.replies).toBe(2);
 }, 60_000);

@@ -89,7 +89,7 @@ describe('API errors, one subclass per status, never retried', () => {
     expect(media.err.message).toMatch(/media:read/);
   });
 
-  test('404 not_found: missing, and another site\'s conversation and media look the same', async () => {
+  test("404 not_found: missing, and another site's conversation and media look the same", async () => {
     const missing = await failure(() => chat.conversations.get('conv_00000000000000000000000000'));
     expectApiError(missing.err, NotFoundError, 404, 'not_found');
     const other = await s.h.newSite('Other site');
@@ -150,13 +150,17 @@ describe('a code this SDK does not know (a newer service added it)', () => {
     });
 
   test('still becomes the typed error of its status, with the code as sent', async () => {
-    const conflict = await answering(409, 'conversation_archived').conversations.get(conversationId).catch((e) => e);
+    const conflict = await answering(409, 'conversation_archived')
+      .conversations.get(conversationId)
+      .catch((e) => e);
     expect(conflict).toBeInstanceOf(ConflictError);
     expect(conflict.code).toBe('conversation_archived');
     expect(conflict.message).toBe('A conversation_archived failure.');
     expect(conflict.requestId).toBe('req_newer');
 
-    const teapot = await answering(418, 'brewing').conversations.get(conversationId).catch((e) => e);
+    const teapot = await answering(418, 'brewing')
+      .conversations.get(conversationId)
+      .catch((e) => e);
     expect(teapot).toBeInstanceOf(ApiError);
     expect(teapot.name).toBe('ApiError');
     expect(teapot.status).toBe(418);
@@ -248,7 +252,7 @@ describe('no answer: connection, time-out, abort', () => {
     }
   });
 
-  test('the caller\'s signal aborts a call in flight and one waiting to retry', async () => {
+  test("the caller's signal aborts a call in flight and one waiting to retry", async () => {
     const hanging = await misbehaving(() => undefined);
     try {
       const client = createClient({ apiKey: s.h.site.key, baseUrl: hanging.url, timeoutMs: 10_000 });
@@ -265,9 +269,17 @@ describe('no answer: connection, time-out, abort', () => {
     }
 
     const port = await freePort();
-    const client = createClient({ apiKey: s.h.site.key, baseUrl: `http://127.0.0.1:${port}/api/v1`, maxRetries: 5, retry: { initialRetryDelayMs: 10_000, maxRetryDelayMs: 10_000 } });
+    const client = createClient({
+      apiKey: s.h.site.key,
+      baseUrl: `http://127.0.0.1:${port}/api/v1`,
+      maxRetries: 5,
+      retry: { initialRetryDelayMs: 10_000, maxRetryDelayMs: 10_000 },
+    });
     const started = Date.now();
-    const err = await client.conversations.list({}, { signal: AbortSignal.timeout(200) }).firstPage().catch((e) => e);
+    const err = await client.conversations
+      .list({}, { signal: AbortSignal.timeout(200) })
+      .firstPage()
+      .catch((e) => e);
     expect(err).toBeInstanceOf(RequestAbortedError);
     expect(Date.now() - started).toBeLessThan(3000);
   });

@@ -69,5 +69,9 @@ export { waitFor } from '../helpers/wait';
 
 /** Rows of the outbox, oldest first: `body` is exactly what the sender POSTs. */
 export async function outboxEvents(h: Harness, siteId: string): Promise<{ id: string; name: string; body: string }[]> {
-  return h.runtime.db('events').where({ site_id: siteId }).orderBy([{ column: 'created_at' }, { column: 'id' }]).select('id', 'name', 'body');
+  return h.runtime
+    .db('events')
+    .where({ site_id: siteId })
+    .orderBy([{ column: 'created_at' }, { column: 'id' }])
+    .select('id', 'name', 'body');
 }

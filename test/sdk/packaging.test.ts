@@ -63,12 +63,17 @@ beforeAll(async () => {
 
   // Build and pack exactly as `npm publish` would.
   execFileSync(process.execPath, [path.join(sdk, 'scripts/build.mjs')], { cwd: sdk, stdio: 'pipe' });
-  const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: sdk, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }));
+  const packed = JSON.parse(
+    execFileSync('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', dir], { cwd: sdk, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
   tarball = path.join(dir, packed[0].filename);
 
   // A fresh project that installs only the tarball (its dependency comes from the npm cache or registry).
   write('package.json', JSON.stringify({ name: 'consumer', private: true, type: 'module' }));
-  execFileSync('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', '--no-package-lock'], { cwd: dir, stdio: 'pipe' });
+  execFileSync('npm', ['install', tarball, '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', '--no-package-lock'], {
+    cwd: dir,
+    stdio: 'pipe',
+  });
 });
 
 afterAll(async () => {
@@ -77,8 +82,25 @@ afterAll(async () => {
 });
 
 test('the tarball holds the ESM and CJS builds, their types, the schemas and the README, nothing else', () => {
-  const list = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' }).trim().split('\n').map((f) => f.replace(/^package\//, ''));
-  for (const f of ['package.json', 'README.md', 'dist/esm/index.js', 'dist/esm/index.d.ts', 'dist/esm/validate.js', 'dist/esm/package.json', 'dist/cjs/index.js', 'dist/cjs/index.d.ts', 'dist/cjs/validate.js', 'dist/cjs/package.json', 'schemas/message.created.json', 'schemas/conversation.started.json', 'schemas/conversation.closed.json']) {
+  const list = execFileSync('tar', ['-tzf', tarball], { encoding: 'utf8' })
+    .trim()
+    .split('\n')
+    .map((f) => f.replace(/^package\//, ''));
+  for (const f of [
+    'package.json',
+    'README.md',
+    'dist/esm/index.js',
+    'dist/esm/index.d.ts',
+    'dist/esm/validate.js',
+    'dist/esm/package.json',
+    'dist/cjs/index.js',
+    'dist/cjs/index.d.ts',
+    'dist/cjs/validate.js',
+    'dist/cjs/package.json',
+    'schemas/message.created.json',
+    'schemas/conversation.started.json',
+    'schemas/conversation.closed.json',
+  ]) {
     expect(list).toContain(f);
   }
   expect(list.filter((f) => /^(src|scripts|examples|node_modules)\//.test(f) || /tsconfig/.test(f))).toEqual([]);
@@ -95,7 +117,10 @@ test('the ESM build imports no Node.js built-in statically (edge runtimes have f
   const esm = path.join(dir, 'node_modules/@chat-service/sdk/dist/esm');
   for (const file of fs.readdirSync(esm).filter((f) => f.endsWith('.js'))) {
     const code = fs.readFileSync(path.join(esm, file), 'utf8');
-    expect({ file, nodeImports: code.match(/from\s+['"](node:)?(fs|path|http|https|crypto|buffer|stream|net|tls|os)['"]/g) }).toEqual({ file, nodeImports: null });
+    expect({ file, nodeImports: code.match(/from\s+['"](node:)?(fs|path|http|https|crypto|buffer|stream|net|tls|os)['"]/g) }).toEqual({
+      file,
+      nodeImports: null,
+    });
     expect({ file, require: /\brequire\(/.test(code) }).toEqual({ file, require: false });
     expect({ file, buffer: /\bBuffer\./.test(code) }).toEqual({ file, buffer: false });
     expect({ file, nodeGlobals: code.match(/\b(setImmediate|__dirname|__filename)\b|\bglobal\./g) }).toEqual({ file, nodeGlobals: null });
@@ -178,7 +203,17 @@ console.log(JSON.stringify(out));
   write(
     'tsconfig.json',
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: [], strict: true, skipLibCheck: false, outDir: 'out', noEmitOnError: true },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        lib: ['ES2022', 'DOM'],
+        types: [],
+        strict: true,
+        skipLibCheck: false,
+        outDir: 'out',
+        noEmitOnError: true,
+      },
       files: ['src/consumer.ts'],
     }),
   );
@@ -214,14 +249,42 @@ main();
   write(
     'tsconfig.cjs.json',
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022', 'DOM'], types: [], strict: true, skipLibCheck: true, outDir: 'out-cjs', noEmitOnError: true },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        lib: ['ES2022', 'DOM'],
+        types: [],
+        strict: true,
+        skipLibCheck: true,
+        outDir: 'out-cjs',
+        noEmitOnError: true,
+      },
       files: ['cjs/consumer.cts'],
     }),
   );
   compile('tsconfig.cjs.json');
   // Older projects resolve with moduleResolution node10 (no `exports`): typesVersions covers /validate.
-  write('legacy/consumer.ts', `import { createClient, type Message } from '@chat-service/sdk';\nimport { validateEvent } from '@chat-service/sdk/validate';\nexport const make = (m: Message) => [createClient, validateEvent(m)];\n`);
-  write('legacy/tsconfig.json', JSON.stringify({ compilerOptions: { target: 'ES2022', module: 'CommonJS', moduleResolution: 'node10', lib: ['ES2022', 'DOM'], types: [], strict: true, noEmit: true, ignoreDeprecations: '5.0' }, files: ['consumer.ts'] }));
+  write(
+    'legacy/consumer.ts',
+    `import { createClient, type Message } from '@chat-service/sdk';\nimport { validateEvent } from '@chat-service/sdk/validate';\nexport const make = (m: Message) => [createClient, validateEvent(m)];\n`,
+  );
+  write(
+    'legacy/tsconfig.json',
+    JSON.stringify({
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'CommonJS',
+        moduleResolution: 'node10',
+        lib: ['ES2022', 'DOM'],
+        types: [],
+        strict: true,
+        noEmit: true,
+        ignoreDeprecations: '5.0',
+      },
+      files: ['consumer.ts'],
+    }),
+  );
   compile('legacy/tsconfig.json');
   // The validator's optional peers, as a customer would add them (linked from the repository's install).
   for (const peer of ['ajv', 'ajv-formats']) fs.symlinkSync(path.join(root, 'node_modules', peer), path.join(dir, 'node_modules', peer), 'dir');
@@ -295,7 +358,16 @@ test('the README example is sdk/examples/integration.ts; it, the quick start and
   write(
     'quickstart/tsconfig.json',
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], typeRoots: [path.join(root, 'node_modules/@types')] },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: ['node'],
+        typeRoots: [path.join(root, 'node_modules/@types')],
+      },
       files: ['quickstart.ts'],
     }),
   );
@@ -316,7 +388,16 @@ app.register(fastifyWebhookPlugin, { prefix: '/webhooks/chat', secret: 'whsec_x'
   write(
     'example/tsconfig.json',
     JSON.stringify({
-      compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], typeRoots: [path.join(root, 'node_modules/@types')] },
+      compilerOptions: {
+        target: 'ES2022',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noEmit: true,
+        skipLibCheck: true,
+        types: ['node'],
+        typeRoots: [path.join(root, 'node_modules/@types')],
+      },
       files: ['integration.ts', 'fastify-app.ts'],
     }),
   );

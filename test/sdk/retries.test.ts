@@ -59,7 +59,10 @@ describe('429 rate_limit_exceeded', () => {
   test('RateLimitError when retries are off, or when Retry-After is longer than the client will wait', async () => {
     const noRetry = s.client({ maxRetries: 0 });
     await exhaustWindow(noRetry);
-    const err = await noRetry.conversations.list().firstPage().catch((e) => e);
+    const err = await noRetry.conversations
+      .list()
+      .firstPage()
+      .catch((e) => e);
     expect(err).toBeInstanceOf(RateLimitError);
     expect(err.status).toBe(429);
     expect(err.code).toBe('rate_limit_exceeded');
@@ -70,7 +73,10 @@ describe('429 rate_limit_exceeded', () => {
     const impatient = s.client({ maxRetries: 3, retry: { maxRetryAfterMs: 1000 } });
     const before = s.exchanges.length;
     const started = Date.now();
-    const err2 = await impatient.conversations.list().firstPage().catch((e) => e);
+    const err2 = await impatient.conversations
+      .list()
+      .firstPage()
+      .catch((e) => e);
     expect(err2).toBeInstanceOf(RateLimitError);
     expect(s.exchanges.length - before).toBe(1);
     expect(Date.now() - started).toBeLessThan(1000);
@@ -112,7 +118,11 @@ describe('5xx service_unavailable during a database outage', () => {
   test('InternalServerError with the code once the retries are used up', async () => {
     await s.h.runtime.db.destroy();
     try {
-      const err = await s.client({ maxRetries: 1 }).conversations.list().firstPage().catch((e) => e);
+      const err = await s
+        .client({ maxRetries: 1 })
+        .conversations.list()
+        .firstPage()
+        .catch((e) => e);
       expect(err).toBeInstanceOf(InternalServerError);
       expect(err.status).toBe(503);
       expect(err.code).toBe('service_unavailable');
@@ -174,7 +184,10 @@ describe('idempotent reply under a retry after a dropped connection', () => {
     const id = (await s.h.visitorSay(s.h.site.id, 'v-drop-files', 'hi')).conversation.id;
     const sent: { headers: Record<string, string>; status: number }[] = [];
     const client = createClient({ apiKey: s.h.site.key, baseUrl: s.baseUrl, fetch: droppingFetch(sent), retry: { initialRetryDelayMs: 10 } });
-    const message = await client.messages.create(id, { content: 'with a file', files: [{ data: new TextEncoder().encode('%PDF-1.4 test'), name: 'invoice.pdf', type: 'application/pdf' }] });
+    const message = await client.messages.create(id, {
+      content: 'with a file',
+      files: [{ data: new TextEncoder().encode('%PDF-1.4 test'), name: 'invoice.pdf', type: 'application/pdf' }],
+    });
     expect(sent.map((x) => x.status)).toEqual([201, 201]);
     expect(sent[1].headers['content-type']).toBe(sent[0].headers['content-type']); // same multipart boundary
     expect(message.lastResponse.idempotentReplayed).toBe(true);
@@ -198,7 +211,10 @@ describe('idempotent reply under a retry after a dropped connection', () => {
     const history = await s.client().messages.list(id).toArray();
     expect(history.filter((m) => m.content === 'raw once').map((m) => m.id)).toEqual([data!.data.id]);
 
-    const own = await client.api.POST('/conversations/{id}/messages', { params: { path: { id }, header: { 'Idempotency-Key': 'raw-own-key' } }, body: { content: 'raw own key' } });
+    const own = await client.api.POST('/conversations/{id}/messages', {
+      params: { path: { id }, header: { 'Idempotency-Key': 'raw-own-key' } },
+      body: { content: 'raw own key' },
+    });
     expect(own.response.status).toBe(201);
     expect(sent.slice(2).map((x) => x.headers['idempotency-key'])).toEqual(['raw-own-key']);
   });
@@ -219,7 +235,9 @@ describe('idempotent reply under a retry after a dropped connection', () => {
     const id = (await s.h.visitorSay(s.h.site.id, 'v-concurrent', 'hi')).conversation.id;
     const client = s.client({ maxRetries: 5 });
     const before = s.exchanges.length;
-    const results = await Promise.all(Array.from({ length: 12 }, () => client.messages.create(id, { content: 'one of many' }, { idempotencyKey: 'concurrent-key' })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, () => client.messages.create(id, { content: 'one of many' }, { idempotencyKey: 'concurrent-key' })),
+    );
     expect(new Set(results.map((m) => m.id)).size).toBe(1);
     expect(results.filter((m) => !m.lastResponse.idempotentReplayed)).toHaveLength(1);
     const statuses = s.exchanges.slice(before).map((e) => e.status);

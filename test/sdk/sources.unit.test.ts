@@ -36,7 +36,9 @@ test('no module of sdk/src holds mutable state at the top level, except the docu
   const found: string[] = [];
   for (const file of sources()) {
     const code = fs.readFileSync(file, 'utf8');
-    for (const [, kind, name] of code.matchAll(/^(?:export )?(let|var|const) (\w+)(?::[^=\n]+)? = (?:\/\*[^*]*\*\/ )?new (?:Map|Set|WeakMap|WeakSet|\w*Store)\b/gm)) {
+    for (const [, kind, name] of code.matchAll(
+      /^(?:export )?(let|var|const) (\w+)(?::[^=\n]+)? = (?:\/\*[^*]*\*\/ )?new (?:Map|Set|WeakMap|WeakSet|\w*Store)\b/gm,
+    )) {
       found.push(`${path.relative(src, file)}: ${kind} ${name}`);
     }
     for (const [, kind, name] of code.matchAll(/^(?:export )?(let|var) (\w+)/gm)) found.push(`${path.relative(src, file)}: ${kind} ${name}`);

@@ -109,7 +109,11 @@ describe('Express', () => {
   test('behind express.raw() it uses the Buffer', async () => {
     const r = recorder();
     const app = express();
-    app.post('/hook', express.raw({ type: 'application/json' }), expressWebhookHandler({ secret: SECRET, seen: new MemoryReplayStore(), onError: () => undefined }, r.listener));
+    app.post(
+      '/hook',
+      express.raw({ type: 'application/json' }),
+      expressWebhookHandler({ secret: SECRET, seen: new MemoryReplayStore(), onError: () => undefined }, r.listener),
+    );
     const server = await listen(app);
     try {
       await contract(`${server.url}/hook`, r.received, r.failNext);
@@ -142,7 +146,10 @@ describe('Express', () => {
 
   test('GET is 405; a body over maxBodyBytes is 413', async () => {
     const app = express();
-    app.all('/hook', expressWebhookHandler({ secret: SECRET, maxBodyBytes: 100, onError: () => undefined }, () => undefined));
+    app.all(
+      '/hook',
+      expressWebhookHandler({ secret: SECRET, maxBodyBytes: 100, onError: () => undefined }, () => undefined),
+    );
     const server = await listen(app);
     try {
       expect((await fetch(`${server.url}/hook`)).status).toBe(405);
@@ -173,7 +180,11 @@ describe('Fetch Request/Response (Deno, Bun, Workers, Next.js)', () => {
     const server = await listen(async (req, res) => {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
-      const request = new Request(`http://x${req.url}`, { method: req.method, headers: req.headers as Record<string, string>, body: req.method === 'POST' ? Buffer.concat(chunks) : undefined });
+      const request = new Request(`http://x${req.url}`, {
+        method: req.method,
+        headers: req.headers as Record<string, string>,
+        body: req.method === 'POST' ? Buffer.concat(chunks) : undefined,
+      });
       const response = await handleWebhookRequest(request, options, r.listener);
       res.writeHead(response.status, { 'Content-Type': response.headers.get('content-type') ?? 'application/json' });
       res.end(Buffer.from(await response.arrayBuffer()));
@@ -211,7 +222,13 @@ describe('Fastify', () => {
     const Fastify = require(sdkDevDependency('fastify')) as (opts?: object) => FastifyApp;
     const r = recorder();
     const app = Fastify();
-    await app.register(fastifyWebhookPlugin, { prefix: '/webhooks/chat', secret: SECRET, seen: new MemoryReplayStore(), onError: () => undefined, onEvent: r.listener });
+    await app.register(fastifyWebhookPlugin, {
+      prefix: '/webhooks/chat',
+      secret: SECRET,
+      seen: new MemoryReplayStore(),
+      onError: () => undefined,
+      onEvent: r.listener,
+    });
     app.post('/other', async (request) => ({ echo: request.body }));
     await app.listen({ port: 0, host: '127.0.0.1' });
     const { port } = app.server.address() as AddressInfo;

@@ -372,7 +372,12 @@ describe('Fetch-style handler: body limit', () => {
   }
 
   const post = (body: ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
-    new Request('http://receiver.test/hook', { method: 'POST', headers: { 'Content-Type': 'application/json', ...headers }, body, duplex: 'half' } as RequestInit);
+    new Request('http://receiver.test/hook', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', ...headers },
+      body,
+      duplex: 'half',
+    } as RequestInit);
 
   test('a chunked body over maxBodyBytes is refused with 413 after reading at most the limit plus one chunk', async () => {
     const max = 4 * CHUNK;
@@ -407,9 +412,13 @@ describe('Fetch-style handler: body limit', () => {
       },
     });
     const received: WebhookEvent[] = [];
-    const response = await sdkA.handleWebhookRequest(post(stream, signed.headers), { secret: SECRET, maxBodyBytes: bytes.length, seen: new sdkA.MemoryReplayStore() }, (e) => {
-      received.push(e);
-    });
+    const response = await sdkA.handleWebhookRequest(
+      post(stream, signed.headers),
+      { secret: SECRET, maxBodyBytes: bytes.length, seen: new sdkA.MemoryReplayStore() },
+      (e) => {
+        received.push(e);
+      },
+    );
     expect(response.status).toBe(200);
     expect(received).toHaveLength(1);
   });

@@ -29,7 +29,11 @@ beforeAll(async () => {
   await h.runtime.services.conversations.close(h.site.id, conversation.id);
   const events = await outboxEvents(h, h.site.id);
   const byName = (name: string) => events.find((e) => e.name === name)!.body;
-  bodies = { 'conversation.started': byName('conversation.started'), 'message.created': byName('message.created'), 'conversation.closed': byName('conversation.closed') };
+  bodies = {
+    'conversation.started': byName('conversation.started'),
+    'message.created': byName('message.created'),
+    'conversation.closed': byName('conversation.closed'),
+  };
 });
 afterAll(async () => {
   await h?.close();
@@ -79,7 +83,7 @@ describe('good deliveries', () => {
     }
   });
 
-  test('what the server\'s own signer produces verifies (same algorithm as the real sender)', async () => {
+  test("what the server's own signer produces verifies (same algorithm as the real sender)", async () => {
     const body = bodies['message.created'];
     const { id, event } = JSON.parse(body);
     const headers = signedHeaders(SECRET, event, id, 2, body, Date.now());
@@ -100,11 +104,15 @@ describe('good deliveries', () => {
   test('headers may be a Fetch Headers object, a Node.js headers object, or any letter case', async () => {
     const body = bodies['message.created'];
     const signed = await signTestWebhook({ payload: body, secret: SECRET });
-    await expect(verifyWebhook({ rawBody: body, headers: new Headers(signed.headers), secret: SECRET, seen: false })).resolves.toMatchObject({ event: 'message.created' });
+    await expect(verifyWebhook({ rawBody: body, headers: new Headers(signed.headers), secret: SECRET, seen: false })).resolves.toMatchObject({
+      event: 'message.created',
+    });
     const lower = Object.fromEntries(Object.entries(signed.headers).map(([k, v]) => [k.toLowerCase(), v]));
     await expect(verifyWebhook({ rawBody: body, headers: lower, secret: SECRET, seen: false })).resolves.toBeTruthy();
     const upper = Object.fromEntries(Object.entries(signed.headers).map(([k, v]) => [k.toUpperCase(), [v]]));
-    await expect(verifyWebhook({ rawBody: new TextEncoder().encode(body).buffer as ArrayBuffer, headers: upper, secret: SECRET, seen: false })).resolves.toBeTruthy();
+    await expect(
+      verifyWebhook({ rawBody: new TextEncoder().encode(body).buffer as ArrayBuffer, headers: upper, secret: SECRET, seen: false }),
+    ).resolves.toBeTruthy();
   });
 });
 
@@ -193,7 +201,10 @@ describe('refused deliveries, each with the check that failed', () => {
     }
     const hex = headers['X-Service-Signature'].slice('sha256='.length);
     for (const bad of [hex, `sha1=${hex}`, `sha256=${hex.toUpperCase()}`, `sha256=${hex.slice(2)}`, `sha256=${hex},sha256=${hex}`]) {
-      await expectReason(verifyWebhook({ rawBody: body, headers: { ...headers, 'X-Service-Signature': bad }, secret: SECRET, seen: false }), 'malformed_signature');
+      await expectReason(
+        verifyWebhook({ rawBody: body, headers: { ...headers, 'X-Service-Signature': bad }, secret: SECRET, seen: false }),
+        'malformed_signature',
+      );
     }
     for (const bad of ['1.5', '-1', 'yesterday', '']) {
       const reason = bad === '' ? 'missing_header' : 'malformed_timestamp';

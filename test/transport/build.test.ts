@@ -66,7 +66,12 @@ function childrenOf(pid: number): number[] {
   const tasks = path.join('/proc', String(pid), 'task');
   return fs
     .readdirSync(tasks)
-    .flatMap((t) => fs.readFileSync(path.join(tasks, t, 'children'), 'utf8').trim().split(/\s+/))
+    .flatMap((t) =>
+      fs
+        .readFileSync(path.join(tasks, t, 'children'), 'utf8')
+        .trim()
+        .split(/\s+/),
+    )
     .filter(Boolean)
     .map(Number);
 }
@@ -80,7 +85,12 @@ function nodeOf(p: Proc, file: string): number {
   return found[0];
 }
 
-function get(port: number, ca: string, p: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
+function get(
+  port: number,
+  ca: string,
+  p: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, unknown>; body: Buffer }> {
   return new Promise((resolve, reject) => {
     https
       .get({ host: 'localhost', port, path: p, ca, headers }, (res) => {
@@ -119,7 +129,12 @@ onSqlite('one build for every process', () => {
   };
 
   test('every production entry point checks the build, then runs its file in dist/', () => {
-    for (const [script, file] of [['start', 'dist/server/main.js'], ['worker', 'dist/server/webhooks/worker-main.js'], ['admin', 'dist/server/cli/admin.js'], ['db:migrate', 'dist/server/db/migrate-main.js']]) {
+    for (const [script, file] of [
+      ['start', 'dist/server/main.js'],
+      ['worker', 'dist/server/webhooks/worker-main.js'],
+      ['admin', 'dist/server/cli/admin.js'],
+      ['db:migrate', 'dist/server/db/migrate-main.js'],
+    ]) {
       expect(scripts[script]).toBe(`node scripts/build.js --if-stale && exec node --enable-source-maps ${file}`);
     }
     expect(scripts.build).toBe('node scripts/build.js');
@@ -138,7 +153,15 @@ onSqlite('one build for every process', () => {
     const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'dist/build.json'), 'utf8'));
     expect(manifest.id).toBe(path.basename(link));
     expect(Object.keys(manifest.inputs)).toContain('server/window/browser/panel.ts');
-    for (const f of ['server/main.js', 'server/webhooks/worker-main.js', 'server/cli/admin.js', 'server/db/migrate-main.js', 'window/manifest.json', 'window/loader.js.br', 'window/loader.js.gz']) {
+    for (const f of [
+      'server/main.js',
+      'server/webhooks/worker-main.js',
+      'server/cli/admin.js',
+      'server/db/migrate-main.js',
+      'window/manifest.json',
+      'window/loader.js.br',
+      'window/loader.js.gz',
+    ]) {
       expect([f, fs.existsSync(path.join(dir, 'dist', f))]).toEqual([f, true]);
     }
     // The browser code is bundled into window/, not compiled for node; the server never loads esbuild.

@@ -41,7 +41,14 @@ onSqlite('npm start on an empty DATA_DIR', () => {
   beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'chat-start-'));
     port = await freePort();
-    server = spawnTs('server/main.ts', [], { DATA_DIR: dataDir, PORT: String(port), DATABASE_URL: '', NODE_ENV: '', LOG_LEVEL: 'info', EMBEDDED_WORKER: 'false' });
+    server = spawnTs('server/main.ts', [], {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      DATABASE_URL: '',
+      NODE_ENV: '',
+      LOG_LEVEL: 'info',
+      EMBEDDED_WORKER: 'false',
+    });
     key = (await server.waitFor(/Demo API key \(shown once, keep it\): (wck_\w+)/))[1];
     await server.waitFor(/listening \(HTTPS\)/);
     ca = fs.readFileSync(path.join(dataDir, 'tls/localhost.crt'), 'utf8');
@@ -58,7 +65,7 @@ onSqlite('npm start on an empty DATA_DIR', () => {
   test('generates a self-signed certificate under DATA_DIR and says where it is', () => {
     expect(fs.existsSync(path.join(dataDir, 'tls/localhost.key'))).toBe(true);
     expect(server.stdout()).toContain(path.join(dataDir, 'tls/localhost.crt'));
-    expect((fs.statSync(path.join(dataDir, 'tls/localhost.key')).mode & 0o077)).toBe(0);
+    expect(fs.statSync(path.join(dataDir, 'tls/localhost.key')).mode & 0o077).toBe(0);
   });
 
   test('the demo key opens every operation of the demo site over HTTPS', async () => {
@@ -149,7 +156,14 @@ onSqlite('npm start on an empty DATA_DIR', () => {
     const conv = JSON.parse((await get(port, ca, '/api/v1/conversations?state=open&limit=1', auth)).body).data[0];
     const answer = new Promise<Answer>((resolve, reject) => {
       const req = https.request(
-        { host: 'localhost', port, path: `/api/v1/conversations/${conv.id}/messages`, method: 'POST', ca, headers: { ...auth, 'Content-Type': 'application/json' } },
+        {
+          host: 'localhost',
+          port,
+          path: `/api/v1/conversations/${conv.id}/messages`,
+          method: 'POST',
+          ca,
+          headers: { ...auth, 'Content-Type': 'application/json' },
+        },
         (res) => {
           let body = '';
           res.on('data', (d) => (body += d));
@@ -174,7 +188,14 @@ onSqlite('production mode', () => {
   test('does not create a demo site', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'chat-prod-'));
     const port = await freePort();
-    const server = spawnTs('server/main.ts', [], { DATA_DIR: dataDir, PORT: String(port), NODE_ENV: 'production', DATABASE_URL: '', LOG_LEVEL: 'info', EMBEDDED_WORKER: 'false' });
+    const server = spawnTs('server/main.ts', [], {
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      NODE_ENV: 'production',
+      DATABASE_URL: '',
+      LOG_LEVEL: 'info',
+      EMBEDDED_WORKER: 'false',
+    });
     try {
       await server.waitFor(/listening \(HTTPS\)/);
       expect(server.stdout()).not.toContain('Demo API key');

@@ -26,7 +26,11 @@ describe('the docs page as served', () => {
     expect(csp).toMatch(/(^|; )connect-src 'self'(;|$)/);
     expect(csp).toMatch(/(^|; )frame-ancestors 'none'(;|$)/);
     const scripts = [...page.text.matchAll(/<script([^>]*)>([\s\S]*?)<\/script>/g)];
-    expect(scripts.map(([, attributes]) => attributes.match(/src="([^"]+)"/)?.[1])).toEqual(['./swagger-ui-bundle.js', './swagger-ui-standalone-preset.js', './swagger-ui-init.js']);
+    expect(scripts.map(([, attributes]) => attributes.match(/src="([^"]+)"/)?.[1])).toEqual([
+      './swagger-ui-bundle.js',
+      './swagger-ui-standalone-preset.js',
+      './swagger-ui-init.js',
+    ]);
     expect(scripts.every(([, , body]) => body.trim() === '')).toBe(true);
 
     const init = await request(h.app).get('/docs/swagger-ui-init.js');
@@ -58,7 +62,17 @@ describe('the docs page as served', () => {
   });
 
   test("swagger-ui-dist's own pages and scripts are not served: 404 in the envelope", async () => {
-    for (const file of ['index.html', 'swagger-initializer.js', 'oauth2-redirect.html', 'oauth2-redirect.js', 'swagger-ui-es-bundle.js', 'swagger-ui-bundle.js.map', 'package.json', 'index.css', 'README.md']) {
+    for (const file of [
+      'index.html',
+      'swagger-initializer.js',
+      'oauth2-redirect.html',
+      'oauth2-redirect.js',
+      'swagger-ui-es-bundle.js',
+      'swagger-ui-bundle.js.map',
+      'package.json',
+      'index.css',
+      'README.md',
+    ]) {
       const res = await request(h.app).get(`/docs/${file}`);
       expect([file, res.status, res.body.error?.code]).toEqual([file, 404, 'not_found']);
     }

@@ -42,7 +42,7 @@ describe('with Redis', () => {
     await stopPrivateRedis(redis);
   });
 
-  test('a publish on one connection reaches the listener of another with its events; the publisher\'s own listener is told once', async () => {
+  test("a publish on one connection reaches the listener of another with its events; the publisher's own listener is told once", async () => {
     const writer = open();
     const worker = open();
     const writerHeard: (readonly CommittedEvent[] | null)[] = [];
@@ -70,7 +70,9 @@ describe('with Redis', () => {
     await waitFor('subscribed', () => worker.live());
     await new Promise((r) => setTimeout(r, 50));
     heard.length = 0;
-    const cli = spawnSync('redis-cli', ['-p', String(port), '--no-auth-warning', '-a', PASSWORD, 'PUBLISH', channelName, 'another-process'], { encoding: 'utf8' });
+    const cli = spawnSync('redis-cli', ['-p', String(port), '--no-auth-warning', '-a', PASSWORD, 'PUBLISH', channelName, 'another-process'], {
+      encoding: 'utf8',
+    });
     expect(cli.stdout.trim()).not.toBe('0'); // at least one subscriber got it
     await waitFor('the notice', () => heard.length === 1);
     expect(heard).toEqual([null]);
@@ -84,7 +86,7 @@ describe('with Redis', () => {
     const cli = createEventChannel({ redisUrl: url, channel: channelName });
     cli.publish([event(7)]);
     await cli.close();
-    await waitFor('the CLI\'s events', () => heard.length === 1, 2000);
+    await waitFor("the CLI's events", () => heard.length === 1, 2000);
     expect(heard).toEqual([[event(7)]]);
   });
 

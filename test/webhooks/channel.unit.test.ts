@@ -5,11 +5,16 @@
  */
 import { adaptivePoll, CommittedEvent, createEventChannel, decodeNotice, encodeNotice } from '../../server/webhooks/channel';
 
-const event = (n: number, visitorId = `vis_${n}`): CommittedEvent => ({ id: `message.created:${n}`, siteId: 'ws_a', visitorId, createdAt: 1_800_000_000_000 + n });
+const event = (n: number, visitorId = `vis_${n}`): CommittedEvent => ({
+  id: `message.created:${n}`,
+  siteId: 'ws_a',
+  visitorId,
+  createdAt: 1_800_000_000_000 + n,
+});
 const nextTurn = () => new Promise((r) => setImmediate(r));
 
 describe('the Redis message', () => {
-  test('carries the sender and each event\'s id, site, visitor and time, nothing else', () => {
+  test("carries the sender and each event's id, site, visitor and time, nothing else", () => {
     const events = [event(1), { ...event(2), extra: 'not sent' } as CommittedEvent];
     const message = encodeNotice('origin123', events);
     expect(message.startsWith('origin123 ')).toBe(true);
@@ -35,7 +40,7 @@ describe('the Redis message', () => {
 });
 
 describe('the in-process channel', () => {
-  test('publishes of one turn reach each listener once, after the caller\'s turn, as one batch; never live', async () => {
+  test("publishes of one turn reach each listener once, after the caller's turn, as one batch; never live", async () => {
     const channel = createEventChannel();
     const heard: (readonly CommittedEvent[] | null)[] = [];
     channel.subscribe((events) => heard.push(events));

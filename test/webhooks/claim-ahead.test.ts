@@ -165,7 +165,7 @@ test('a row due again while its worker still holds it (retry committed, the comm
   expect(worker.stats).toMatchObject({ retry: ids.length, delivered: ids.length, stale: 0 });
 });
 
-test('an address whose backlog is longer than a claim does not hide other addresses\' rows behind it', async () => {
+test("an address whose backlog is longer than a claim does not hide other addresses' rows behind it", async () => {
   const backlog = await siteWithEvents('/backlog', 150); // 300 due rows, older than the others
   const other = await siteWithEvents('/other', 2);
   pacedPath('/backlog', () => 100);
@@ -175,7 +175,7 @@ test('an address whose backlog is longer than a claim does not hide other addres
   const worker = startWorker({ perEndpoint: 1, concurrency: 2 });
   const started = Date.now();
   worker.start();
-  await waitFor('the other site\'s events delivered', async () => (await deliveredCount(other.site.id)) === other.ids.length, 5000);
+  await waitFor("the other site's events delivered", async () => (await deliveredCount(other.site.id)) === other.ids.length, 5000);
   expect(Date.now() - started).toBeLessThan(3000);
   expect(await deliveredCount(backlog.site.id)).toBeLessThan(backlog.ids.length / 2); // still working through the backlog
   // The rest of the backlog is not the other tests' business.
@@ -250,5 +250,6 @@ test('a group of results with one claim that is no longer ours: the others are a
   expect(await state(kept.delivery.event_id)).toEqual(['delivered', 1, null]);
   expect(await state(lost.delivery.event_id)).toEqual(['pending', 2, 'group-b']); // the newer claim's, untouched
   // Both attempts that happened are in the log, the late one too.
-  for (const id of [lost.delivery.event_id, kept.delivery.event_id]) expect((await attemptsOf(h, id)).map((a) => [Number(a.attempt), Number(a.status_code)])).toEqual([[1, 200]]);
+  for (const id of [lost.delivery.event_id, kept.delivery.event_id])
+    expect((await attemptsOf(h, id)).map((a) => [Number(a.attempt), Number(a.status_code)])).toEqual([[1, 200]]);
 });

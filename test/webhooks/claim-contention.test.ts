@@ -43,7 +43,15 @@ async function siteWithDueDelivery(name: string) {
 }
 
 const claim = (db: Knex) =>
-  createEventStore(db).claimDue({ owner: 'contention-test', now: Date.now(), leaseMs: 60_000, limit: 50, maxAttempts: 3, held: new Map(), allowance: () => 50 });
+  createEventStore(db).claimDue({
+    owner: 'contention-test',
+    now: Date.now(),
+    leaseMs: 60_000,
+    limit: 50,
+    maxAttempts: 3,
+    held: new Map(),
+    allowance: () => 50,
+  });
 
 test('a claim that lost to other writers is run again and claims the row', async () => {
   const eventId = await siteWithDueDelivery('lost-three-times');

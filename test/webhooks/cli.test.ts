@@ -27,7 +27,13 @@ function admin(args: string[], env: Record<string, string> = { WEBHOOK_ALLOW_PRI
       ['--import', 'tsx', 'server/cli/admin.ts', ...args],
       {
         cwd: ROOT,
-        env: { ...process.env, DATA_DIR: h.database.dataDir, ...(h.database.databaseUrl ? { DATABASE_URL: h.database.databaseUrl } : {}), LOG_LEVEL: 'silent', ...env },
+        env: {
+          ...process.env,
+          DATA_DIR: h.database.dataDir,
+          ...(h.database.databaseUrl ? { DATABASE_URL: h.database.databaseUrl } : {}),
+          LOG_LEVEL: 'silent',
+          ...env,
+        },
       },
       (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
@@ -71,7 +77,12 @@ test('webhook set, rotate-secret, deliveries and redeliver', async () => {
   const set = await admin(['webhook', 'set', '--site', site.id, '--url', url, '--events', 'message.created,conversation.closed', '--json']);
   expect(set.code).toBe(0);
   const endpoint = oneJson(set.stdout);
-  expect(endpoint).toEqual({ id: expect.stringMatching(/^whk_/), url, events: ['message.created', 'conversation.closed'], secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{43}$/) });
+  expect(endpoint).toEqual({
+    id: expect.stringMatching(/^whk_/),
+    url,
+    events: ['message.created', 'conversation.closed'],
+    secret: expect.stringMatching(/^whsec_[0-9A-Za-z]{43}$/),
+  });
 
   const rotated = await admin(['webhook', 'rotate-secret', '--site', site.id, '--json']);
   expect(rotated.code).toBe(0);

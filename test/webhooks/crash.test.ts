@@ -44,7 +44,9 @@ function startWorker() {
   let output = '';
   child.stdout!.on('data', (d) => (output += d));
   child.stderr!.on('data', (d) => (output += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
   return { child, exited, output: () => output };
 }
 
@@ -66,10 +68,14 @@ test('a worker killed with SIGKILL mid-delivery loses nothing: another worker de
 
   receiver.on('/crash', answer(200, 'got it'));
   const second = startWorker();
-  await waitFor('every event delivered', async () => {
-    const rows = await h.runtime.db('deliveries').whereIn('event_id', ids).select('status');
-    return rows.every((r) => r.status === 'delivered');
-  }, 45_000);
+  await waitFor(
+    'every event delivered',
+    async () => {
+      const rows = await h.runtime.db('deliveries').whereIn('event_id', ids).select('status');
+      return rows.every((r) => r.status === 'delivered');
+    },
+    45_000,
+  );
 
   // Every event reached the receiver with a 200 and a valid signature.
   const accepted = receiver.at('/crash').slice(inFlight.size);

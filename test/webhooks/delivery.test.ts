@@ -6,7 +6,22 @@ import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { Harness, bearer } from '../helpers/harness';
 import { EVENT_NAMES } from '../../server/webhooks/outbox';
-import { answer, attemptsOf, captureLogger, deliveryOf, eventIdsOf, Receiver, reset, signatureValid, stall, startReceiver, waitFor, webhooks, workerPool, deliveryHarness } from './helpers';
+import {
+  answer,
+  attemptsOf,
+  captureLogger,
+  deliveryOf,
+  eventIdsOf,
+  Receiver,
+  reset,
+  signatureValid,
+  stall,
+  startReceiver,
+  waitFor,
+  webhooks,
+  workerPool,
+  deliveryHarness,
+} from './helpers';
 
 /**
  * Deliveries against a real HTTPS receiver on localhost (its self-signed certificate is the only

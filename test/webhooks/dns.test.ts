@@ -74,7 +74,13 @@ async function stubDns(zone: Record<string, { A?: string[]; AAAA?: string[] }>) 
     const questionEnd = offset + 5;
     const type = query.readUInt16BE(offset + 1);
     const records = zone[labels.join('.').toLowerCase()];
-    const rdata = !records ? [] : type === 1 ? (records.A ?? []).map((a) => Buffer.from(a.split('.').map(Number))) : type === 28 ? (records.AAAA ?? []).map(v6Bytes) : [];
+    const rdata = !records
+      ? []
+      : type === 1
+        ? (records.A ?? []).map((a) => Buffer.from(a.split('.').map(Number)))
+        : type === 28
+          ? (records.AAAA ?? []).map(v6Bytes)
+          : [];
     const header = Buffer.alloc(12);
     query.copy(header, 0, 0, 2); // id
     header.writeUInt16BE(0x8180 | (records ? 0 : 3), 2); // answer, recursion available; NXDOMAIN when unknown
@@ -134,7 +140,10 @@ function holdThreadPool() {
 /** `promise`, or a failure naming `what` after `ms` (so a hang fails the test instead of the run). */
 function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([promise, new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms)))]).finally(() => clearTimeout(timer));
+  return Promise.race([
+    promise,
+    new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /** Saves a site's address without asking any DNS (the name is made up; the worker resolves it later). */

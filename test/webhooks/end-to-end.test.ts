@@ -37,17 +37,34 @@ afterAll(async () => {
 
 function admin(...args: string[]): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) =>
-    execFile(process.execPath, ['--import', 'tsx', 'server/cli/admin.ts', ...args, '--json'], { cwd: ROOT, env: { ...process.env, ...env } }, (err, stdout, stderr) =>
-      err ? reject(new Error(stderr)) : resolve(JSON.parse(stdout)),
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'server/cli/admin.ts', ...args, '--json'],
+      { cwd: ROOT, env: { ...process.env, ...env } },
+      (err, stdout, stderr) => (err ? reject(new Error(stderr)) : resolve(JSON.parse(stdout))),
     ),
   );
 }
 
-function api(port: number, ca: string, method: string, p: string, key: string, body?: unknown): Promise<{ status: number; json: { data: Record<string, unknown> } }> {
+function api(
+  port: number,
+  ca: string,
+  method: string,
+  p: string,
+  key: string,
+  body?: unknown,
+): Promise<{ status: number; json: { data: Record<string, unknown> } }> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const req = https.request(
-      { host: 'localhost', port, method, path: `/api/v1${p}`, ca, headers: { Authorization: `Bearer ${key}`, ...(payload ? { 'Content-Type': 'application/json' } : {}) } },
+      {
+        host: 'localhost',
+        port,
+        method,
+        path: `/api/v1${p}`,
+        ca,
+        headers: { Authorization: `Bearer ${key}`, ...(payload ? { 'Content-Type': 'application/json' } : {}) },
+      },
       (res) => {
         let text = '';
         res.on('data', (d) => (text += d));
@@ -88,7 +105,10 @@ test('CLI address, visitor say, API reply and close: the receiver gets the event
     expect(r.json.workspaceKey).toBe(site.id);
     expect(r.headers['x-service-delivery']).toBe(r.json.id);
   }
-  const origins = got.filter((r) => r.json.event === 'message.created').map((r) => r.json.data.message!.origin).sort();
+  const origins = got
+    .filter((r) => r.json.event === 'message.created')
+    .map((r) => r.json.data.message!.origin)
+    .sort();
   expect(origins).toEqual(['api', 'widget']);
 
   // Graceful stop with the worker inside.

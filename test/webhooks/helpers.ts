@@ -18,17 +18,24 @@ export interface Received {
   path: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
-  json: Record<string, unknown> & { id: string; event: string; workspaceKey: string; data: { conversation: Record<string, unknown>; message: Record<string, unknown> | null } };
+  json: Record<string, unknown> & {
+    id: string;
+    event: string;
+    workspaceKey: string;
+    data: { conversation: Record<string, unknown>; message: Record<string, unknown> | null };
+  };
   at: number;
 }
 
 export type Handler = (req: IncomingMessage, res: ServerResponse, body: Buffer) => void;
 
 /** Handlers for the receiver's paths. */
-export const answer = (status: number, text = '', headers: Record<string, string> = {}): Handler => (_req, res) => {
-  res.writeHead(status, { 'Content-Type': 'text/plain', ...headers });
-  res.end(text);
-};
+export const answer =
+  (status: number, text = '', headers: Record<string, string> = {}): Handler =>
+  (_req, res) => {
+    res.writeHead(status, { 'Content-Type': 'text/plain', ...headers });
+    res.end(text);
+  };
 export const stall: Handler = () => {}; // never answers
 export const reset: Handler = (req) => req.socket.destroy(); // drops the connection before any answer
 
@@ -136,7 +143,13 @@ export function workerPool(h: () => Harness) {
  */
 export function webhooks(h: Harness, policy: { allowPrivateNetworks?: boolean; resolve?: Resolver } = {}) {
   const { stores, keys } = h.runtime.services;
-  return createWebhookService({ store: stores.events, sites: stores.access, secretKey: keys.webhookSecrets, allowPrivateNetworks: policy.allowPrivateNetworks ?? true, resolve: policy.resolve });
+  return createWebhookService({
+    store: stores.events,
+    sites: stores.access,
+    secretKey: keys.webhookSecrets,
+    allowPrivateNetworks: policy.allowPrivateNetworks ?? true,
+    resolve: policy.resolve,
+  });
 }
 
 /** Delivery state of one event, straight from the table. */
@@ -150,7 +163,10 @@ export async function attemptsOf(h: Harness, eventId: string) {
 
 /** Ids of the events a site emitted, oldest first. */
 export async function eventIdsOf(h: Harness, siteId: string, name?: string): Promise<string[]> {
-  const q = h.runtime.db('events').where({ site_id: siteId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  const q = h.runtime
+    .db('events')
+    .where({ site_id: siteId })
+    .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   if (name) q.andWhere({ name });
   return (await q.select('id')).map((r) => r.id);
 }

@@ -30,7 +30,15 @@ function recorded() {
 const input = (visitorId: string): EmitInput => ({
   siteId: h.site.id,
   name: 'conversation.closed',
-  conversation: { id: `conv_${visitorId}`, state: 'closed', visitorId, createdAt: '2026-01-01T00:00:00.000Z', updatedAt: '2026-01-01T00:00:00.000Z', lastMessageAt: null, closedAt: '2026-01-01T00:00:00.000Z' },
+  conversation: {
+    id: `conv_${visitorId}`,
+    state: 'closed',
+    visitorId,
+    createdAt: '2026-01-01T00:00:00.000Z',
+    updatedAt: '2026-01-01T00:00:00.000Z',
+    lastMessageAt: null,
+    closedAt: '2026-01-01T00:00:00.000Z',
+  },
   message: null,
 });
 const eventRows = (ids: string[]) => h.runtime.db('events').whereIn('id', ids).pluck('id');
@@ -120,7 +128,7 @@ describe('the outbox tells the channel after the commit, and only then', () => {
 });
 
 describe('the writers go through it', () => {
-  test('a visitor\'s first message is heard once, with both its events; a refused reply is not heard', async () => {
+  test("a visitor's first message is heard once, with both its events; a refused reply is not heard", async () => {
     const heard: (readonly CommittedEvent[] | null)[] = [];
     const off = h.runtime.services.channel.subscribe((events) => heard.push(events));
     try {

@@ -23,13 +23,43 @@ test('attempt rows, finished deliveries and events older than 30 days are remove
   const site = h.site.id;
   const event = (id: string, at: number) => ({ id: `message.created:${id}`, site_id: site, name: 'message.created', body: '{}', created_at: at });
   const delivery = (id: string, status: string, at: number) => ({
-    event_id: `message.created:${id}`, site_id: site, endpoint_id: 'whk_x', status, attempts: 1, round_base: 0, next_attempt_at: at, lease_owner: null, lease_until: null, updated_at: at,
+    event_id: `message.created:${id}`,
+    site_id: site,
+    endpoint_id: 'whk_x',
+    status,
+    attempts: 1,
+    round_base: 0,
+    next_attempt_at: at,
+    lease_owner: null,
+    lease_until: null,
+    updated_at: at,
   });
   const attempt = (id: string, at: number) => ({
-    event_id: `message.created:${id}`, site_id: site, endpoint_id: 'whk_x', event_name: 'message.created', attempt: 1, url: 'https://example.com/', started_at: at, duration_ms: 5, status_code: 200, error: null, response_excerpt: 'ok',
+    event_id: `message.created:${id}`,
+    site_id: site,
+    endpoint_id: 'whk_x',
+    event_name: 'message.created',
+    attempt: 1,
+    url: 'https://example.com/',
+    started_at: at,
+    duration_ms: 5,
+    status_code: 200,
+    error: null,
+    response_excerpt: 'ok',
   });
-  await db('events').insert([event('old-delivered', old), event('old-failed', old), event('old-unsubscribed', old), event('old-pending', old), event('recent', recent)]);
-  await db('deliveries').insert([delivery('old-delivered', 'delivered', old), delivery('old-failed', 'failed', old), delivery('old-pending', 'pending', now + DAY), delivery('recent', 'delivered', recent)]);
+  await db('events').insert([
+    event('old-delivered', old),
+    event('old-failed', old),
+    event('old-unsubscribed', old),
+    event('old-pending', old),
+    event('recent', recent),
+  ]);
+  await db('deliveries').insert([
+    delivery('old-delivered', 'delivered', old),
+    delivery('old-failed', 'failed', old),
+    delivery('old-pending', 'pending', now + DAY),
+    delivery('recent', 'delivered', recent),
+  ]);
   await db('delivery_attempts').insert([attempt('old-delivered', old), attempt('old-failed', old), attempt('recent', recent)]);
 
   workers.start();
@@ -37,6 +67,9 @@ test('attempt rows, finished deliveries and events older than 30 days are remove
   await waitFor('the cleanup', async () => (await db('events').where('created_at', '<', now - 30 * DAY)).length === 1);
 
   expect((await db('events').select('id').orderBy('id')).map((r) => r.id)).toEqual(['message.created:old-pending', 'message.created:recent']);
-  expect((await db('deliveries').select('event_id').orderBy('event_id')).map((r) => r.event_id)).toEqual(['message.created:old-pending', 'message.created:recent']);
+  expect((await db('deliveries').select('event_id').orderBy('event_id')).map((r) => r.event_id)).toEqual([
+    'message.created:old-pending',
+    'message.created:recent',
+  ]);
   expect((await db('delivery_attempts').select('event_id')).map((r) => r.event_id)).toEqual(['message.created:recent']);
 });

@@ -9,7 +9,13 @@ const rows = (address: string, n: number) => Array.from({ length: n }, () => row
 
 function setup(opts: { concurrency?: number; perAddress?: number; maxWaitMs?: number } = {}) {
   const clock = fakeClock();
-  const scheduler = createScheduler<Row>({ concurrency: opts.concurrency ?? 4, perAddress: opts.perAddress ?? 2, maxWaitMs: opts.maxWaitMs ?? 5000, resultsPerCommit: 200, now: clock.now });
+  const scheduler = createScheduler<Row>({
+    concurrency: opts.concurrency ?? 4,
+    perAddress: opts.perAddress ?? 2,
+    maxWaitMs: opts.maxWaitMs ?? 5000,
+    resultsPerCommit: 200,
+    now: clock.now,
+  });
   /** Takes the turns, checks the caps after each, and answers the rows started. */
   const started = () => scheduler.turns().map((t) => (expect(t.action).toBe('send'), t.row));
   return { clock, scheduler, started };
@@ -72,7 +78,16 @@ test('a claim takes at most the allowance of each address, and says which filled
   expect(filled).toEqual(['a']);
   // A read that was not full returned every row due: nothing is hidden behind the skipped ones.
   expect(takeWithinAllowance(candidates, { limit: 9, held: new Map(), allowance: () => 3 }).filled).toEqual([]);
-  expect(addressesLeftOut(new Map([['a', 3], ['b', 2]]), () => 3, ['c'])).toEqual(new Set(['c', 'a']));
+  expect(
+    addressesLeftOut(
+      new Map([
+        ['a', 3],
+        ['b', 2],
+      ]),
+      () => 3,
+      ['c'],
+    ),
+  ).toEqual(new Set(['c', 'a']));
 });
 
 test('a deep backlog leaves room in a claim for others: rows beyond its allowance are skipped, and a round that leaves it out runs at most every LEAVE_OUT_EVERY_MS', () => {

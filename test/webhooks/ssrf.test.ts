@@ -69,7 +69,17 @@ describe('IP ranges', () => {
     expect(isBlockedIp(ip)).toBe(true);
   });
 
-  test.each([['93.184.215.14'], ['8.8.8.8'], ['1.1.1.1'], ['172.32.0.1'], ['100.128.0.1'], ['2606:4700:4700::1111'], ['::ffff:8.8.8.8'], ['2002:808:808::1'], ['64:ff9b::808:808']])('%s is public', (ip) => {
+  test.each([
+    ['93.184.215.14'],
+    ['8.8.8.8'],
+    ['1.1.1.1'],
+    ['172.32.0.1'],
+    ['100.128.0.1'],
+    ['2606:4700:4700::1111'],
+    ['::ffff:8.8.8.8'],
+    ['2002:808:808::1'],
+    ['64:ff9b::808:808'],
+  ])('%s is public', (ip) => {
     expect(isBlockedIp(ip)).toBe(false);
   });
 });
@@ -135,7 +145,9 @@ describe('when an address is saved', () => {
   });
 
   test('unknown event names are refused', async () => {
-    await expect(strict().setEndpoint(h.site.id, 'https://hooks.example.com/in', 'message.created,message.deleted')).rejects.toThrow(/unknown: message.deleted/);
+    await expect(strict().setEndpoint(h.site.id, 'https://hooks.example.com/in', 'message.created,message.deleted')).rejects.toThrow(
+      /unknown: message.deleted/,
+    );
   });
 
   test('with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, localhost is accepted (development and tests)', async () => {
@@ -178,12 +190,17 @@ describe('at every connect', () => {
     // `localhost`, which is the name we asked for, so TLS verifies.
     const { port } = new URL(receiver.url('/'));
     const dns: Resolver = async (name) => (name === 'localhost' ? [{ ip: '127.0.0.1', family: 4 }] : []);
-    const result = await postOnce(`https://localhost:${port}/pinned`, Buffer.from('{}'), { 'Content-Type': 'application/json' }, {
-      timeoutMs: 2000,
-      allowPrivate: true,
-      ca: [fs.readFileSync(receiver.caFile, 'utf8')],
-      resolve: dns,
-    });
+    const result = await postOnce(
+      `https://localhost:${port}/pinned`,
+      Buffer.from('{}'),
+      { 'Content-Type': 'application/json' },
+      {
+        timeoutMs: 2000,
+        allowPrivate: true,
+        ca: [fs.readFileSync(receiver.caFile, 'utf8')],
+        resolve: dns,
+      },
+    );
     expect(result).toEqual({ status: 200, error: null, response: 'ok' });
     expect(receiver.at('/pinned')).toHaveLength(1);
     // The same with private networks not allowed never opens a connection.

@@ -8,7 +8,10 @@ test('defaults: 16 deliveries in flight, at most 4 to one address', () => {
 });
 
 test('both can be set', () => {
-  expect(load({ WEBHOOK_CONCURRENCY: '64', WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS: '32' })).toMatchObject({ webhookConcurrency: 64, webhookMaxInFlightPerAddress: 32 });
+  expect(load({ WEBHOOK_CONCURRENCY: '64', WEBHOOK_MAX_IN_FLIGHT_PER_ADDRESS: '32' })).toMatchObject({
+    webhookConcurrency: 64,
+    webhookMaxInFlightPerAddress: 32,
+  });
 });
 
 test.each([

@@ -28,7 +28,15 @@ async function receiverCert(): Promise<{ cert: string; key: string }> {
       { name: 'basicConstraints', cA: true },
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, keyCertSign: true },
       { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 2, value: '*.hooks.test' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '127.0.0.2' }] },
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 2, value: '*.hooks.test' },
+          { type: 7, ip: '127.0.0.1' },
+          { type: 7, ip: '127.0.0.2' },
+        ],
+      },
     ],
   } as never);
   return { cert: pems.cert, key: pems.private };
@@ -56,10 +64,11 @@ async function startServer(pair: { cert: string; key: string }, host = '127.0.0.
     servernames: [],
     requests: [],
     handler: ok,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
   const server = https.createServer({ cert: pair.cert, key: pair.key }, (req, res) => {
     const n = (served.get(req.socket) ?? 0) + 1;
@@ -96,7 +105,10 @@ function transport(extra: Partial<TransportOptions> = {}): DeliveryTransport {
 }
 const post = (t: DeliveryTransport, url: string) => t.post(url, Buffer.from('{"id":"message.created:1"}'), { 'Content-Type': 'application/json' });
 /** A fake DNS that answers every name with `answer.current`. */
-const dnsAnswering = (answer: { current: string[] }): Resolver => async () => answer.current.map((ip) => ({ ip, family: 4 as const }));
+const dnsAnswering =
+  (answer: { current: string[] }): Resolver =>
+  async () =>
+    answer.current.map((ip) => ({ ip, family: 4 as const }));
 
 beforeAll(async () => {
   pair = await receiverCert();
@@ -185,7 +197,8 @@ describe('answers', () => {
     server.handler = (_req, res) => res.end('x'.repeat(2048));
     const t = transport();
     const before = server.handshakes;
-    for (let i = 0; i < 3; i++) expect(await post(t, `https://localhost:${server.port}/long`)).toEqual({ status: 200, error: null, response: 'x'.repeat(1024) });
+    for (let i = 0; i < 3; i++)
+      expect(await post(t, `https://localhost:${server.port}/long`)).toEqual({ status: 200, error: null, response: 'x'.repeat(1024) });
     expect(server.handshakes - before).toBe(1);
   });
 
@@ -194,7 +207,8 @@ describe('answers', () => {
     server.handler = (_req, res) => res.end(huge);
     const t = transport();
     const before = server.handshakes;
-    for (let i = 0; i < 2; i++) expect(await post(t, `https://localhost:${server.port}/huge`)).toEqual({ status: 200, error: null, response: 'y'.repeat(1024) });
+    for (let i = 0; i < 2; i++)
+      expect(await post(t, `https://localhost:${server.port}/huge`)).toEqual({ status: 200, error: null, response: 'y'.repeat(1024) });
     expect(server.handshakes - before).toBe(2);
   });
 });

@@ -82,7 +82,8 @@ async function leaseRunsOut(eventId: string) {
   await waitFor('the lease to run out', () => Date.now() > Number(leaseUntil) + 20, LEASE_MS + 5000);
 }
 
-const logOf = async (eventId: string) => (await attemptsOf(h, eventId)).map((a) => [Number(a.attempt), a.status_code === null ? null : Number(a.status_code), a.error]);
+const logOf = async (eventId: string) =>
+  (await attemptsOf(h, eventId)).map((a) => [Number(a.attempt), a.status_code === null ? null : Number(a.status_code), a.error]);
 
 test('a worker does not claim its own attempt again when the attempt outlives the lease', async () => {
   const site = await h.newSite('own-lease');
@@ -207,9 +208,13 @@ test('a result is applied only by the claim that sent it, even when the same own
   });
 
   // Attempt 1's late "410 Gone" would end the delivery as failed while attempt 2 is in flight.
-  expect(await store.finishAttempt(log(1, 410), eventId, { owner: 'same-owner', attempt: 1 }, { status: 'failed', nextAttemptAt: t0 + 250, now: t0 + 250 })).toBe(false);
+  expect(
+    await store.finishAttempt(log(1, 410), eventId, { owner: 'same-owner', attempt: 1 }, { status: 'failed', nextAttemptAt: t0 + 250, now: t0 + 250 }),
+  ).toBe(false);
   expect(await deliveryOf(h, eventId)).toMatchObject({ status: 'pending', attempts: 2, lease_owner: 'same-owner' });
-  expect(await store.finishAttempt(log(2, 200), eventId, { owner: 'same-owner', attempt: 2 }, { status: 'delivered', nextAttemptAt: t0 + 300, now: t0 + 300 })).toBe(true);
+  expect(
+    await store.finishAttempt(log(2, 200), eventId, { owner: 'same-owner', attempt: 2 }, { status: 'delivered', nextAttemptAt: t0 + 300, now: t0 + 300 }),
+  ).toBe(true);
   expect(await deliveryOf(h, eventId)).toMatchObject({ status: 'delivered', attempts: 2, lease_owner: null });
   expect(await logOf(eventId)).toEqual([
     [1, 410, null],

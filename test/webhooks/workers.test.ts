@@ -50,10 +50,14 @@ onMysql('two workers on MariaDB', () => {
 
     const ids: string[] = (await h.runtime.db('events').where({ site_id: site.id }).select('id')).map((r) => r.id);
     expect(ids).toHaveLength(200); // conversation.started + message.created per visitor
-    await waitFor('all delivered', async () => {
-      const row = await h.runtime.db('deliveries').where({ site_id: site.id, status: 'delivered' }).count({ n: '*' }).first();
-      return Number(row?.n) === 200;
-    }, 60_000);
+    await waitFor(
+      'all delivered',
+      async () => {
+        const row = await h.runtime.db('deliveries').where({ site_id: site.id, status: 'delivered' }).count({ n: '*' }).first();
+        return Number(row?.n) === 200;
+      },
+      60_000,
+    );
 
     const received = receiver.at('/many').map((r) => r.json.id);
     expect(received).toHaveLength(200);

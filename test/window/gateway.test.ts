@@ -18,7 +18,16 @@ describe('allowed origins', () => {
     expect(normaliseOrigin('https://shop.example:8443/')).toBe('https://shop.example:8443');
     expect(normaliseOrigin('http://localhost:5173')).toBe('http://localhost:5173');
     expect(normaliseOrigin('http://127.0.0.1:3000')).toBe('http://127.0.0.1:3000');
-    for (const bad of ['http://shop.example', 'https://*.shop.example', 'https://shop.example/path', 'https://shop.example?x=1', 'shop.example', 'ftp://shop.example', 'https://u:p@shop.example', '']) {
+    for (const bad of [
+      'http://shop.example',
+      'https://*.shop.example',
+      'https://shop.example/path',
+      'https://shop.example?x=1',
+      'shop.example',
+      'ftp://shop.example',
+      'https://u:p@shop.example',
+      '',
+    ]) {
       expect(() => normaliseOrigin(bad)).toThrow();
     }
   });
@@ -30,17 +39,33 @@ describe('allowed origins', () => {
       const name = args.positional.slice(0, 2).join(' ');
       return siteCommands[name](h.runtime, { ...args, positional: args.positional.slice(2) });
     };
-    const updated = await run(['site', 'update', '--site', site.id, '--allowed-origins', 'https://a.example, https://B.example:8443', '--identity-mode', 'optional']);
+    const updated = await run([
+      'site',
+      'update',
+      '--site',
+      site.id,
+      '--allowed-origins',
+      'https://a.example, https://B.example:8443',
+      '--identity-mode',
+      'optional',
+    ]);
     const json = updated.json as { allowedOrigins: string[]; identityMode: string; identitySecret?: string; identitySecretSet: boolean };
     expect(json.allowedOrigins).toEqual(['https://a.example', 'https://b.example:8443']);
     expect(json.identityMode).toBe('optional');
     expect(json.identitySecret).toMatch(/^wis_[0-9A-Za-z]{43,}$/);
-    const listed = ((await run(['site', 'list'])).json as { sites: { id: string; allowedOrigins: string[]; identityMode: string; identitySecret?: string; identitySecretSet: boolean }[] }).sites.find((s) => s.id === site.id)!;
+    const listed = (
+      (await run(['site', 'list'])).json as {
+        sites: { id: string; allowedOrigins: string[]; identityMode: string; identitySecret?: string; identitySecretSet: boolean }[];
+      }
+    ).sites.find((s) => s.id === site.id)!;
     expect(listed).toMatchObject({ allowedOrigins: ['https://a.example', 'https://b.example:8443'], identityMode: 'optional', identitySecretSet: true });
     expect(listed.identitySecret).toBeUndefined();
     expect((await run(['site', 'list'])).text).toContain('https://a.example,https://b.example:8443');
     // Changing the mode again keeps the secret (not shown); clearing the origins turns the window off.
-    const again = (await run(['site', 'update', '--site', site.id, '--identity-mode', 'enforce', '--allowed-origins=']) ).json as { identitySecret?: string; allowedOrigins: string[] };
+    const again = (await run(['site', 'update', '--site', site.id, '--identity-mode', 'enforce', '--allowed-origins='])).json as {
+      identitySecret?: string;
+      allowedOrigins: string[];
+    };
     expect(again.identitySecret).toBeUndefined();
     expect(again.allowedOrigins).toEqual([]);
     await expect(run(['site', 'update', '--site', site.id, '--allowed-origins', 'http://shop.example'])).rejects.toThrow(/https/);
@@ -186,7 +211,10 @@ describe('the gateway', () => {
   test('rejects bodies that do not match the document', async () => {
     const cases: unknown[] = [{ visitorCredential: 5 }, { userId: 'has space', userHash: 'a'.repeat(64) }, { userHash: 'xyz' }, { extra: true }, [1, 2]];
     for (const body of cases) {
-      const res = await request(h.app).post(w(h.site.id, '/token')).set('Origin', ORIGIN).send(body as object);
+      const res = await request(h.app)
+        .post(w(h.site.id, '/token'))
+        .set('Origin', ORIGIN)
+        .send(body as object);
       expect(res.status).toBe(400);
       expect(res.body.error.code).toBe('invalid_request');
     }
@@ -219,7 +247,11 @@ describe('identity verification', () => {
 
   test('a bad hash, a hash for another user, or a user id without hash is refused', async () => {
     const wrong = identityHash('wis_not_the_secret', 'customer-42');
-    for (const body of [{ userId: 'customer-42', userHash: wrong }, { userId: 'customer-43', userHash: identityHash(secret, 'customer-42') }, { userId: 'customer-42' }]) {
+    for (const body of [
+      { userId: 'customer-42', userHash: wrong },
+      { userId: 'customer-43', userHash: identityHash(secret, 'customer-42') },
+      { userId: 'customer-42' },
+    ]) {
       const res = await request(h.app).post(w(site.id, '/token')).set('Origin', ORIGIN).send(body);
       expect(res.status).toBe(401);
       expect(res.body.error.code).toBe('unauthorized');
@@ -247,7 +279,10 @@ describe('identity verification', () => {
   });
 
   test('a site without verification refuses identity fields rather than ignoring them', async () => {
-    const res = await request(h.app).post(w(h.site.id, '/token')).set('Origin', ORIGIN).send({ userId: 'u1', userHash: 'a'.repeat(64) });
+    const res = await request(h.app)
+      .post(w(h.site.id, '/token'))
+      .set('Origin', ORIGIN)
+      .send({ userId: 'u1', userHash: 'a'.repeat(64) });
     expect(res.status).toBe(400);
   });
 
@@ -295,7 +330,11 @@ describe('CORS', () => {
   test('the public API still sends no Access-Control-* header, preflight included, even for an allowed origin', async () => {
     const get = await request(h.app).get('/api/v1/conversations').set(bearer(h.site.key)).set('Origin', ORIGIN);
     expect(get.status).toBe(200);
-    const pre = await request(h.app).options('/api/v1/conversations').set('Origin', ORIGIN).set('Access-Control-Request-Method', 'GET').set('Access-Control-Request-Headers', 'authorization');
+    const pre = await request(h.app)
+      .options('/api/v1/conversations')
+      .set('Origin', ORIGIN)
+      .set('Access-Control-Request-Method', 'GET')
+      .set('Access-Control-Request-Headers', 'authorization');
     for (const res of [get, pre]) expect(Object.keys(res.headers).filter((k) => k.startsWith('access-control-'))).toEqual([]);
   });
 });

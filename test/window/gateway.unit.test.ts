@@ -91,32 +91,49 @@ describe('gatewayOrigin: the page a gateway request proves', () => {
 
 describe('admit: the identity mode and revocations decide who comes in', () => {
   const userHash = identityHash(SECRET, 'u-42');
-  const credential = (issuedAt: number): Claimant => ({ kind: 'credential', credential: { siteId: SITE, visitorId: 'vis_old', issuedAt, expiresAt: issuedAt + 10_000 } });
+  const credential = (issuedAt: number): Claimant => ({
+    kind: 'credential',
+    credential: { siteId: SITE, visitorId: 'vis_old', issuedAt, expiresAt: issuedAt + 10_000 },
+  });
 
   test('a matching identity hash makes a verified visitor, in optional and enforce modes (either case of hex)', () => {
     for (const identityMode of ['optional', 'enforce'] as const) {
       expect(admit(site({ identityMode }), { kind: 'identity', userId: 'u-42', userHash })).toEqual({ visitorId: 'user:u-42', verified: true });
-      expect(admit(site({ identityMode }), { kind: 'identity', userId: 'u-42', userHash: userHash.toUpperCase() })).toEqual({ visitorId: 'user:u-42', verified: true });
+      expect(admit(site({ identityMode }), { kind: 'identity', userId: 'u-42', userHash: userHash.toUpperCase() })).toEqual({
+        visitorId: 'user:u-42',
+        verified: true,
+      });
     }
   });
 
   test('identities are refused when the site verifies none, when half given, or when the hash does not match', () => {
     expect(refusalOf(() => admit(site({ identityMode: 'off' }), { kind: 'identity', userId: 'u-42', userHash }))).toMatchObject({ code: 'invalid_request' });
-    expect(refusalOf(() => admit(site({ identitySecret: () => null }), { kind: 'identity', userId: 'u-42', userHash }))).toMatchObject({ code: 'invalid_request' });
+    expect(refusalOf(() => admit(site({ identitySecret: () => null }), { kind: 'identity', userId: 'u-42', userHash }))).toMatchObject({
+      code: 'invalid_request',
+    });
     expect(refusalOf(() => admit(site(), { kind: 'identity', userId: 'u-42' }))).toEqual({ code: 'unauthorized', message: 'userId and userHash go together.' });
     expect(refusalOf(() => admit(site(), { kind: 'identity', userHash }))).toEqual({ code: 'unauthorized', message: 'userId and userHash go together.' });
-    expect(refusalOf(() => admit(site(), { kind: 'identity', userId: 'u-43', userHash }))).toMatchObject({ code: 'unauthorized', message: expect.stringMatching(/does not match/) });
+    expect(refusalOf(() => admit(site(), { kind: 'identity', userId: 'u-43', userHash }))).toMatchObject({
+      code: 'unauthorized',
+      message: expect.stringMatching(/does not match/),
+    });
   });
 
   test('anonymous visitors: new or with a credential, unless the site enforces identities', () => {
     expect(admit(site(), { kind: 'new' })).toEqual({ visitorId: null, verified: false });
     expect(admit(site({ identityMode: 'off' }), credential(5_000))).toEqual({ visitorId: 'vis_old', verified: false });
-    expect(refusalOf(() => admit(site({ identityMode: 'enforce' }), { kind: 'new' }))).toMatchObject({ code: 'unauthorized', message: expect.stringMatching(/requires identity/) });
+    expect(refusalOf(() => admit(site({ identityMode: 'enforce' }), { kind: 'new' }))).toMatchObject({
+      code: 'unauthorized',
+      message: expect.stringMatching(/requires identity/),
+    });
     expect(refusalOf(() => admit(site({ identityMode: 'enforce' }), credential(5_000)))).toMatchObject({ message: expect.stringMatching(/requires identity/) });
   });
 
   test('a credential issued at or before a revocation is refused, a later one is not; a refused credential says why', () => {
-    expect(refusalOf(() => admit(site({ revokedBefore: 5_000 }), credential(5_000)))).toMatchObject({ code: 'unauthorized', message: expect.stringMatching(/credential was revoked/) });
+    expect(refusalOf(() => admit(site({ revokedBefore: 5_000 }), credential(5_000)))).toMatchObject({
+      code: 'unauthorized',
+      message: expect.stringMatching(/credential was revoked/),
+    });
     expect(admit(site({ revokedBefore: 4_999 }), credential(5_000)).visitorId).toBe('vis_old');
     const refusal = new TokenRefused('expired', 'The visitor credential has expired; start without it as a new visitor.');
     expect(refusalOf(() => admit(site(), { kind: 'refused-credential', refusal }))).toEqual({ code: 'unauthorized', message: refusal.message });

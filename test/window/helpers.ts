@@ -72,7 +72,12 @@ export interface SseStream {
  * Reads a Server-Sent Events stream with a raw HTTPS request (a window would use fetch and a
  * stream reader: EventSource cannot send Authorization), parsing events as they arrive.
  */
-export function openSse(base: { url: string; ca: string }, path: string, headers: Record<string, string>, from: { localAddress?: string } = {}): Promise<SseStream> {
+export function openSse(
+  base: { url: string; ca: string },
+  path: string,
+  headers: Record<string, string>,
+  from: { localAddress?: string } = {},
+): Promise<SseStream> {
   return new Promise((resolve, reject) => {
     const events: SseEvent[] = [];
     const waiters: { match: (e: SseEvent) => boolean; from: number; resolve: (e: SseEvent) => void }[] = [];
@@ -81,73 +86,77 @@ export function openSse(base: { url: string; ca: string }, path: string, headers
     const ended = new Promise<void>((r) => (endResolve = r));
     // A local address of 127.0.0.0/8 other than 127.0.0.1 stands for another client IP.
     const client = from.localAddress ? { localAddress: from.localAddress, family: 4 } : {};
-    const req = https.request(new URL(path, base.url), { method: 'GET', ca: base.ca, headers: { Accept: 'text/event-stream', ...headers }, ...client }, (res) => {
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => {
-        buffer += chunk;
-        let cut: number;
-        while ((cut = buffer.indexOf('\n\n')) >= 0) {
-          const block = buffer.slice(0, cut);
-          buffer = buffer.slice(cut + 2);
-          const e: Partial<SseEvent> & { lines: string[] } = { lines: [] };
-          for (const line of block.split('\n')) {
-            if (line.startsWith(':') || line === '') continue;
-            const i = line.indexOf(':');
-            const field = i < 0 ? line : line.slice(0, i);
-            const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
-            if (field === 'id') e.id = value;
-            else if (field === 'event') e.event = value;
-            else if (field === 'data') e.lines.push(value);
-          }
-          if (!e.event && !e.lines.length) continue; // retry: or a comment
-          const text = e.lines.join('\n');
-          let data: unknown = text;
-          try {
-            data = JSON.parse(text);
-          } catch {
-            // not JSON: keep the text
-          }
-          const event: SseEvent = { id: e.id, event: e.event ?? 'message', data };
-          events.push(event);
-          for (const wtr of [...waiters]) {
-            if (events.length - 1 >= wtr.from && wtr.match(event)) {
-              waiters.splice(waiters.indexOf(wtr), 1);
-              wtr.resolve(event);
+    const req = https.request(
+      new URL(path, base.url),
+      { method: 'GET', ca: base.ca, headers: { Accept: 'text/event-stream', ...headers }, ...client },
+      (res) => {
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          buffer += chunk;
+          let cut: number;
+          while ((cut = buffer.indexOf('\n\n')) >= 0) {
+            const block = buffer.slice(0, cut);
+            buffer = buffer.slice(cut + 2);
+            const e: Partial<SseEvent> & { lines: string[] } = { lines: [] };
+            for (const line of block.split('\n')) {
+              if (line.startsWith(':') || line === '') continue;
+              const i = line.indexOf(':');
+              const field = i < 0 ? line : line.slice(0, i);
+              const value = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+              if (field === 'id') e.id = value;
+              else if (field === 'event') e.event = value;
+              else if (field === 'data') e.lines.push(value);
+            }
+            if (!e.event && !e.lines.length) continue; // retry: or a comment
+            const text = e.lines.join('\n');
+            let data: unknown = text;
+            try {
+              data = JSON.parse(text);
+            } catch {
+              // not JSON: keep the text
+            }
+            const event: SseEvent = { id: e.id, event: e.event ?? 'message', data };
+            events.push(event);
+            for (const wtr of [...waiters]) {
+              if (events.length - 1 >= wtr.from && wtr.match(event)) {
+                waiters.splice(waiters.indexOf(wtr), 1);
+                wtr.resolve(event);
+              }
             }
           }
-        }
-      });
-      res.on('close', () => endResolve());
-      res.on('error', () => endResolve());
-      resolve({
-        status: res.statusCode ?? 0,
-        headers: res.headers,
-        events,
-        ended,
-        waitFor(match, timeoutMs = 5000, from = 0) {
-          const seen = events.slice(from).find(match);
-          if (seen) return Promise.resolve(seen);
-          return new Promise((ok, fail) => {
-            const timer = setTimeout(() => {
-              waiters.splice(waiters.indexOf(waiter), 1);
-              fail(new Error(`no matching event within ${timeoutMs} ms; got ${JSON.stringify(events)}`));
-            }, timeoutMs);
-            const waiter = {
-              match,
-              from,
-              resolve: (e: SseEvent) => {
-                clearTimeout(timer);
-                ok(e);
-              },
-            };
-            waiters.push(waiter);
-          });
-        },
-        close() {
-          req.destroy();
-        },
-      });
-    });
+        });
+        res.on('close', () => endResolve());
+        res.on('error', () => endResolve());
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          events,
+          ended,
+          waitFor(match, timeoutMs = 5000, from = 0) {
+            const seen = events.slice(from).find(match);
+            if (seen) return Promise.resolve(seen);
+            return new Promise((ok, fail) => {
+              const timer = setTimeout(() => {
+                waiters.splice(waiters.indexOf(waiter), 1);
+                fail(new Error(`no matching event within ${timeoutMs} ms; got ${JSON.stringify(events)}`));
+              }, timeoutMs);
+              const waiter = {
+                match,
+                from,
+                resolve: (e: SseEvent) => {
+                  clearTimeout(timer);
+                  ok(e);
+                },
+              };
+              waiters.push(waiter);
+            });
+          },
+          close() {
+            req.destroy();
+          },
+        });
+      },
+    );
     req.on('error', (err) => reject(err));
     req.end();
   });

@@ -35,12 +35,18 @@ async function stream(token: string, lastEventId?: string, origin?: string) {
 }
 
 const send = (token: string, content: string) =>
-  request(h.app).post(w(h.site.id, '/messages')).set(auth(token)).send({ content, clientMessageId: `c-${Math.random().toString(36).slice(2)}` });
+  request(h.app)
+    .post(w(h.site.id, '/messages'))
+    .set(auth(token))
+    .send({ content, clientMessageId: `c-${Math.random().toString(36).slice(2)}` });
 const apiReply = (convId: string, content: string) => request(h.app).post(`/api/v1/conversations/${convId}/messages`).set(bearer(h.site.key)).send({ content });
 /** The window entry alone on a server of its own, with its own stream limits. */
 async function listenWithLimits(limits: Partial<StreamLimits>) {
   const app = express();
-  app.use('/window/v1', windowRoutes({ services: h.runtime.services, limiter: h.limiter, logger: createLogger('silent'), validateResponses: true, streams: limits }));
+  app.use(
+    '/window/v1',
+    windowRoutes({ services: h.runtime.services, limiter: h.limiter, logger: createLogger('silent'), validateResponses: true, streams: limits }),
+  );
   app.use(notFoundHandler);
   app.use(errorHandler(createLogger('silent')));
   return listenHttps(app);
@@ -83,7 +89,14 @@ describe('live updates by Server-Sent Events', () => {
       const s = await stream(t.token);
       await s.waitFor((e) => e.event === 'ready');
       const start = Date.now();
-      await other.services.messages.reply(h.site.id, first.body.data.conversation.id, { direction: 'outgoing', origin: 'messenger', apiKeyId: null, content: 'from the CLI', format: 'plain', files: [] });
+      await other.services.messages.reply(h.site.id, first.body.data.conversation.id, {
+        direction: 'outgoing',
+        origin: 'messenger',
+        apiKeyId: null,
+        content: 'from the CLI',
+        format: 'plain',
+        files: [],
+      });
       await s.waitFor((e) => messageContent(e) === 'from the CLI', 1000);
       process.stdout.write(`SSE delivery of another process's write (ms): ${Date.now() - start}\n`);
     } finally {
@@ -127,17 +140,28 @@ describe('live updates by Server-Sent Events', () => {
 
     const s2 = await stream(t.token, seen.id);
     await s2.waitFor((e) => messageContent(e) === 'missed 4', 3000);
-    expect(summary(s2.events)).toEqual(['message:missed 1', 'message:missed 2', 'message:missed 3', 'conversation.closed', 'conversation.started', 'message:missed 4']);
+    expect(summary(s2.events)).toEqual([
+      'message:missed 1',
+      'message:missed 2',
+      'message:missed 3',
+      'conversation.closed',
+      'conversation.started',
+      'message:missed 4',
+    ]);
     const ids = s2.events.map((e) => e.id);
     expect(new Set(ids).size).toBe(ids.length);
 
     // Polling from the same id answers the same events.
-    const poll = await request(h.app).get(w(h.site.id, `/events/poll?lastEventId=${encodeURIComponent(seen.id!)}`)).set(auth(t.token));
+    const poll = await request(h.app)
+      .get(w(h.site.id, `/events/poll?lastEventId=${encodeURIComponent(seen.id!)}`))
+      .set(auth(t.token));
     expect(poll.status).toBe(200);
     expect(poll.body.data.map((e: SseEvent) => e.id)).toEqual(s2.events.filter((e) => e.event !== 'ready').map((e) => e.id));
     expect(poll.body.hasMore).toBe(false);
     // And from its end, nothing until something happens.
-    const quiet = await request(h.app).get(w(h.site.id, `/events/poll?lastEventId=${encodeURIComponent(poll.body.lastEventId)}`)).set(auth(t.token));
+    const quiet = await request(h.app)
+      .get(w(h.site.id, `/events/poll?lastEventId=${encodeURIComponent(poll.body.lastEventId)}`))
+      .set(auth(t.token));
     expect(quiet.body.data).toEqual([]);
   });
 
@@ -150,7 +174,17 @@ describe('live updates by Server-Sent Events', () => {
     // Two messages at one millisecond; the one committed second sorts first by id, which a plain
     // (createdAt, id) cursor would skip.
     const at = Date.now() + 1000;
-    const row = (id: string, content: string) => ({ id, conversation_id: conv.id, site_id: h.site.id, direction: 'outgoing', origin: 'messenger', api_key_id: null, content, format: 'plain', created_at: at });
+    const row = (id: string, content: string) => ({
+      id,
+      conversation_id: conv.id,
+      site_id: h.site.id,
+      direction: 'outgoing',
+      origin: 'messenger',
+      api_key_id: null,
+      content,
+      format: 'plain',
+      created_at: at,
+    });
     await h.runtime.db('messages').insert(row('msg_zzzzzzzzzzzzzzzzzzzzzzzzzz', 'later id'));
     const afterFirst = await feed.read(h.site.id, t.visitorId, tail, 100);
     expect(afterFirst.events.map((e) => messageContent(e as SseEvent))).toEqual(['later id']);
@@ -288,13 +322,22 @@ describe('each event wakes only the streams of its own visitor', () => {
 
       // Another process on the same database: no in-process notice, the poll finds it.
       const started = Date.now();
-      await other.services.messages.reply(h.site.id, convId, { direction: 'outgoing', origin: 'messenger', apiKeyId: null, content: 'from elsewhere', format: 'plain', files: [] });
+      await other.services.messages.reply(h.site.id, convId, {
+        direction: 'outgoing',
+        origin: 'messenger',
+        apiKeyId: null,
+        content: 'from elsewhere',
+        format: 'plain',
+        files: [],
+      });
       await mine.waitFor((e) => messageContent(e) === 'from elsewhere', 2000);
       const otherProcessMs = Date.now() - started;
       await other.services.conversations.close(h.site.id, convId);
       await mine.waitFor((e) => e.event === 'conversation.closed', 2000);
       await sleep(1200); // more polls: none of them wakes the others either
-      process.stdout.write(`per-visitor dispatch: in-process ${inProcessMs} ms, another process ${otherProcessMs} ms; target reads ${reads.get(target.visitorId)}, others' reads ${othersRead()}\n`);
+      process.stdout.write(
+        `per-visitor dispatch: in-process ${inProcessMs} ms, another process ${otherProcessMs} ms; target reads ${reads.get(target.visitorId)}, others' reads ${othersRead()}\n`,
+      );
       expect(inProcessMs).toBeLessThan(400);
       expect(otherProcessMs).toBeLessThan(1500);
       expect(reads.get(target.visitorId)).toBeGreaterThanOrEqual(4);
@@ -323,7 +366,9 @@ describe('each event wakes only the streams of its own visitor', () => {
     };
     let n = 0;
     const insert = (body: string) =>
-      h.runtime.db('events').insert({ id: `message.created:hubtest${site.id.slice(-8)}${n++}`, site_id: site.id, name: 'message.created', body, created_at: Date.now() });
+      h.runtime
+        .db('events')
+        .insert({ id: `message.created:hubtest${site.id.slice(-8)}${n++}`, site_id: site.id, name: 'message.created', body, created_at: Date.now() });
     const visitorIs = (visitorId: string) => JSON.stringify({ data: { conversation: { visitorId } } });
     const until = async (what: () => boolean) => {
       const deadline = Date.now() + 3000;

@@ -66,13 +66,54 @@ function* inlines(list: Inline[]): Generator<Inline> {
 /** Every Unicode line terminator; each ends a line. */
 const TERMINATORS = ['\r\n', '\r', '\n', '\v', '\f', '\x85', '\u2028', '\u2029'];
 /** Markdown-significant characters and tokens, links safe and not, and ordinary text. */
-const MARKUP = ['[', ']', '(', ')', '](', '*', '**', '_', '__', '`', '```', '~~~', '#', '# ', '###### ', '>', '> ', '-', '- ', '+ ', '1. ', '2) ', '\\', '!', ' ', '  ', '\t', '\u00a0', 'a', 'b c', '.', 'h', 'http://e.example/x', 'https://a.b/c.', 'mailto:x@y.z', 'javascript:alert(1)', 'data:text/html,x', '<script>'];
+const MARKUP = [
+  '[',
+  ']',
+  '(',
+  ')',
+  '](',
+  '*',
+  '**',
+  '_',
+  '__',
+  '`',
+  '```',
+  '~~~',
+  '#',
+  '# ',
+  '###### ',
+  '>',
+  '> ',
+  '-',
+  '- ',
+  '+ ',
+  '1. ',
+  '2) ',
+  '\\',
+  '!',
+  ' ',
+  '  ',
+  '\t',
+  '\u00a0',
+  'a',
+  'b c',
+  '.',
+  'h',
+  'http://e.example/x',
+  'https://a.b/c.',
+  'mailto:x@y.z',
+  'javascript:alert(1)',
+  'data:text/html,x',
+  '<script>',
+];
 const piece = fc.constantFrom(...MARKUP, ...TERMINATORS);
 /** Short mixes of pieces, long runs of one piece, and concatenations of both. */
 const markdownish = fc.oneof(
   fc.array(piece, { maxLength: 60 }).map((a) => a.join('')),
   fc.tuple(fc.array(piece, { minLength: 1, maxLength: 4 }), fc.integer({ min: 1, max: 3000 })).map(([unit, n]) => unit.join('').repeat(n)),
-  fc.array(fc.tuple(fc.array(piece, { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 300 })), { maxLength: 6 }).map((runs) => runs.map(([u, n]) => u.join('').repeat(n)).join('')),
+  fc
+    .array(fc.tuple(fc.array(piece, { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 300 })), { maxLength: 6 })
+    .map((runs) => runs.map(([u, n]) => u.join('').repeat(n)).join('')),
 );
 const ALLOWED = new Set(['paragraph', 'heading', 'code_block', 'quote', 'list', 'text', 'code', 'strong', 'em', 'link', 'break']);
 
@@ -87,15 +128,20 @@ describe('the chat window markdown parser ends on every input, in linear time', 
     expect(quoteDepth(parse(`${'> '.repeat(500)}x\n`.repeat(50)).blocks)).toBe(MAX_NESTING);
   });
 
-  test.each(TERMINATORS.map((t) => [[...t].map((c) => `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`).join(' '), t]))('%s ends a line, for the block rules as for the split', (_name, t) => {
-    expect(parse(`# a${t}b`).blocks).toEqual([{ type: 'heading', children: [text('a')] }, para(text('b'))]);
-    expect(parse(`a${t}b`).blocks).toEqual([para(text('a'), { type: 'break' }, text('b'))]);
-    expect(parse(`> a${t}> b`).blocks).toEqual([quote(para(text('a'), { type: 'break' }, text('b')))]);
-    expect(parse(`- a${t}- b`).blocks).toEqual([{ type: 'list', ordered: false, items: [[para(text('a'))], [para(text('b'))]] }]);
-    expect(parse(`\`\`\`${t}<b>${t}\`\`\``).blocks).toEqual([{ type: 'code_block', value: '<b>' }]);
-    expect(parse(`a${t}${t}b`).blocks).toEqual([para(text('a')), para(text('b'))]);
-    expect(parse(`${'>'.repeat(9)}${t}${'> '.repeat(9)}x`).blocks).toEqual([nested(MAX_NESTING, para(text('>>>>>'), { type: 'break' }, text('> > > > > x')))]);
-  });
+  test.each(TERMINATORS.map((t) => [[...t].map((c) => `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`).join(' '), t]))(
+    '%s ends a line, for the block rules as for the split',
+    (_name, t) => {
+      expect(parse(`# a${t}b`).blocks).toEqual([{ type: 'heading', children: [text('a')] }, para(text('b'))]);
+      expect(parse(`a${t}b`).blocks).toEqual([para(text('a'), { type: 'break' }, text('b'))]);
+      expect(parse(`> a${t}> b`).blocks).toEqual([quote(para(text('a'), { type: 'break' }, text('b')))]);
+      expect(parse(`- a${t}- b`).blocks).toEqual([{ type: 'list', ordered: false, items: [[para(text('a'))], [para(text('b'))]] }]);
+      expect(parse(`\`\`\`${t}<b>${t}\`\`\``).blocks).toEqual([{ type: 'code_block', value: '<b>' }]);
+      expect(parse(`a${t}${t}b`).blocks).toEqual([para(text('a')), para(text('b'))]);
+      expect(parse(`${'>'.repeat(9)}${t}${'> '.repeat(9)}x`).blocks).toEqual([
+        nested(MAX_NESTING, para(text('>>>>>'), { type: 'break' }, text('> > > > > x'))),
+      ]);
+    },
+  );
 
   test('a million `[`, or `[](` over a million characters, parse well under a second', () => {
     for (const unit of ['[', '[](']) {
@@ -106,7 +152,28 @@ describe('the chat window markdown parser ends on every input, in linear time', 
   });
 
   test('a million characters of any one markup run parse in about a second at most', () => {
-    const runs = ['*', '**a', '_ ', '`', '``a', 'h ', '(http://', '>', '> ', '# ', '- ', '1. ', '\\', '[*_', '](', '[a](javascript:x)', '[a](', '\n', '\u2028>', '```\n'];
+    const runs = [
+      '*',
+      '**a',
+      '_ ',
+      '`',
+      '``a',
+      'h ',
+      '(http://',
+      '>',
+      '> ',
+      '# ',
+      '- ',
+      '1. ',
+      '\\',
+      '[*_',
+      '](',
+      '[a](javascript:x)',
+      '[a](',
+      '\n',
+      '\u2028>',
+      '```\n',
+    ];
     const times = runs.map((unit) => [unit, Math.round(parse(unit.repeat(Math.ceil(1_000_000 / unit.length)), { ms: 5000 }).ms)] as const);
     expect(times.filter(([, ms]) => ms >= 1500)).toEqual([]); // 5 to 300 ms each measured (CPU)
   });
@@ -126,7 +193,12 @@ describe('the chat window markdown parser ends on every input, in linear time', 
 
   test('fast-check: deep nesting (hundreds of quote levels, nested lists and emphasis) stays linear and capped', () => {
     const level = fc.constantFrom('>', '> ', ' >', '>\t');
-    const deep = fc.tuple(fc.array(level, { minLength: 1, maxLength: 800 }), fc.constantFrom(...TERMINATORS), fc.integer({ min: 1, max: 20 }), fc.constantFrom('x', '- x', '# x', '```', '[*_x_*](https://e.example)'));
+    const deep = fc.tuple(
+      fc.array(level, { minLength: 1, maxLength: 800 }),
+      fc.constantFrom(...TERMINATORS),
+      fc.integer({ min: 1, max: 20 }),
+      fc.constantFrom('x', '- x', '# x', '```', '[*_x_*](https://e.example)'),
+    );
     fc.assert(
       fc.property(deep, ([levels, t, lines, body]) => {
         const src = Array.from({ length: lines }, () => levels.join('') + body).join(t);

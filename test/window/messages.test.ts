@@ -28,7 +28,10 @@ describe('message flow', () => {
 
     const api = await request(h.app).get(`/api/v1/conversations/${conversation.id}/messages`).set(bearer(h.site.key));
     expect(api.body.data[0]).toMatchObject({ id: message.id, origin: 'widget', direction: 'incoming' });
-    const reply = await request(h.app).post(`/api/v1/conversations/${conversation.id}/messages`).set(bearer(h.site.key)).send({ content: 'Yes, **two** left.', format: 'markdown' });
+    const reply = await request(h.app)
+      .post(`/api/v1/conversations/${conversation.id}/messages`)
+      .set(bearer(h.site.key))
+      .send({ content: 'Yes, **two** left.', format: 'markdown' });
     expect(reply.status).toBe(201);
 
     const second = await send(t.token, { content: 'Great', format: 'plain', clientMessageId: cid() });
@@ -39,7 +42,9 @@ describe('message flow', () => {
     expect(current.body.data.conversation.id).toBe(conversation.id);
     expect(current.body.data.lastEventId).toMatch(new RegExp(`^${conversation.id}\\.\\d+\\.msg_`));
 
-    const history = await request(h.app).get(w(h.site.id, `/conversations/${conversation.id}/messages`)).set(auth(t.token));
+    const history = await request(h.app)
+      .get(w(h.site.id, `/conversations/${conversation.id}/messages`))
+      .set(auth(t.token));
     expect(history.status).toBe(200);
     expect(history.body.data.map((m: { content: string; direction: string; format: string }) => [m.direction, m.format, m.content])).toEqual([
       ['incoming', 'plain', 'Hello, is this in stock?'],
@@ -210,7 +215,9 @@ describe('hostile input', () => {
     const huge = await send(t.token, { content: 'x'.repeat(70 * 1024), clientMessageId: cid() });
     expect(huge.status).toBe(413);
     expect(huge.body.error.code).toBe('payload_too_large');
-    const hugeHeader = await request(h.app).get(w(h.site.id, '/events/poll?lastEventId=' + 'a'.repeat(4000))).set(auth(t.token));
+    const hugeHeader = await request(h.app)
+      .get(w(h.site.id, '/events/poll?lastEventId=' + 'a'.repeat(4000)))
+      .set(auth(t.token));
     expect(hugeHeader.status).toBe(400);
   });
 
@@ -219,7 +226,9 @@ describe('hostile input', () => {
     const res = await send(t.token, { content: evil, format: 'markdown', clientMessageId: cid() });
     expect(res.status).toBe(201);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    const history = await request(h.app).get(w(h.site.id, `/conversations/${res.body.data.conversation.id}/messages?order=desc&limit=1`)).set(auth(t.token));
+    const history = await request(h.app)
+      .get(w(h.site.id, `/conversations/${res.body.data.conversation.id}/messages?order=desc&limit=1`))
+      .set(auth(t.token));
     expect(history.body.data[0].content).toBe(evil);
   });
 
@@ -227,17 +236,23 @@ describe('hostile input', () => {
     const victim = await getToken(h.app, h.site.id);
     const theirs = await send(victim.token, { content: 'my secret order', clientMessageId: cid() });
     const convId = theirs.body.data.conversation.id;
-    const read = await request(h.app).get(w(h.site.id, `/conversations/${convId}/messages`)).set(auth(t.token));
+    const read = await request(h.app)
+      .get(w(h.site.id, `/conversations/${convId}/messages`))
+      .set(auth(t.token));
     expect(read.status).toBe(404);
     expect(read.body.error.code).toBe('not_found');
-    const poll = await request(h.app).get(w(h.site.id, `/events/poll?lastEventId=${convId}.0.`)).set(auth(t.token));
+    const poll = await request(h.app)
+      .get(w(h.site.id, `/events/poll?lastEventId=${convId}.0.`))
+      .set(auth(t.token));
     expect(poll.status).toBe(400);
     const bad = await request(h.app).get(w(h.site.id, `/conversations/not-an-id/messages`)).set(auth(t.token));
     expect(bad.status).toBe(400);
     // A conversation of another site is no different.
     const other = await h.newSite('Other');
     const foreign = await h.visitorSay(other.id, t.visitorId, 'same visitor id, other site');
-    const cross = await request(h.app).get(w(h.site.id, `/conversations/${foreign.conversation.id}/messages`)).set(auth(t.token));
+    const cross = await request(h.app)
+      .get(w(h.site.id, `/conversations/${foreign.conversation.id}/messages`))
+      .set(auth(t.token));
     expect(cross.status).toBe(404);
   });
 

@@ -49,7 +49,9 @@ describe('verified visitors and the identity secret', () => {
       const res = await read(siteId, token);
       expect(res.status).toBe(401);
       expect(res.body.error.message).toMatch(/identity secret changed/);
-      const history = await request(h.app).get(w(siteId, `/conversations/${sent.body.data.conversation.id}/messages`)).set(auth(token));
+      const history = await request(h.app)
+        .get(w(siteId, `/conversations/${sent.body.data.conversation.id}/messages`))
+        .set(auth(token));
       expect(history.status).toBe(401);
       expect((await refresh(siteId, token)).status).toBe(401);
     }
@@ -183,7 +185,9 @@ describe('revoking visitors', () => {
   test('a credential issued before credentials carried an issue time still lets its visitor in, and is revoked like the others', async () => {
     // Signed as the service signed them then: site, visitor and expiry only.
     const key = deriveKey(loadMasterKey(h.config.dataDir, h.config.masterKey), 'window-visitor-credentials');
-    const body = Buffer.from(JSON.stringify({ s: h.site.id, v: 'vis_from_before', exp: now() + VISITOR_CREDENTIAL_TTL_SECONDS * 1000 - 3_600_000 })).toString('base64url');
+    const body = Buffer.from(JSON.stringify({ s: h.site.id, v: 'vis_from_before', exp: now() + VISITOR_CREDENTIAL_TTL_SECONDS * 1000 - 3_600_000 })).toString(
+      'base64url',
+    );
     const legacy = `wvc1.${body}.${createHmac('sha256', key).update(`wvc1.${body}`).digest('base64url')}`;
     const back = await getToken(h.app, h.site.id, { visitorCredential: legacy });
     expect(back.visitorId).toBe('vis_from_before');

@@ -107,7 +107,10 @@ describe("the site's setting", () => {
     await h.runtime.services.visitorFiles.update(site.id, { types: 'image/*,application/pdf' });
     const spool = watchSpool();
     try {
-      const js = await send(site.id, t.token, clientIp, [{ name: 'a.png', type: 'image/png', bytes: bytes(10) }, { name: 'x.js', type: 'text/javascript', bytes: bytes(10) }]);
+      const js = await send(site.id, t.token, clientIp, [
+        { name: 'a.png', type: 'image/png', bytes: bytes(10) },
+        { name: 'x.js', type: 'text/javascript', bytes: bytes(10) },
+      ]);
       expect(js.status).toBe(415);
       expect(js.body.error.message).toBe('Files of type text/javascript are not accepted here; this site takes image/*, application/pdf.');
       expect(js.body.error.details).toEqual([{ path: '/body/file', message: 'type text/javascript is not allowed for this site' }]);
@@ -116,7 +119,10 @@ describe("the site's setting", () => {
       spool.restore();
     }
     await spoolEmpty();
-    const ok = await send(site.id, t.token, clientIp, [{ name: 'a.png', type: 'image/png', bytes: bytes(10) }, { name: 'b.pdf', type: 'application/pdf', bytes: bytes(10) }]);
+    const ok = await send(site.id, t.token, clientIp, [
+      { name: 'a.png', type: 'image/png', bytes: bytes(10) },
+      { name: 'b.pdf', type: 'application/pdf', bytes: bytes(10) },
+    ]);
     expect(ok.status).toBe(201);
     expect(ok.body.data.message.attachments.map((a: { mimeType: string }) => a.mimeType)).toEqual(['image/png', 'application/pdf']);
     // The operator's CLI path (`visitor say`) follows the same setting.
@@ -166,7 +172,10 @@ describe("the site's quotas", () => {
     const racing = await Promise.all(Array.from({ length: 4 }, () => send(site.id, again.token, newClientIp(), [{ bytes: bytes(150 * KB) }])));
     expect(racing.map((r) => r.status).sort()).toEqual([201, 201, 507, 507]);
     const refused = racing.find((r) => r.status === 507)!;
-    expect(refused.body.error).toEqual({ code: 'insufficient_storage', message: "The site's storage for files from visitors is full; older files make room as they expire." });
+    expect(refused.body.error).toEqual({
+      code: 'insufficient_storage',
+      message: "The site's storage for files from visitors is full; older files make room as they expire.",
+    });
     const stored = await h.runtime.db('attachments').where({ site_id: site.id }).sum({ n: 'size' }).first();
     expect(Number(stored!.n)).toBe(700 * KB);
     await spoolEmpty();
@@ -203,7 +212,11 @@ describe("a client IP's budgets, over all its visitors", () => {
     const codes: number[] = [];
     for (let i = 0; i < 7; i++) {
       const t = await getToken(h.app, site.id); // a new visitor each time
-      const r = await request(h.app).post(w(site.id, '/messages')).set(auth(t.token)).set('X-Forwarded-For', clientIp).send({ content: `hi ${i}`, clientMessageId: cid() });
+      const r = await request(h.app)
+        .post(w(site.id, '/messages'))
+        .set(auth(t.token))
+        .set('X-Forwarded-For', clientIp)
+        .send({ content: `hi ${i}`, clientMessageId: cid() });
       codes.push(r.status);
       if (r.status === 429) {
         expect(r.body.error.code).toBe('quota_exceeded');
@@ -213,7 +226,15 @@ describe("a client IP's budgets, over all its visitors", () => {
     }
     expect(codes).toEqual([201, 201, 201, 201, 201, 201, 429]);
     const other = await getToken(h.app, site.id);
-    expect((await request(h.app).post(w(site.id, '/messages')).set(auth(other.token)).set('X-Forwarded-For', newClientIp()).send({ content: 'x', clientMessageId: cid() })).status).toBe(201);
+    expect(
+      (
+        await request(h.app)
+          .post(w(site.id, '/messages'))
+          .set(auth(other.token))
+          .set('X-Forwarded-For', newClientIp())
+          .send({ content: 'x', clientMessageId: cid() })
+      ).status,
+    ).toBe(201);
   });
 
   test('file bytes an hour: refused from Content-Length before the body, or while it arrives; unused budget goes back', async () => {
@@ -291,7 +312,10 @@ describe('what is stored and served', () => {
   test('bidi and other invisible characters are stripped from the stored name', async () => {
     const site = await newSite();
     const t = await getToken(h.app, site.id);
-    const res = await send(site.id, t.token, newClientIp(), [{ name: 'invoice\u202Efdp.exe', type: 'application/pdf', bytes: bytes(10) }, { name: 'a\u2066b\u200Bc\u2028.txt', type: 'text/plain', bytes: bytes(5) }]);
+    const res = await send(site.id, t.token, newClientIp(), [
+      { name: 'invoice\u202Efdp.exe', type: 'application/pdf', bytes: bytes(10) },
+      { name: 'a\u2066b\u200Bc\u2028.txt', type: 'text/plain', bytes: bytes(5) },
+    ]);
     expect(res.status).toBe(201);
     expect(res.body.data.message.attachments.map((a: { name: string }) => a.name)).toEqual(['invoicefdp.exe', 'abc.txt']);
     const rows = await h.runtime.db('attachments').where({ message_id: res.body.data.message.id }).orderBy('name').pluck('name');
@@ -309,7 +333,11 @@ describe('what is stored and served', () => {
     expect(res.status).toBe(201);
     const [js, svg, png] = res.body.data.message.attachments;
     expect([js.mimeType, svg.mimeType, png.mimeType]).toEqual(['text/javascript', 'image/svg+xml', 'image/png']);
-    for (const [att, served] of [[js, 'application/octet-stream'], [svg, 'application/octet-stream'], [png, 'image/png']]) {
+    for (const [att, served] of [
+      [js, 'application/octet-stream'],
+      [svg, 'application/octet-stream'],
+      [png, 'image/png'],
+    ]) {
       const link = new URL(att.url);
       for (const r of [await request(h.app).get(link.pathname + link.search), await request(h.app).get(`/api/v1/media/${att.id}`).set(bearer(site.key))]) {
         expect(r.status).toBe(200);
@@ -328,7 +356,10 @@ describe('retention', () => {
     expect(old.status).toBe(201);
     const oldAttachment = old.body.data.message.attachments[0];
     const conversationId = old.body.data.conversation.id;
-    const reply = await request(h.app).post(`/api/v1/conversations/${conversationId}/messages`).set(bearer(site.key)).attach('file', bytes(20), { filename: 'r.txt', contentType: 'text/plain' });
+    const reply = await request(h.app)
+      .post(`/api/v1/conversations/${conversationId}/messages`)
+      .set(bearer(site.key))
+      .attach('file', bytes(20), { filename: 'r.txt', contentType: 'text/plain' });
     expect(reply.status).toBe(201);
 
     now += 29 * DAY_MS;
@@ -346,7 +377,9 @@ describe('retention', () => {
       expect(fs.existsSync(path.join(mediaDir(), id))).toBe(false);
       expect(await h.runtime.db('attachments').where({ id }).first()).toBeUndefined();
     }
-    const history = await request(h.app).get(w(site.id, `/conversations/${conversationId}/messages`)).set(auth(t.token));
+    const history = await request(h.app)
+      .get(w(site.id, `/conversations/${conversationId}/messages`))
+      .set(auth(t.token));
     expect(history.status).toBe(200);
     const byContent = Object.fromEntries(history.body.data.map((m: { content: string; attachments: unknown[] }) => [m.content, m.attachments.length]));
     expect(byContent).toEqual({ 'my old receipt': 0, '': 0, 'a new one': 1 });
@@ -361,7 +394,7 @@ describe('retention', () => {
 
 describe('migration 007', () => {
   // Last in the file: it rolls the table back and forth under the other tests' data.
-  test("counts the visitor files already stored per site, and rolls back", async () => {
+  test('counts the visitor files already stored per site, and rolls back', async () => {
     const db = h.runtime.db;
     const sums = await db('attachments')
       .join('messages', 'messages.id', 'attachments.message_id')

@@ -7,7 +7,9 @@ import { ROLES, Role } from '../../accounts/store';
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 /**
@@ -23,7 +25,9 @@ export const accountCommands: Record<string, Command> = {
     const password = fromStdin ? await readStdin() : randomBase62(18);
     const account = await rt.services.accounts.createAccount(email, password);
     const json = fromStdin ? { account } : { account, password };
-    const text = `account ${account.id} <${account.email}> created` + (fromStdin ? '' : `\n\n  password: ${password}\n\nThis is the only time the password is shown; only its hash is stored.`);
+    const text =
+      `account ${account.id} <${account.email}> created` +
+      (fromStdin ? '' : `\n\n  password: ${password}\n\nThis is the only time the password is shown; only its hash is stored.`);
     return { json, text };
   },
   'account list': async (rt) => {

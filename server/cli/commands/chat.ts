@@ -4,8 +4,15 @@ import { Command, required } from '../args';
 import type { IncomingFile } from '../../media/service';
 
 const MIME_BY_EXT: Record<string, string> = {
-  '.png': 'image/png', '.jpg': 'image/jpeg', '.jpeg': 'image/jpeg', '.gif': 'image/gif', '.webp': 'image/webp',
-  '.pdf': 'application/pdf', '.txt': 'text/plain', '.csv': 'text/csv', '.json': 'application/json',
+  '.png': 'image/png',
+  '.jpg': 'image/jpeg',
+  '.jpeg': 'image/jpeg',
+  '.gif': 'image/gif',
+  '.webp': 'image/webp',
+  '.pdf': 'application/pdf',
+  '.txt': 'text/plain',
+  '.csv': 'text/csv',
+  '.json': 'application/json',
 };
 
 function readFiles(paths: string[]): IncomingFile[] {
@@ -19,8 +26,9 @@ function readFiles(paths: string[]): IncomingFile[] {
 export const chatCommands: Record<string, Command> = {
   /** The chat window's own path (services.window.chat): starts a conversation exactly as a visitor does. */
   'visitor say': async (rt, args) => {
-    const result = await rt.services.window.chat
-      .visitorSay(required(args, 'site'), required(args, 'visitor'), String(args.flags.content ?? ''), { files: readFiles(args.lists.file ?? []) });
+    const result = await rt.services.window.chat.visitorSay(required(args, 'site'), required(args, 'visitor'), String(args.flags.content ?? ''), {
+      files: readFiles(args.lists.file ?? []),
+    });
     const { conversation, message } = result;
     return {
       json: { conversation, message },

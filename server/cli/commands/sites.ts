@@ -60,12 +60,23 @@ export const siteCommands: Record<string, Command> = {
     if (secret !== undefined && secret !== 'rotate') throw new CliError('--identity-secret takes only "rotate"');
     await updateVisitorFiles(rt, siteId, files, fileTypes);
     if (typeof origins === 'string') {
-      await access.setAllowedOrigins(siteId, origins.split(',').map((o) => o.trim()).filter(Boolean), rt.services.siteAdmin.byOperator('site.origins_replaced'));
+      await access.setAllowedOrigins(
+        siteId,
+        origins
+          .split(',')
+          .map((o) => o.trim())
+          .filter(Boolean),
+        rt.services.siteAdmin.byOperator('site.origins_replaced'),
+      );
     }
     let identitySecret: string | undefined;
     if (mode !== undefined || secret !== undefined) {
       const actions = [...(mode !== undefined ? [`site.identity_mode_changed.${mode}`] : []), ...(secret === 'rotate' ? ['site.identity_secret_rotated'] : [])];
-      const r = await access.setIdentity(siteId, { mode: mode as IdentityMode | undefined, rotateSecret: secret === 'rotate' }, rt.services.siteAdmin.byOperator(...actions));
+      const r = await access.setIdentity(
+        siteId,
+        { mode: mode as IdentityMode | undefined, rotateSecret: secret === 'rotate' },
+        rt.services.siteAdmin.byOperator(...actions),
+      );
       identitySecret = r.identitySecret;
     }
     const site = (await sitesWithFiles(rt)).find((s) => s.id === siteId)!;

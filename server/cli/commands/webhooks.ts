@@ -46,7 +46,9 @@ export const webhookCommands: Record<string, Command> = {
     });
     const text =
       deliveries
-        .map((d) => `${d.startedAt}  ${d.eventId}  #${d.attempt}  ${d.status ?? '---'}  ${d.durationMs} ms  ${d.error ?? ''}  (${d.deliveryStatus ?? 'removed'})`)
+        .map(
+          (d) => `${d.startedAt}  ${d.eventId}  #${d.attempt}  ${d.status ?? '---'}  ${d.durationMs} ms  ${d.error ?? ''}  (${d.deliveryStatus ?? 'removed'})`,
+        )
         .join('\n') || '(no delivery attempts)';
     return { json: { deliveries }, text };
   },

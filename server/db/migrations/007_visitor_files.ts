@@ -28,7 +28,15 @@ export async function up(knex: Knex): Promise<void> {
   const at = Date.now();
   for (let i = 0; i < stored.length; i += 500) {
     await knex('site_visitor_files').insert(
-      stored.slice(i, i + 500).map((s) => ({ site_id: s.site_id, files_enabled: true, allowed_types: null, stored_bytes: Number(s.bytes), usage_day: 0, day_bytes: 0, updated_at: at })),
+      stored.slice(i, i + 500).map((s) => ({
+        site_id: s.site_id,
+        files_enabled: true,
+        allowed_types: null,
+        stored_bytes: Number(s.bytes),
+        usage_day: 0,
+        day_bytes: 0,
+        updated_at: at,
+      })),
     );
   }
   await knex.schema.alterTable('attachments', (t) => {

@@ -25,4 +25,3 @@ export async function limitByClientIp(limiter: RateLimiter, req: Request, prefix
   const d = await limiter.hit(prefix + clientIpBucket(req.ip));
   if (!d.allowed) throw rateLimited(d);
 }
-

@@ -42,7 +42,10 @@ function bucketOf(clientIp: string): string {
     if (g.slice(0, 5).every((x) => x === 0) && g[5] === 0xffff) {
       return `ip:${g[6] >> 8}.${g[6] & 0xff}.${g[7] >> 8}.${g[7] & 0xff}`;
     }
-    return `ip:${g.slice(0, 4).map((x) => x.toString(16)).join(':')}::/64`;
+    return `ip:${g
+      .slice(0, 4)
+      .map((x) => x.toString(16))
+      .join(':')}::/64`;
   }
   // Not an IP (a proxy forwarded something odd): still one bucket per distinct value, bounded.
   return `ip:other:${a.slice(0, 64)}`;

@@ -2,7 +2,6 @@ import type { Redis } from 'ioredis';
 import { closeRedis } from '../../platform/redis';
 import { createMemoryLimiter, createRedisLimiter, RateLimiter, Reservation } from './limiter';
 
-
 interface LimiterLogger {
   warn(obj: object, msg: string): void;
   info(obj: object, msg: string): void;
@@ -56,7 +55,7 @@ export function createFailOpenLimiter(redis: Redis, opts: FailOpenOptions): Rate
     const e = err as { message?: string; code?: string };
     opts.logger.warn(
       { component: 'rate-limit', reason: { message: scrub(String(e?.message ?? err)), code: e?.code }, suppressedWarnings: suppressed },
-      'Redis unavailable: rate limits fall back to this instance\'s memory (each instance counts alone) until it returns',
+      "Redis unavailable: rate limits fall back to this instance's memory (each instance counts alone) until it returns",
     );
     suppressed = 0;
   }
@@ -69,7 +68,10 @@ export function createFailOpenLimiter(redis: Redis, opts: FailOpenOptions): Rate
   });
   redis.on('ready', () => {
     failedAt = null;
-    opts.logger.info({ component: 'rate-limit' }, down ? 'Redis ready again: rate limits are shared across instances again' : 'Redis ready: rate limits are shared across instances');
+    opts.logger.info(
+      { component: 'rate-limit' },
+      down ? 'Redis ready again: rate limits are shared across instances again' : 'Redis ready: rate limits are shared across instances',
+    );
     down = false;
   });
 
@@ -103,9 +105,21 @@ export function createFailOpenLimiter(redis: Redis, opts: FailOpenOptions): Rate
   }
 
   return {
-    hit: (bucket) => attempt(() => shared.hit(bucket), () => local.hit(bucket)),
-    reserve: (bucket): Promise<Reservation> => attempt(() => shared.reserve(bucket), () => local.reserve(bucket)),
-    spend: (bucket, amount, limit, windowMs) => attempt(() => shared.spend(bucket, amount, limit, windowMs), () => local.spend(bucket, amount, limit, windowMs)),
+    hit: (bucket) =>
+      attempt(
+        () => shared.hit(bucket),
+        () => local.hit(bucket),
+      ),
+    reserve: (bucket): Promise<Reservation> =>
+      attempt(
+        () => shared.reserve(bucket),
+        () => local.reserve(bucket),
+      ),
+    spend: (bucket, amount, limit, windowMs) =>
+      attempt(
+        () => shared.spend(bucket, amount, limit, windowMs),
+        () => local.spend(bucket, amount, limit, windowMs),
+      ),
     backend: () => (route() === 'local' ? 'local' : 'shared'),
     close: () => {
       closing = true;

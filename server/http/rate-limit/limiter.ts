@@ -197,7 +197,12 @@ export function createRedisLimiter(redis: Redis, limit: number, prefix = 'chat:r
       const { decision: d, member } = await count(bucket);
       if (member === null) return { ...d, release: released };
       // Best effort: if Redis is gone the entry simply expires with the window.
-      return reservation(d, () => redis.zrem(prefix + bucket, member).then(() => undefined, () => undefined));
+      return reservation(d, () =>
+        redis.zrem(prefix + bucket, member).then(
+          () => undefined,
+          () => undefined,
+        ),
+      );
     },
     async spend(bucket, amount, budgetLimit, windowMs) {
       // This process's clock picks the window: over windows of an hour or a day, the skew between
@@ -206,12 +211,27 @@ export function createRedisLimiter(redis: Redis, limit: number, prefix = 'chat:r
       const { index } = windowAt(t, windowMs);
       // One hash tag for both keys: a Redis Cluster keeps them in one slot, as a script needs.
       const key = (i: number) => `${prefix}budget:{${bucket}:${windowMs}}:${i}`;
-      const [allowed, previous, current] = (await redis.eval(SPEND_LUA, 2, key(index - 1), key(index), previousWeight(t, windowMs), amount, budgetLimit, 2 * windowMs)) as number[];
+      const [allowed, previous, current] = (await redis.eval(
+        SPEND_LUA,
+        2,
+        key(index - 1),
+        key(index),
+        previousWeight(t, windowMs),
+        amount,
+        budgetLimit,
+        2 * windowMs,
+      )) as number[];
       const counts: WindowCounts = { index, previous: Number(previous), current: Number(current) };
       const usedNow = used(counts, t, windowMs);
-      if (allowed !== 1) return { allowed: false, used: usedNow, retryAfterSeconds: secondsUntilFits(counts, amount, budgetLimit, t, windowMs), refund: released };
+      if (allowed !== 1)
+        return { allowed: false, used: usedNow, retryAfterSeconds: secondsUntilFits(counts, amount, budgetLimit, t, windowMs), refund: released };
       // Best effort, like a reservation's release: a lost refund only makes the budget stricter.
-      const refund = refundOf(amount, (n) => redis.eval(REFUND_LUA, 1, key(index), n).then(() => undefined, () => undefined));
+      const refund = refundOf(amount, (n) =>
+        redis.eval(REFUND_LUA, 1, key(index), n).then(
+          () => undefined,
+          () => undefined,
+        ),
+      );
       return { allowed: true, used: usedNow, retryAfterSeconds: 0, refund };
     },
     backend: () => 'shared',

@@ -186,7 +186,8 @@ function start() {
     open,
     close: () => close(false),
     identify(next: Identity) {
-      if (!next || typeof next.userId !== 'string' || typeof next.userHash !== 'string') throw new TypeError('identify({ userId, userHash }) takes two strings');
+      if (!next || typeof next.userId !== 'string' || typeof next.userHash !== 'string')
+        throw new TypeError('identify({ userId, userHash }) takes two strings');
       identity = { userId: next.userId, userHash: next.userHash };
       if (frame) post({ type: 'identify', identity });
     },

@@ -26,7 +26,8 @@ export function createTokenClient(p: Panel, hooks: TokenHooks) {
     s.refreshTimer = setTimeout(refreshToken, Math.max(5, afterSeconds) * 1000);
   }
 
-  const askGateway = (body: TokenRequest) => fetch(`${p.base}/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const askGateway = (body: TokenRequest) =>
+    fetch(`${p.base}/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
 
   async function issue(): Promise<void> {
     const body: TokenRequest = { hostOrigin: s.hostOrigin! };

@@ -71,7 +71,11 @@ export function showMessage(p: Panel, m: Message, live: boolean) {
   el.appendChild(timeOf(m.createdAt));
   s.shown.set(m.id, el);
   appendToLog(p, el);
-  if (live) toParent(p, { type: 'message', message: { id: m.id, conversationId: m.conversationId, direction: m.direction, content: m.content, format: m.format, createdAt: m.createdAt } });
+  if (live)
+    toParent(p, {
+      type: 'message',
+      message: { id: m.id, conversationId: m.conversationId, direction: m.direction, content: m.content, format: m.format, createdAt: m.createdAt },
+    });
 }
 
 export function showClosed(p: Panel, c: Conversation, live: boolean) {
