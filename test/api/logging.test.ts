@@ -1,8 +1,6 @@
-import { Writable } from 'node:stream';
 import request from 'supertest';
 import { createHarness, Harness, bearer } from '../helpers/harness';
-import { createApp } from '../../server/app';
-import { createLogger } from '../../server/platform/logger';
+import { loggedApp } from '../helpers/logged-app';
 import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
 
 let h: Harness;
@@ -12,20 +10,7 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 test('access logs are JSON lines with the request id, and never carry keys, signatures or idempotency keys', async () => {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(...String(chunk).split('\n').filter(Boolean));
-      done();
-    },
-  });
-  const app = createApp({
-    services: h.runtime.services,
-    logger: createLogger('info', sink),
-    limiter: createMemoryLimiter(300),
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const { app, lines: logged } = loggedApp(h.runtime.services, createMemoryLimiter(300));
   const m = await h.runtime.services.window.chat.visitorSay(h.site.id, 'v-log', 'file', {
     files: [{ buffer: Buffer.from('x'), originalName: 'x.txt', mimeType: 'text/plain' }],
   });
@@ -45,6 +30,7 @@ test('access logs are JSON lines with the request id, and never carry keys, sign
   failing.mockRestore();
   await new Promise((r) => setTimeout(r, 50));
 
+  const lines = logged();
   const all = lines.join('\n');
   expect(lines.length).toBeGreaterThanOrEqual(5);
   for (const line of lines) expect(() => JSON.parse(line)).not.toThrow();

@@ -4,9 +4,7 @@
  * the next request, isolation, and the audit log. The keys are the CLI's (one access service).
  */
 import request from 'supertest';
-import { Writable } from 'node:stream';
-import { createApp } from '../../server/app';
-import { createLogger } from '../../server/platform/logger';
+import { loggedApp } from '../helpers/logged-app';
 import type { Harness } from '../helpers/harness';
 import { manageHarness, memberWithToken, withToken } from './helpers';
 
@@ -138,20 +136,7 @@ test('the CLI still issues, lists and revokes keys through the same service', as
 });
 
 test('logs carry neither a new key nor an identity secret', async () => {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  const app = createApp({
-    services: h.runtime.services,
-    logger: createLogger('info', sink),
-    limiter: h.limiter,
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const { app, lines } = loggedApp(h.runtime.services, h.limiter);
   const send = (method: 'post' | 'get', path: string, body?: object) =>
     request(app)[method](`/manage/v1${path}`).set('Authorization', `Bearer ${owner.token}`).send(body);
   const key = (await send('post', `/sites/${h.site.id}/keys`, { label: 'logged?', scopes: ['media:read'] })).body.data.key as string;
@@ -160,7 +145,7 @@ test('logs carry neither a new key nor an identity secret', async () => {
   expect((await send('get', `/sites/${h.site.id}/keys`)).status).toBe(500);
   failing.mockRestore();
   await new Promise((r) => setTimeout(r, 50));
-  const all = lines.join('');
+  const all = lines().join('\n');
   expect(all).toContain('kaboom');
   for (const value of [key, secret, owner.token]) {
     expect(value).toMatch(/^w[a-z]{2}_/);

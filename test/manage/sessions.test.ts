@@ -7,7 +7,7 @@ import type { Harness } from '../helpers/harness';
 import { cookieOf, M, manageHarness, newAccount, newMember, newToken, PASSWORD, SAME_ORIGIN, signIn } from './helpers';
 import { sha256Hex } from '../../server/platform/crypto';
 import Redis from 'ioredis';
-import { Writable } from 'node:stream';
+import { loggedApp } from '../helpers/logged-app';
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/platform/logger';
 import { createRedisLimiter } from '../../server/http/rate-limit/limiter';
@@ -242,20 +242,7 @@ test("a member lists their sessions and ends one; another account's session is 4
 });
 
 test('logs never carry passwords, session tokens or management tokens, even when a request fails', async () => {
-  const lines: string[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, done) {
-      lines.push(String(chunk));
-      done();
-    },
-  });
-  const app = createApp({
-    services: h.runtime.services,
-    logger: createLogger('info', sink),
-    limiter: h.limiter,
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const { app, lines } = loggedApp(h.runtime.services, h.limiter);
   await newAccount(h, 'lo@example.com');
   const signed = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'lo@example.com', password: PASSWORD });
   const cookie = cookieOf(signed);
@@ -266,7 +253,7 @@ test('logs never carry passwords, session tokens or management tokens, even when
   failing.mockRestore();
   await request(app).post(`${M}/password`).set(SAME_ORIGIN).set('Cookie', cookie).send({ currentPassword: PASSWORD, newPassword: 'the next long password' });
   await new Promise((r) => setTimeout(r, 50));
-  const all = lines.join('');
+  const all = lines().join('\n');
   expect(all).toContain('kaboom'); // the log was written, and the failure is in it
   for (const secret of [PASSWORD, 'a wrong password guess', 'the next long password', cookie.split('=')[1], token]) expect(all).not.toContain(secret);
 });
