@@ -199,7 +199,7 @@ export function createAccountsService(opts: AccountsOptions) {
     async refusalOf(manager: Manager, siteId: string): Promise<string | null> {
       if (!(await store.findMembership(manager.accountId, siteId))) return 'no longer a member of the site';
       if (manager.sessionId) {
-        const s = (await store.listSessionsOf(manager.accountId)).find((x) => x.id === manager.sessionId);
+        const s = await store.findSessionOf(manager.accountId, manager.sessionId);
         if (!s || sessionState({ createdAt: s.created_at, lastSeenAt: s.last_seen_at }, now()) !== 'active') return 'the session ended';
       } else if (manager.tokenId) {
         const t = await store.findToken(manager.tokenId);

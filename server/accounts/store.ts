@@ -135,6 +135,8 @@ export function createAccountStore(db: Knex) {
 
     insertSession: (row: SessionRow) => db('sessions').insert(row),
     findSessionByHash: (hash: string) => first<SessionRow>(db('sessions').where({ token_hash: hash }).first(SESSION_COLUMNS), mapSession),
+    /** One of the account's sessions by id (a live stream asks at each heartbeat whether its own still holds). */
+    findSessionOf: (accountId: string, id: string) => first<SessionRow>(db('sessions').where({ id, account_id: accountId }).first(SESSION_COLUMNS), mapSession),
     listSessionsOf: async (accountId: string) =>
       (
         (await db('sessions')
