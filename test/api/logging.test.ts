@@ -1,6 +1,6 @@
 import request from 'supertest';
 import { createHarness, Harness, bearer } from '../helpers/harness';
-import { loggedApp } from '../helpers/logged-app';
+import { loggedApp } from '../helpers/test-app';
 import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
 
 let h: Harness;

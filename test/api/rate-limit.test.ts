@@ -1,10 +1,9 @@
 import request from 'supertest';
+import { testApp } from '../helpers/test-app';
 import Redis from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { createHarness, Harness, bearer } from '../helpers/harness';
 import { createMemoryLimiter, createRedisLimiter } from '../../server/http/rate-limit/limiter';
-import { createApp } from '../../server/app';
-import { createLogger } from '../../server/platform/logger';
 
 let h: Harness;
 beforeAll(async () => {
@@ -132,13 +131,7 @@ test('with Redis, two instances share one budget per key', async () => {
   const r2 = new Redis('redis://127.0.0.1:6379');
   const a = await createHarness({ limiter: createRedisLimiter(r1, 4, prefix) });
   // A second instance: its own app and its own Redis connection, the same database.
-  const b = createApp({
-    services: a.runtime.services,
-    logger: createLogger('silent'),
-    limiter: createRedisLimiter(r2, 4, prefix),
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const b = testApp(a.runtime.services, createRedisLimiter(r2, 4, prefix));
   try {
     const codes: number[] = [];
     for (const app of [a.app, b, a.app, b, a.app, b]) {

@@ -1,13 +1,11 @@
 /** The operator CLI as operators run it: a separate process on the same database as the server. */
 import fs from 'node:fs';
+import { testApp } from '../helpers/test-app';
 import path from 'node:path';
 import request from 'supertest';
 import { adminCli, AdminCli } from '../helpers/admin-cli';
 import type { TestDatabase } from '../helpers/db';
 import type { Runtime } from '../../server/runtime';
-import { createApp } from '../../server/app';
-import { createLogger } from '../../server/platform/logger';
-import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
 
 let cli: AdminCli;
 let database: TestDatabase;
@@ -59,13 +57,7 @@ test('site, keys, visitor and agent, end to end with the API', async () => {
   expect(agent.message).toMatchObject({ direction: 'outgoing', origin: 'messenger', apiKeyId: null });
 
   // The API sees what the CLI wrote, with the CLI's key.
-  const app = createApp({
-    services: runtime.services,
-    logger: createLogger('silent'),
-    limiter: createMemoryLimiter(300),
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const app = testApp(runtime.services);
   const msgs = await request(app).get(`/api/v1/conversations/${said.conversation.id}/messages`).set('Authorization', `Bearer ${key.key}`);
   expect(msgs.body.data.map((m: { content: string }) => m.content)).toEqual(['Hello from the site', 'Hi Alice']);
 
@@ -115,13 +107,7 @@ test('a service error reads the same from every command: code, message, then eac
 test("visitor revoke voids one visitor's chat window access, or every visitor's of a site", async () => {
   const site = await adminJson('site', 'create', '--name', 'Revoking shop');
   await adminJson('site', 'update', '--site', site.id, '--allowed-origins', 'https://shop.example');
-  const app = createApp({
-    services: runtime.services,
-    logger: createLogger('silent'),
-    limiter: createMemoryLimiter(300),
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const app = testApp(runtime.services);
   const gateway = (body: object) => request(app).post(`/window/v1/sites/${site.id}/token`).set('Origin', 'https://shop.example').send(body);
   const [alice, bob] = [(await gateway({})).body.data, (await gateway({})).body.data];
 

@@ -1,10 +1,8 @@
 /** The account commands of the operator CLI, as operators run them: a separate process on the server's database. */
 import request from 'supertest';
+import { testApp } from '../helpers/test-app';
 import { adminCli, AdminCli } from '../helpers/admin-cli';
 import type { Runtime } from '../../server/runtime';
-import { createApp } from '../../server/app';
-import { createLogger } from '../../server/platform/logger';
-import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
 import { M, SAME_ORIGIN } from './helpers';
 
 let cli: AdminCli;
@@ -45,13 +43,7 @@ test('the first owner: account create, member add, account list, then sign in th
     'agent@example.com:agent',
   ]);
 
-  const app = createApp({
-    services: runtime.services,
-    logger: createLogger('silent'),
-    limiter: createMemoryLimiter(300),
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const app = testApp(runtime.services);
   const owner = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'owner@example.com', password: generated.password });
   expect(owner.status).toBe(200);
   const agent = await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'agent@example.com', password: 'a password typed on stdin' });
@@ -95,13 +87,7 @@ test("the CLI's site and key changes are audited as the operator's, and its keys
   await runtime.services.accounts.addMember({ manager: null, clientIp: null }, site.id, owner.email, 'owner');
   const token = (await runtime.services.accounts.createToken({ manager: { accountId: owner.id, email: owner.email, via: 'session' }, clientIp: null }, 'audit'))
     .token;
-  const app = createApp({
-    services: runtime.services,
-    logger: createLogger('silent'),
-    limiter: createMemoryLimiter(300),
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const app = testApp(runtime.services);
   const audit = await request(app).get(`${M}/sites/${site.id}/audit-log?limit=100`).set('Authorization', `Bearer ${token}`);
   const operator = audit.body.data
     .filter((e: { actor: { type: string } }) => e.actor.type === 'operator')

@@ -6,9 +6,7 @@
  * chat window's own live stream.
  */
 import request from 'supertest';
-import { createApp } from '../../server/app';
-import { createLogger } from '../../server/platform/logger';
-import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
+import { testApp } from '../helpers/test-app';
 import { openRuntime, Runtime } from '../../server/runtime';
 import { dialectOf } from '../../server/db/knex';
 import { createStreamRegistry } from '../../server/window/streams';
@@ -38,13 +36,7 @@ beforeAll(async () => {
   h = await manageHarness({ env: { REDIS_URL: `redis://:${REDIS_PASSWORD}@127.0.0.1:${port}` } });
   // A second instance of the service on the same database and Redis.
   other = await openRuntime(h.config, { passwordHasher: TEST_HASHER });
-  const otherApp = createApp({
-    services: other.services,
-    logger: createLogger('silent'),
-    limiter: createMemoryLimiter(300),
-    validateResponses: true,
-    ready: async () => true,
-  });
+  const otherApp = testApp(other.services);
   site = h.site.id;
   await allowOrigins(h, site);
   const o = await newMember(h, site, 'owner@example.com', 'owner');

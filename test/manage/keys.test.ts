@@ -4,7 +4,7 @@
  * the next request, isolation, and the audit log. The keys are the CLI's (one access service).
  */
 import request from 'supertest';
-import { loggedApp } from '../helpers/logged-app';
+import { loggedApp } from '../helpers/test-app';
 import type { Harness } from '../helpers/harness';
 import { manageHarness, memberWithToken, withToken } from './helpers';
 

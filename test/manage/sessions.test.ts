@@ -7,7 +7,7 @@ import type { Harness } from '../helpers/harness';
 import { cookieOf, M, manageHarness, newAccount, newMember, newToken, PASSWORD, SAME_ORIGIN, signIn } from './helpers';
 import { sha256Hex } from '../../server/platform/crypto';
 import Redis from 'ioredis';
-import { loggedApp } from '../helpers/logged-app';
+import { loggedApp } from '../helpers/test-app';
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/platform/logger';
 import { createRedisLimiter } from '../../server/http/rate-limit/limiter';
