@@ -7,6 +7,7 @@
  */
 import type { Knex } from 'knex';
 import { createHarness, Harness } from '../helpers/harness';
+import { captureOneQuery, CapturedQuery, entriesRead } from '../helpers/query-cost';
 import { createConversationStore, ConversationFilters } from '../../server/conversations/store';
 import { createMessageStore } from '../../server/messages/store';
 import { dialectOf } from '../../server/db/knex';
@@ -55,26 +56,8 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => h.close());
 
-interface Captured {
-  sql: string;
-  bindings: unknown[];
-}
-
-async function capture<T>(run: () => Promise<T>): Promise<{ result: T; query: Captured }> {
-  const seen: Captured[] = [];
-  const listener = (q: Captured) => seen.push(q);
-  db.on('query', listener);
-  try {
-    const result = await run();
-    expect(seen).toHaveLength(1);
-    return { result, query: seen[0] };
-  } finally {
-    db.off('query', listener);
-  }
-}
-
 /** The plan of `query`: MariaDB's EXPLAIN row, or SQLite's EXPLAIN QUERY PLAN lines. */
-async function plan(query: Captured): Promise<{ key?: string; type?: string; extra?: string; lines: string[] }> {
+async function plan(query: CapturedQuery): Promise<{ key?: string; type?: string; extra?: string; lines: string[] }> {
   if (mysql) {
     const [rows] = await db.raw(`EXPLAIN ${query.sql}`, query.bindings as Knex.RawBinding[]);
     expect(rows).toHaveLength(1);
@@ -82,24 +65,6 @@ async function plan(query: Captured): Promise<{ key?: string; type?: string; ext
   }
   const rows = await db.raw(`EXPLAIN QUERY PLAN ${query.sql}`, query.bindings as Knex.RawBinding[]);
   return { lines: rows.map((r: { detail: string }) => r.detail) };
-}
-
-/**
- * Index entries MariaDB stepped through to answer `query`: Handler_read_next/prev, or with index
- * condition pushdown the entries it tested (Handler_icp_attempts; read_* then counts only matches).
- */
-async function entriesRead(query: Captured): Promise<number> {
-  return db.transaction(async (trx) => {
-    const counters = async () => {
-      const [rows] = await trx.raw("SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_prev', 'Handler_icp_attempts')");
-      return new Map<string, number>(rows.map((r: { Variable_name: string; Value: string }) => [r.Variable_name, Number(r.Value)]));
-    };
-    const before = await counters();
-    await trx.raw(query.sql, query.bindings as Knex.RawBinding[]);
-    const after = await counters();
-    const delta = (name: string) => after.get(name)! - before.get(name)!;
-    return Math.max(delta('Handler_read_next') + delta('Handler_read_prev'), delta('Handler_icp_attempts'));
-  });
 }
 
 const filterCombinations = (): { name: string; filters: ConversationFilters }[] => {
@@ -162,14 +127,14 @@ describe.each(filterCombinations())('conversations, $name', ({ filters }) => {
     const deep: Position = { createdAt: Number(positionRow.created_at), id: positionRow.id };
 
     for (const after of [undefined, deep]) {
-      const { result, query } = await capture(() => store().list(h.site.id, filters, after, 26));
+      const { result, query } = await captureOneQuery(db, () => store().list(h.site.id, filters, after, 26));
       expect(result.map((r) => r.id)).toEqual(all.slice(after ? depth : 0, (after ? depth : 0) + 26));
       const p = await plan(query);
       if (mysql) {
         // Page 1 with no time range may walk the equality prefix (`ref`); below a cursor it is a range.
         expect(p).toMatchObject({ key: index, type: after ? 'range' : expect.stringMatching(/^(ref|range)$/) });
         expect(p.extra).not.toMatch(/filesort|temporary/i);
-        if (after) expect(await entriesRead(query)).toBeLessThanOrEqual(MAX_ENTRIES_READ);
+        if (after) expect(await entriesRead(db, query)).toBeLessThanOrEqual(MAX_ENTRIES_READ);
       } else {
         expect(p.lines).toHaveLength(1);
         // With a cursor the range has its upper end on created_at: the scan starts at the cursor.
@@ -214,13 +179,13 @@ describe('messages of a long conversation', () => {
       .where({ id: ids[DEPTH - 1] })
       .first('created_at', 'id');
     const after: Position = { createdAt: Number(positionRow.created_at), id: positionRow.id };
-    const { result, query } = await capture(() => createMessageStore(db).page(h.site.id, conversationId, order, after, 26));
+    const { result, query } = await captureOneQuery(db, () => createMessageStore(db).page(h.site.id, conversationId, order, after, 26));
     expect(result.map((r) => r.id)).toEqual(ids.slice(DEPTH, DEPTH + 26));
     const p = await plan(query);
     if (mysql) {
       expect(p).toMatchObject({ key: 'messages_conversation_created', type: 'range' });
       expect(p.extra).not.toMatch(/filesort|temporary/i);
-      expect(await entriesRead(query)).toBeLessThanOrEqual(30);
+      expect(await entriesRead(db, query)).toBeLessThanOrEqual(30);
     } else {
       expect(p.lines).toEqual([expect.stringMatching(/^SEARCH messages USING INDEX messages_conversation_created \(conversation_id=\? AND created_at[<>]/)]);
     }

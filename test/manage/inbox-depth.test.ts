@@ -6,6 +6,7 @@
  */
 import type { Knex } from 'knex';
 import { createHarness, Harness } from '../helpers/harness';
+import { captureOneQuery, entriesRead } from '../helpers/query-cost';
 import { createConversationStore, ConversationFilters } from '../../server/conversations/store';
 import { dialectOf } from '../../server/db/knex';
 import { newId } from '../../server/platform/ids';
@@ -63,38 +64,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => h.close());
 
-interface Captured {
-  sql: string;
-  bindings: unknown[];
-}
-
-async function capture<T>(run: () => Promise<T>): Promise<{ result: T; query: Captured }> {
-  const seen: Captured[] = [];
-  const listener = (q: Captured) => seen.push(q);
-  db.on('query', listener);
-  try {
-    const result = await run();
-    expect(seen).toHaveLength(1);
-    return { result, query: seen[0] };
-  } finally {
-    db.off('query', listener);
-  }
-}
-
-async function entriesRead(query: Captured): Promise<number> {
-  return db.transaction(async (trx) => {
-    const counters = async () => {
-      const [rows] = await trx.raw("SHOW SESSION STATUS WHERE Variable_name IN ('Handler_read_next', 'Handler_read_prev', 'Handler_icp_attempts')");
-      return new Map<string, number>(rows.map((r: { Variable_name: string; Value: string }) => [r.Variable_name, Number(r.Value)]));
-    };
-    const before = await counters();
-    await trx.raw(query.sql, query.bindings as Knex.RawBinding[]);
-    const after = await counters();
-    const delta = (name: string) => after.get(name)! - before.get(name)!;
-    return Math.max(delta('Handler_read_next') + delta('Handler_read_prev'), delta('Handler_icp_attempts'));
-  });
-}
-
 const cases: { name: string; filters: ConversationFilters; index: string }[] = [
   { name: 'assignee=me', filters: { assigneeId: ME }, index: 'conversations_site_assignee_created' },
   { name: 'assignee=unassigned', filters: { assigneeId: null }, index: 'conversations_site_assignee_created' },
@@ -137,7 +106,7 @@ describe.each(cases)('inbox, $name', ({ filters, index }) => {
       .first('created_at', 'id');
     const deep: Position = { createdAt: Number(row.created_at), id: row.id };
     for (const after of [undefined, deep]) {
-      const { result, query } = await capture(() => createConversationStore(db).list(h.site.id, filters, after, 26));
+      const { result, query } = await captureOneQuery(db, () => createConversationStore(db).list(h.site.id, filters, after, 26));
       expect(result.map((r) => r.id)).toEqual(all.slice(after ? depth : 0, (after ? depth : 0) + 26));
       if (mysql) {
         const [rows] = await db.raw(`EXPLAIN ${query.sql}`, query.bindings as Knex.RawBinding[]);
@@ -147,7 +116,7 @@ describe.each(cases)('inbox, $name', ({ filters, index }) => {
         for (const r of rows) expect(r.Extra ?? '').not.toMatch(/filesort|temporary/i);
         const reads = rows.find((r: { table: string }) => r.table === 'inbox_reads');
         if (filters.unreadFor) expect(reads).toMatchObject({ type: 'eq_ref', key: 'PRIMARY' });
-        if (after) expect(await entriesRead(query)).toBeLessThanOrEqual(MAX_ENTRIES_READ);
+        if (after) expect(await entriesRead(db, query)).toBeLessThanOrEqual(MAX_ENTRIES_READ);
       } else {
         const lines = (await db.raw(`EXPLAIN QUERY PLAN ${query.sql}`, query.bindings as Knex.RawBinding[]))
           .map((r: { detail: string }) => r.detail)
