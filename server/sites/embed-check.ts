@@ -16,7 +16,7 @@ import type { AccountsService, Manager } from '../accounts/service';
 import { invalid } from '../platform/errors';
 import type { Resolver } from '../webhooks/ssrf';
 import { embedSnippet } from './service';
-import { fetchPage, FetchFailure, Redirect } from './page-fetch';
+import { fetchPage, FetchFailure, MAX_URL_CHARS, Redirect } from './page-fetch';
 import { createHtmlScanner, Tag } from './html-scan';
 import { firstRefusal, parsePolicies, Policy } from './csp';
 
@@ -149,6 +149,8 @@ export function createEmbedCheck(opts: EmbedCheckOptions) {
       throw invalid('Only http:// and https:// pages can be checked.', [{ path: '/body/url', message: 'not http(s)' }]);
     if (url.username || url.password)
       throw invalid('The URL must not carry a user name or password: the check never sends credentials.', [{ path: '/body/url', message: 'has credentials' }]);
+    if (url.href.length > MAX_URL_CHARS)
+      throw invalid(`The URL is longer than ${MAX_URL_CHARS} characters once normalised.`, [{ path: '/body/url', message: 'too long' }]);
     if (!allowedOrigins.includes(url.origin)) {
       const why =
         allowedOrigins.length === 0
@@ -324,7 +326,8 @@ export function createEmbedCheck(opts: EmbedCheckOptions) {
         loaderFound: tags.length > 0,
         siteIdMatches: tags.length > 0 ? tags.some((t) => t.siteId === siteId) : null,
         loaderHostMatches: tags.length > 0 ? tags.some((t) => t.src.origin === windowOrigin && t.src.pathname === LOADER_PATH) : null,
-        loader: judged ? { src: judged.src.href, siteId: judged.siteId } : null,
+        // As the page has them, bounded: a page can put anything in an attribute.
+        loader: judged ? { src: quote(judged.src.href, 2000), siteId: judged.siteId === null ? null : quote(judged.siteId, 200) } : null,
         redirects: fetched.redirects,
         bytesRead: fetched.bytesRead,
         truncated: fetched.truncated,

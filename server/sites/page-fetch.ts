@@ -75,6 +75,8 @@ export interface PageReader {
 }
 
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
+/** The longest URL the check fetches (as the request's `url`, after normalisation). */
+export const MAX_URL_CHARS = 2048;
 
 class Timeout extends Error {}
 
@@ -132,10 +134,15 @@ function get(url: URL, opts: PageFetchOptions, signal: AbortSignal): Promise<{ r
           agent: false as const, // one connection per check, never shared with anything else
           lookup: pinnedLookup(resolvedIps),
         };
+        const answered = (res: IncomingMessage) => {
+          // Cutting a download short errors the response; its readers handle that, this keeps an unread one quiet.
+          res.on('error', () => undefined);
+          resolve({ req, res });
+        };
         const req =
           url.protocol === 'https:'
-            ? https.request({ ...common, secureContext: opts.secureContext, rejectUnauthorized: true } as https.RequestOptions, (res) => resolve({ req, res }))
-            : http.request(common, (res) => resolve({ req, res }));
+            ? https.request({ ...common, secureContext: opts.secureContext, rejectUnauthorized: true } as https.RequestOptions, answered)
+            : http.request(common, answered);
         const onAbort = () => req.destroy(new Timeout());
         signal.addEventListener('abort', onAbort, { once: true });
         req.on('close', () => signal.removeEventListener('abort', onAbort));
@@ -179,6 +186,13 @@ export async function fetchPage(start: URL, opts: PageFetchOptions, reader: Page
           result.failure = {
             code: 'redirect_invalid',
             message: `${url.href} redirects to a ${next.protocol} URL; only http and https pages can embed the window.`,
+          };
+          return result;
+        }
+        if (next.href.length > MAX_URL_CHARS) {
+          result.failure = {
+            code: 'redirect_invalid',
+            message: `${url.href} redirects to a URL longer than ${MAX_URL_CHARS} characters, which the check does not follow.`,
           };
           return result;
         }

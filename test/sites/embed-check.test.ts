@@ -162,6 +162,15 @@ describe('the snippet on a page', () => {
     });
   });
 
+  test("a relative src counts against the page's <base>, as in browsers", async () => {
+    secure.on('/based', html(`<base href="${new URL(snippetSrc).origin}/"><script async src="window/v1/loader.js" data-site="${site}"></script>`));
+    expect((await check(secure.url('/based'))).body.data).toMatchObject({ found: true, ok: true, loader: { src: snippetSrc } });
+    secure.on('/relative', html(`<script async src="/window/v1/loader.js" data-site="${site}"></script>`));
+    const relative = await check(secure.url('/relative'));
+    expect(relative.body.data).toMatchObject({ found: false, loaderHostMatches: false, loader: { src: secure.url('/window/v1/loader.js') } });
+    expect(codes(relative)).toEqual(['loader_wrong_host']);
+  });
+
   test('absent: loader_missing; a commented-out snippet does not count', async () => {
     secure.on('/absent', html('<p>no chat here</p>'));
     secure.on('/commented', html(`<!-- <script async src="${snippetSrc}" data-site="${site}"></script> -->`));
@@ -254,6 +263,9 @@ describe('unreachable pages are a 200 with the reason', () => {
     expect(codes(far)).toEqual(['too_many_redirects']);
     expect(far.body.data.redirects).toHaveLength(4);
     expect(secure.hits('/hop5')).toHaveLength(0);
+    secure.on('/long', redirect(`/${'a'.repeat(3000)}`));
+    const long = await check(secure.url('/long'));
+    expect(codes(long)).toEqual(['redirect_invalid']);
     const three = await check(secure.url('/hop2')); // hop2 → 3 → 4 → 5: three redirects are followed
     expect(three.body.data).toMatchObject({ found: true, finalUrl: secure.url('/hop5') });
   });

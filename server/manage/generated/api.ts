@@ -1206,12 +1206,9 @@ export interface components {
                 found: boolean;
                 /** @description The loader tag judged (the right one, else the first with this site's id, else the first); `null` when there is none. */
                 loader: {
-                    /** @description Its `data-site`; `null` when it has none. */
+                    /** @description Its `data-site` (cut at 200 characters, then `…`); `null` when it has none. */
                     siteId: string | null;
-                    /**
-                     * Format: uri
-                     * @description Its `src`
-                     */
+                    /** @description Its `src`, resolved against the page (cut at 2000 characters, then `…`). */
                     src: string;
                 } | null;
                 /** @description Some script tag loading `/window/v1/loader.js` is on the page, whatever its site or host. */
