@@ -8,17 +8,25 @@ import { EMBED_CHECK_LIMITS } from '../sites/embed-check';
 type Schemas = components['schemas'];
 
 /**
- * Counts one embed check against the site's budget, shared by every owner and instance (the
- * shared limiter), so the check cannot be turned into a scanner of the site's host: 429 past it.
+ * Counts one embed check against the site's budget and the account's, shared by every instance
+ * (the shared limiter), so the check cannot be turned into a scanner: allowed origins are declared
+ * by the owner, not proven, and any account may make sites, so the site's budget alone would not
+ * bound one account. 429 past either.
  */
-export async function admitEmbedCheck(limiter: RateLimiter, siteId: string): Promise<void> {
-  const limit = EMBED_CHECK_LIMITS.perSitePerMinute;
-  const spent = await limiter.spend(`manage:embed-check:${siteId}`, 1, limit, 60_000);
-  if (!spent.allowed) {
-    const retry = Math.max(1, spent.retryAfterSeconds);
-    throw new ApiError('rate_limit_exceeded', `At most ${limit} embed checks a minute per site; retry in ${retry} s.`, undefined, {
+export async function admitEmbedCheck(limiter: RateLimiter, siteId: string, accountId: string): Promise<void> {
+  const refuse = (what: string, limit: number, retryAfterSeconds: number) => {
+    const retry = Math.max(1, retryAfterSeconds);
+    return new ApiError('rate_limit_exceeded', `At most ${limit} embed checks a minute per ${what}; retry in ${retry} s.`, undefined, {
       'Retry-After': String(retry),
     });
+  };
+  const { perSitePerMinute, perAccountPerMinute } = EMBED_CHECK_LIMITS;
+  const site = await limiter.spend(`manage:embed-check:site:${siteId}`, 1, perSitePerMinute, 60_000);
+  if (!site.allowed) throw refuse('site', perSitePerMinute, site.retryAfterSeconds);
+  const account = await limiter.spend(`manage:embed-check:account:${accountId}`, 1, perAccountPerMinute, 60_000);
+  if (!account.allowed) {
+    await site.refund(1);
+    throw refuse('account', perAccountPerMinute, account.retryAfterSeconds);
   }
 }
 
@@ -28,7 +36,8 @@ export function embedCheckRoutes(check: EmbedCheck, limiter: RateLimiter): Route
   router.post('/sites/:siteId/embed/check', async (req, res) => {
     const { url } = req.body as Schemas['EmbedCheckRequest'];
     const siteId = req.params.siteId;
-    const data = await check.check(req.manager!, siteId, url, () => admitEmbedCheck(limiter, siteId));
+    const manager = req.manager!;
+    const data = await check.check(manager, siteId, url, () => admitEmbedCheck(limiter, siteId, manager.accountId));
     const body: Schemas['EmbedCheckResponse'] = { data };
     res.status(200).json(body);
   });

@@ -28,6 +28,8 @@ export const EMBED_CHECK_LIMITS = {
   maxRedirects: 3,
   /** Checks a minute per site (the route counts them on the shared limiter). */
   perSitePerMinute: 10,
+  /** Checks a minute per account, over all its sites (sites are free to make). */
+  perAccountPerMinute: 30,
 } as const;
 
 export type ProblemCode =

@@ -414,4 +414,26 @@ describe('the fetch stays within its bounds', () => {
     // Another site keeps its own budget.
     expect((await check(secure.url('/'))).status).toBe(200);
   });
+
+  test('at most 30 checks a minute per account, over all its sites', async () => {
+    const sites: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const s = await h.newSite();
+      await h.runtime.services.access.setAllowedOrigins(s.id, [secure.origin]);
+      await h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
+      sites.push(s.id);
+    }
+    secure.on('/many', html('<p>x</p>'));
+    for (let i = 0; i < EMBED_CHECK_LIMITS.perAccountPerMinute; i++) {
+      expect((await check(secure.url('/many'), { siteId: sites[i % 3] })).status).toBe(200);
+    }
+    const over = await check(secure.url('/many'), { siteId: sites[3] });
+    expect(over.status).toBe(429);
+    expect(over.body.error.message).toContain('per account');
+    // The refused check did not use the fourth site's budget: another owner of it still has all of it.
+    const other = await newMember(h, sites[3], 'second-owner@example.com', 'owner');
+    expect(other.id).toBeDefined();
+    const cookie = (await signIn(h, 'second-owner@example.com')).cookie;
+    for (let i = 0; i < EMBED_CHECK_LIMITS.perSitePerMinute; i++) expect((await check(secure.url('/many'), { siteId: sites[3], cookie })).status).toBe(200);
+  });
 });

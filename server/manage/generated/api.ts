@@ -414,8 +414,8 @@ export interface paths {
          *     `WEBHOOK_CA_FILE`'s CAs). At most 3 redirects are followed, each to an allowed origin and checked
          *     again; the whole check ends within 10 s; at most 2 MB of the page is read, and reading stops as
          *     soon as the snippet is seen. It sends no cookie and no credential, and
-         *     `User-Agent: chat-service-embed-check/1 (+<PUBLIC_URL>)`. At most 10 checks a minute per site
-         *     (`429` past it, with `Retry-After`).
+         *     `User-Agent: chat-service-embed-check/1 (+<PUBLIC_URL>)`. At most 10 checks a minute per site and
+         *     30 per account (`429` past either, with `Retry-After`).
          *
          *     A page that cannot be reached is a `200` with `reachable: false` and the reason in `problems`:
          *     it is the check's result, not a failure of this operation.
