@@ -157,7 +157,8 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
     const page = await (await d.newContext()).newPage();
     await page.goto(`${d.origin}/dashboard${keysPath()}`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    // The email field has the focus on arrival.
+    // The email field takes the focus on arrival (autofocus applies at the next frame after rendering).
+    await page.waitForFunction(() => document.activeElement?.getAttribute('autocomplete') === 'username');
     await page.keyboard.type(d.owner.email);
     await page.keyboard.press('Tab');
     await page.keyboard.type(PASSWORD);
