@@ -48,6 +48,21 @@ module.exports = {
       to: { path: '^server/window/browser/', dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'dashboard-browser-code-stays-in-browser',
+      severity: 'error',
+      comment:
+        "The dashboard runs in a person's browser and talks to /manage/v1: from the server it may take types only (the generated API types), never code.",
+      from: { path: '^server/dashboard/browser/' },
+      to: { path: '^server/', pathNot: '^server/dashboard/browser/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'dashboard-browser-code-not-in-node',
+      severity: 'error',
+      comment: 'The dashboard is bundled by scripts/build-dashboard.ts and served as files; the server never runs it.',
+      from: { path: '^server/', pathNot: '^server/dashboard/browser/' },
+      to: { path: '^server/dashboard/browser/', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'server-not-to-dev-dependencies',
       severity: 'error',
       comment: 'A production install leaves out devDependencies: the server may use them for types only.',
@@ -70,7 +85,7 @@ module.exports = {
     enhancedResolveOptions: {
       exportsFields: ['exports'],
       conditionNames: ['import', 'require', 'node', 'default', 'types'],
-      extensions: ['.ts', '.js', '.d.ts', '.json'],
+      extensions: ['.ts', '.tsx', '.js', '.d.ts', '.json'],
     },
     moduleSystems: ['cjs', 'es6'],
   },

@@ -6,13 +6,12 @@
  *
  *   npx tsx scripts/build-window.ts        # loader.js, panel.js, panel.css: bytes, gzip and brotli bytes
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
 import { fromProjectRoot } from '../server/platform/project-root';
-import type { ContentCoding, WindowManifest } from '../server/window/assets';
+import type { WindowManifest } from '../server/window/assets';
+import { sizeOf, writeAssetDir } from './build-assets';
 
 const SOURCES = fromProjectRoot('server', 'window', 'browser');
 
@@ -57,45 +56,17 @@ export async function bundleWindow(): Promise<WindowFiles> {
   return { 'loader.js': loaderJs, 'panel.js': panelJs, 'panel.css': panelCss };
 }
 
-/** The precompressed variants, at the strongest settings: made once per build, served many times. */
-export function compress(body: Buffer): Record<ContentCoding, Buffer> {
-  return {
-    br: brotliCompressSync(body, {
-      params: {
-        [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
-        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
-        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
-      },
-    }),
-    gzip: gzipSync(body, { level: 9 }),
-  };
-}
-
 /** Writes the files, their variants and manifest.json (last) into `dir`, which must not exist yet. */
 export async function writeWindowAssets(dir: string): Promise<WindowManifest> {
   const files = await bundleWindow();
   // The panel's URLs carry this hash: a new build gets new URLs, so year-long caching is safe.
   const version = createHash('sha256').update(files['panel.js']).update('\0').update(files['panel.css']).digest('hex').slice(0, 16);
-  fs.mkdirSync(dir);
-  const manifest: WindowManifest = { version, files: {} };
-  for (const [name, body] of Object.entries(files) as [keyof WindowFiles, Buffer][]) {
-    const coded = compress(body);
-    const variants = { identity: name, br: `${name}.br`, gzip: `${name}.gz` };
-    fs.writeFileSync(path.join(dir, variants.identity), body);
-    fs.writeFileSync(path.join(dir, variants.br), coded.br);
-    fs.writeFileSync(path.join(dir, variants.gzip), coded.gzip);
-    manifest.files[name] = { type: TYPES[name], variants };
-  }
-  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
-  return manifest;
+  const typed = Object.fromEntries(Object.entries(files).map(([name, body]) => [name, { type: TYPES[name as keyof WindowFiles], body }]));
+  return writeAssetDir(dir, typed, { version });
 }
 
 export function sizes(files: WindowFiles): Record<keyof WindowFiles, { bytes: number; gzip: number; br: number }> {
-  const of = (b: Buffer) => {
-    const c = compress(b);
-    return { bytes: b.length, gzip: c.gzip.length, br: c.br.length };
-  };
-  return { 'loader.js': of(files['loader.js']), 'panel.js': of(files['panel.js']), 'panel.css': of(files['panel.css']) };
+  return { 'loader.js': sizeOf(files['loader.js']), 'panel.js': sizeOf(files['panel.js']), 'panel.css': sizeOf(files['panel.css']) };
 }
 
 if (require.main === module) {

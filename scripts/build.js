@@ -7,8 +7,9 @@
  *                                      `npm run db:migrate` run first: build only when there is no
  *                                      build or a source changed since it (a stat of each source)
  *
- * A build is the server (server/**\/*.ts, file by file, CommonJS with source maps) and the chat
- * window's browser files (scripts/build-window.ts: minified, with brotli and gzip variants). It is
+ * A build is the server (server/**\/*.ts, file by file, CommonJS with source maps) and the browser
+ * files of the chat window (scripts/build-window.ts) and of the dashboard (scripts/build-dashboard.ts),
+ * minified, with brotli and gzip variants (scripts/build-assets.ts). It is
  * written into a fresh directory .dist/.tmp-*, renamed to .dist/<id> (id: a hash of the sources
  * and the compiler's version), and `dist` is a symlink switched to it by rename(2). So:
  * - no process ever sees a half-written tree: `dist` names a complete build or the one before;
@@ -27,7 +28,9 @@ const path = require('node:path');
 const { createHash, randomBytes } = require('node:crypto');
 
 /** Bumped when the layout of a build changes, so older builds count as stale. */
-const BUILD_FORMAT = 1;
+const BUILD_FORMAT = 2;
+/** Directories of browser code: bundled by scripts/build-window.ts and scripts/build-dashboard.ts, not compiled as server files. */
+const BROWSER_SOURCES = ['server/window/browser/', 'server/dashboard/browser/'];
 /** Builds other than the current and the previous one are removed once this old. */
 const KEEP_MS = 10 * 60_000;
 /** A lock held longer than this is taken over (its holder hung, or died on another host). */
@@ -43,7 +46,7 @@ const sha256File = (file) => createHash('sha256').update(fs.readFileSync(file)).
 
 /**
  * The sources a build is made of, relative to root: every file under server/ (the browser code and
- * its CSS included), the window's builder, this script and the compiler settings.
+ * its CSS included), the browser builders, this script and the compiler settings.
  * @param {string} root
  */
 function inputFiles(root) {
@@ -58,7 +61,7 @@ function inputFiles(root) {
     }
   };
   walk('server');
-  files.push('scripts/build-window.ts', 'scripts/build.js', 'tsconfig.json');
+  files.push('scripts/build-assets.ts', 'scripts/build-dashboard.ts', 'scripts/build-window.ts', 'scripts/build.js', 'tsconfig.json');
   return files.sort();
 }
 
@@ -172,7 +175,8 @@ async function compile(root) {
     const { build } = require(require.resolve('esbuild', { paths: [root] }));
     await build({
       absWorkingDir: root,
-      entryPoints: files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !f.startsWith('server/window/browser/')),
+      // Browser code (the window's and the dashboard's) is bundled by its own builder below, never run as server code.
+      entryPoints: files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !BROWSER_SOURCES.some((dir) => f.startsWith(dir))),
       outdir: tmp,
       outbase: '.',
       platform: 'node',
@@ -182,8 +186,9 @@ async function compile(root) {
       sourcemap: true,
       logLevel: 'warning',
     });
-    // The window's builder, just compiled with the rest, writes the browser files.
+    // The browser builders, just compiled with the rest, write the browser files.
     await require(path.join(tmp, 'scripts', 'build-window.js')).writeWindowAssets(path.join(tmp, 'window'));
+    await require(path.join(tmp, 'scripts', 'build-dashboard.js')).writeDashboardAssets(path.join(tmp, 'dashboard'));
     /** @type {BuildManifest} */
     const manifest = { format: BUILD_FORMAT, id: buildId, compiler, inputs };
     fs.writeFileSync(path.join(tmp, 'build.json'), JSON.stringify(manifest, null, 1) + '\n'); // last: marks it complete

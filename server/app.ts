@@ -21,6 +21,7 @@ import { windowRoutes, WINDOW_BASE_PATH } from './window/routes';
 import { windowAssetRoutes } from './window/assets';
 import { limitByClientIp } from './http/rate-limit/answers';
 import { manageEntry, MANAGE_BASE_PATH } from './manage/entry';
+import { dashboardRoutes, DASHBOARD_BASE_PATH } from './dashboard/routes';
 
 export interface AppOptions {
   services: Services;
@@ -97,6 +98,8 @@ function mainRoutes(opts: AppOptions): express.Router {
     res.json({ data: { status: 'ready' } });
   });
   main.use(docsRoutes({ persistAuthorization: services.config.docsPersistAuthorization }));
+  // 3b. The dashboard's browser side: static files and its HTML shell (it calls /manage/v1 only).
+  main.use(DASHBOARD_BASE_PATH, dashboardRoutes({ logger: opts.logger }));
 
   // 4. The public API.
   const api = express.Router();

@@ -1,9 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { createHash } from 'node:crypto';
 import { Request, Response, Router } from 'express';
 import { ApiError } from '../platform/errors';
-import { fromProjectRoot } from '../platform/project-root';
+import { Asset, AssetManifest, builtAssetDir, IMMUTABLE, loadAssetDir, loadAtStart, sendAsset } from '../http/static-assets';
 import { limitByClientIp } from '../http/rate-limit/answers';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
@@ -25,60 +22,23 @@ import type { Logger } from '../platform/logger';
  * compiled or compressed while serving.
  */
 
-export type ContentCoding = 'br' | 'gzip';
-
 /** `manifest.json` of the build's window/ directory: what scripts/build-window.ts wrote. */
-export interface WindowManifest {
+export interface WindowManifest extends AssetManifest {
   /** Content hash of the panel's files: their URLs carry it. */
   version: string;
-  /** Each served file by name: its media type and the file of each variant (identity and precompressed). */
-  files: Record<string, { type: string; variants: { identity: string } & Partial<Record<ContentCoding, string>> }>;
 }
 
-interface Variant {
-  body: Buffer;
-  etag: string;
-}
-interface Asset {
-  type: string;
-  identity: Variant;
-  coded: Partial<Record<ContentCoding, Variant>>;
-}
 export interface WindowAssets {
   version: string;
   files: ReadonlyMap<string, Asset>;
 }
 
-/**
- * The window/ directory of the build this code runs from: beside its server/ directory when
- * compiled (a build in .dist/<id>, reached through dist/), else (run from the sources by tsx: the
- * tests, `npm run demo`) the current build's, dist/window.
- */
-export function windowAssetDir(): string {
-  const ownBuild = path.resolve(__dirname, '..', '..');
-  return fs.existsSync(path.join(ownBuild, 'build.json')) ? path.join(ownBuild, 'window') : fromProjectRoot('dist', 'window');
-}
+/** The window/ directory of the build this code runs from (see builtAssetDir). */
+export const windowAssetDir = (): string => builtAssetDir('window');
 
-function variant(body: Buffer): Variant {
-  return { body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
-}
-
-/**
- * Reads the build's files into memory (about 30 KB with their variants). The directory is
- * resolved first, so a build switched in meanwhile (dist/ is a symlink) cannot mix two builds.
- */
+/** Reads the build's files into memory (about 30 KB with their variants). */
 export function loadWindowAssets(dir = windowAssetDir()): WindowAssets {
-  const real = fs.realpathSync(dir);
-  const manifest = JSON.parse(fs.readFileSync(path.join(real, 'manifest.json'), 'utf8')) as WindowManifest;
-  const files = new Map<string, Asset>();
-  const read = (file: string) => {
-    if (path.basename(file) !== file) throw new Error(`the window manifest names a file outside its directory: ${file}`);
-    return variant(fs.readFileSync(path.join(real, file)));
-  };
-  for (const [name, f] of Object.entries(manifest.files)) {
-    const { identity, ...coded } = f.variants;
-    files.set(name, { type: f.type, identity: read(identity), coded: Object.fromEntries(Object.entries(coded).map(([c, file]) => [c, read(file)])) });
-  }
+  const { manifest, files } = loadAssetDir<WindowManifest>(dir);
   return { version: manifest.version, files };
 }
 
@@ -87,70 +47,6 @@ let loaded: WindowAssets | undefined;
 export function windowAssets(): WindowAssets {
   loaded ??= loadWindowAssets();
   return loaded;
-}
-
-const QVALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
-/** Preference on equal weights: the smaller variant first. */
-const BY_SIZE = ['br', 'gzip', 'identity'] as const;
-
-/**
- * The coding to answer with for an Accept-Encoding header (RFC 9110, 12.5.3): the highest weight
- * among the variants there are, `*` standing for codings not named, q=0 refusing one. Identity
- * not named counts only through `*`; it is still sent when nothing else is acceptable.
- */
-export function chooseCoding(header: string | undefined, available: readonly ContentCoding[]): ContentCoding | 'identity' {
-  if (!header) return 'identity';
-  const weights = new Map<string, number>();
-  for (const member of header.split(',')) {
-    const [token, ...params] = member.split(';');
-    const name = token.trim().toLowerCase();
-    if (!name) continue;
-    let q = 1;
-    const weight = params.map((p) => /^\s*q\s*=\s*(\S*)\s*$/i.exec(p)).find(Boolean);
-    if (weight) {
-      if (!QVALUE.test(weight[1])) continue; // a malformed weight: the member is ignored
-      q = Number(weight[1]);
-    }
-    weights.set(name === 'x-gzip' ? 'gzip' : name, q);
-  }
-  const any = weights.get('*');
-  let best: ContentCoding | 'identity' = 'identity';
-  let bestWeight = 0;
-  for (const coding of BY_SIZE) {
-    if (coding !== 'identity' && !available.includes(coding)) continue;
-    const w = weights.get(coding) ?? any ?? 0;
-    if (w > bestWeight) [best, bestWeight] = [coding, w];
-  }
-  return best;
-}
-
-/** If-None-Match names this ETag (weak comparison, RFC 9110 13.1.2), or is `*`. */
-function notModified(req: Request, etag: string): boolean {
-  const header = req.headers['if-none-match'];
-  if (!header) return false;
-  return header.split(',').some((t) => {
-    const tag = t.trim();
-    return tag === '*' || tag.replace(/^W\//, '') === etag;
-  });
-}
-
-/** Sends one of the build's files in the best coding the client accepts. */
-function sendAsset(req: Request, res: Response, asset: Asset, cacheControl: string): void {
-  const coding = chooseCoding(req.headers['accept-encoding'], Object.keys(asset.coded) as ContentCoding[]);
-  const chosen = coding === 'identity' ? asset.identity : asset.coded[coding]!;
-  res.setHeader('Vary', 'Accept-Encoding');
-  res.setHeader('Cache-Control', cacheControl);
-  res.setHeader('ETag', chosen.etag);
-  // Loaded by other sites' pages as a script: say so, or a CORP-strict browser refuses it.
-  res.setHeader('Cross-Origin-Resource-Policy', 'cross-origin');
-  if (notModified(req, chosen.etag)) {
-    res.status(304).end();
-    return;
-  }
-  res.setHeader('Content-Type', asset.type);
-  if (coding !== 'identity') res.setHeader('Content-Encoding', coding);
-  res.setHeader('Content-Length', String(chosen.body.length));
-  res.status(200).end(chosen.body);
 }
 
 const SITE_ID = /^ws_[0-9a-hjkmnp-tv-z]{26}$/;
@@ -207,27 +103,18 @@ function panelHtml(siteId: string, version: string): string {
 
 export function windowAssetRoutes(opts: { services: Services; limiter: RateLimiter; logger: Logger }): Router {
   const router = Router();
-  // Read now, at start; a missing or broken build is logged and answered 503 until a restart.
-  let assets: WindowAssets | undefined;
-  try {
-    assets = windowAssets();
-  } catch (err) {
-    opts.logger.error({ err: { message: (err as Error).message } }, "the chat window's files are missing from the build: run npm run build");
-  }
-  const ready = (): WindowAssets => {
-    if (!assets) throw new ApiError('service_unavailable', 'The chat window is not available on this instance.', undefined, { 'Retry-After': '60' });
-    return assets;
-  };
+  const ready = loadAtStart(windowAssets, opts.logger, 'chat window');
 
   router.get('/loader.js', (req, res) => {
-    sendAsset(req, res, ready().files.get('loader.js')!, `public, max-age=${LOADER_MAX_AGE_SECONDS}`);
+    // Loaded by other sites' pages as a script: cross-origin, or a CORP-strict browser refuses it.
+    sendAsset(req, res, ready().files.get('loader.js')!, `public, max-age=${LOADER_MAX_AGE_SECONDS}`, true);
   });
 
   router.get('/assets/:version/:file', (req, res) => {
     const a = ready();
     const asset = req.params.version === a.version && req.params.file !== 'loader.js' ? a.files.get(req.params.file as string) : undefined;
     if (!asset) throw new ApiError('not_found', 'No such chat window asset (an older version is not kept: reload the page).');
-    sendAsset(req, res, asset, 'public, max-age=31536000, immutable');
+    sendAsset(req, res, asset, IMMUTABLE, true);
   });
 
   router.get('/sites/:siteId/panel', async (req: Request, res: Response) => {

@@ -9,7 +9,8 @@ import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import request from 'supertest';
 import { createHarness, Harness } from '../helpers/harness';
 import { allowOrigins } from '../window/helpers';
-import { chooseCoding, windowAssets } from '../../server/window/assets';
+import { windowAssets } from '../../server/window/assets';
+import { chooseCoding } from '../../server/http/static-assets';
 import { parseInline, parseMarkdown, safeHref } from '../../server/window/browser/markdown';
 
 describe('chat window assets', () => {

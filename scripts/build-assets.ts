@@ -1,0 +1,48 @@
+/**
+ * What the browser builders share (scripts/build-window.ts, scripts/build-dashboard.ts): the
+ * precompressed variants of each file and the directory layout the server reads
+ * (server/http/static-assets.ts): each file, its `.br` and `.gz`, and manifest.json, written last.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
+import type { AssetManifest, ContentCoding } from '../server/http/static-assets';
+
+/** The precompressed variants, at the strongest settings: made once per build, served many times. */
+export function compress(body: Buffer): Record<ContentCoding, Buffer> {
+  return {
+    br: brotliCompressSync(body, {
+      params: {
+        [constants.BROTLI_PARAM_QUALITY]: constants.BROTLI_MAX_QUALITY,
+        [constants.BROTLI_PARAM_MODE]: constants.BROTLI_MODE_TEXT,
+        [constants.BROTLI_PARAM_SIZE_HINT]: body.length,
+      },
+    }),
+    gzip: gzipSync(body, { level: 9 }),
+  };
+}
+
+/** Bytes of a file as built and as sent compressed. */
+export function sizeOf(body: Buffer): { bytes: number; gzip: number; br: number } {
+  const c = compress(body);
+  return { bytes: body.length, gzip: c.gzip.length, br: c.br.length };
+}
+
+/**
+ * Writes the files (name to media type and body), their variants and manifest.json (last, with
+ * `extra`'s fields beside `files`) into `dir`, which must not exist yet.
+ */
+export function writeAssetDir<E extends object>(dir: string, files: Record<string, { type: string; body: Buffer }>, extra: E): AssetManifest & E {
+  fs.mkdirSync(dir);
+  const manifest: AssetManifest & E = { ...extra, files: {} };
+  for (const [name, { type, body }] of Object.entries(files)) {
+    const coded = compress(body);
+    const variants = { identity: name, br: `${name}.br`, gzip: `${name}.gz` };
+    fs.writeFileSync(path.join(dir, variants.identity), body);
+    fs.writeFileSync(path.join(dir, variants.br), coded.br);
+    fs.writeFileSync(path.join(dir, variants.gzip), coded.gzip);
+    manifest.files[name] = { type, variants };
+  }
+  fs.writeFileSync(path.join(dir, 'manifest.json'), JSON.stringify(manifest, null, 2) + '\n');
+  return manifest;
+}

@@ -1,0 +1,197 @@
+/**
+ * The app shell: who is signed in (GET /me), the sign-in and invitation pages, and for a signed-in
+ * account the header (site picker, navigation by role, connection state, sign-out) around the page
+ * the route table (pages.ts) names. It also answers api.ts when a session ends: a dialog over the
+ * page, which stays mounted (so what was typed stays), and the call is sent again after sign-in.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { ApiFailure, call, client, whenSignedOut, type Me, type MySite } from './api';
+import { matchSitePath, navigate, usePath } from './router';
+import { SITE_PAGES } from './pages';
+import { useConnection, type ConnectionState } from './connection';
+import { SignInForm, SignInPage, type SignedIn } from './pages/sign-in';
+import { AcceptInvitationPage } from './pages/accept-invitation';
+import { Button } from './components/Button';
+import { Dialog } from './components/Dialog';
+import { EmptyState } from './components/EmptyState';
+import { ErrorBanner } from './components/ErrorBanner';
+import { Link } from './components/Link';
+
+type Session = { kind: 'loading' } | { kind: 'signed-out' } | { kind: 'signed-in'; me: Me } | { kind: 'failed'; error: unknown };
+
+const loadMe = () => call(() => client.GET('/me'), { signIn: false });
+
+export function App() {
+  const path = usePath();
+  const [session, setSession] = useState<Session>({ kind: 'loading' });
+  const [reauth, setReauth] = useState<{ resolve: () => void; reject: (e: unknown) => void } | null>(null);
+
+  const refresh = async () => {
+    try {
+      setSession({ kind: 'signed-in', me: await loadMe() });
+    } catch (err) {
+      setSession(err instanceof ApiFailure && err.status === 401 ? { kind: 'signed-out' } : { kind: 'failed', error: err });
+    }
+  };
+
+  useEffect(() => {
+    void refresh();
+    whenSignedOut(() => new Promise((resolve, reject) => setReauth({ resolve, reject })));
+  }, []);
+
+  const signedInAgain = async (s: SignedIn) => {
+    const me = session.kind === 'signed-in' ? session.me : null;
+    // Another account signed in: nothing on the page belongs to it; start over.
+    if (me && s.account.id !== me.account.id) return location.assign('/dashboard/');
+    setReauth(null);
+    reauth?.resolve();
+    await refresh();
+  };
+  const gaveUp = () => {
+    setReauth(null);
+    reauth?.reject(new ApiFailure(401, 'unauthorized', 'You are signed out: sign in to continue.'));
+  };
+
+  const signOut = async () => {
+    try {
+      await call(() => client.DELETE('/session'), { signIn: false });
+    } catch {
+      // Signed out already, or the service is unreachable: the page forgets the account either way.
+    }
+    setSession({ kind: 'signed-out' });
+    navigate('/', true);
+  };
+
+  let content;
+  if (session.kind === 'loading') content = <p class="loading">Loading…</p>;
+  else if (session.kind === 'failed')
+    content = (
+      <main id="main" class="narrow">
+        <h1>The dashboard could not start</h1>
+        <ErrorBanner error={session.error} />
+        <Button onClick={() => void refresh()}>Try again</Button>
+      </main>
+    );
+  else if (path === '/accept-invitation') content = <AcceptInvitationPage me={session.kind === 'signed-in' ? session.me : null} onJoined={refresh} />;
+  else if (session.kind === 'signed-out') content = <SignInPage onSignedIn={refresh} />;
+  else content = <SignedInShell me={session.me} path={path} onSignOut={signOut} />;
+
+  return (
+    <>
+      {content}
+      {reauth && (
+        <Dialog title="Your session ended" onClose={gaveUp}>
+          <p>Sign in again to continue. The page stays as it is, and what you were doing is sent once you are signed in.</p>
+          <SignInForm email={session.kind === 'signed-in' ? session.me.account.email : ''} onSignedIn={signedInAgain} />
+        </Dialog>
+      )}
+    </>
+  );
+}
+
+const CONNECTION_LABEL: Record<ConnectionState, string> = {
+  none: '',
+  connecting: 'Connecting…',
+  live: 'Live',
+  reconnecting: 'Reconnecting…',
+  offline: 'Offline',
+};
+
+function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOut: () => Promise<void> }) {
+  const connection = useConnection();
+  const match = matchSitePath(path);
+  const site = match && me.sites.find((s) => s.id === match.siteId);
+  const first = me.sites[0];
+
+  // `/` and a site without a page open the inbox of the first (or that) site.
+  useEffect(() => {
+    if ((path === '/' || path === '/sign-in') && first) navigate(`/sites/${first.id}/inbox`, true);
+    else if (site && match?.page === '') navigate(`/sites/${site.id}/inbox`, true);
+  }, [path, first?.id, site?.id]);
+
+  const route = site && SITE_PAGES.find((p) => p.path === match.page);
+  const title = route?.title ?? (path === '/' ? 'Dashboard' : 'Not found');
+  const heading = useRef<HTMLHeadingElement>(null);
+  const firstRender = useRef(true);
+  useEffect(() => {
+    document.title = site ? `${title} · ${site.name} · Dashboard` : `${title} · Dashboard`;
+    // After a navigation, focus goes to the new page's heading, so a screen reader announces it.
+    if (!firstRender.current) heading.current?.focus();
+    firstRender.current = false;
+  }, [path]);
+
+  let page;
+  if (!me.sites.length) page = <EmptyState title="You are not a member of any site yet.">Ask an owner of a site to invite you.</EmptyState>;
+  else if (!site || !route) page = <EmptyState title="There is no such page, or it is on a site you are not a member of." />;
+  else if (route.owners && site.role !== 'owner')
+    page = (
+      <div class="banner banner-info" role="note">
+        <p>
+          <strong>Owners only.</strong> {route.title} is for the site's owners; your role on {site.name} is {site.role}.
+        </p>
+      </div>
+    );
+  else page = <route.component key={site.id} site={site} me={me} />;
+
+  return (
+    <div class="app">
+      <a class="skip" href="#main">
+        Skip to content
+      </a>
+      <header class="topbar">
+        <Link class="brand" to="/">
+          Dashboard
+        </Link>
+        {me.sites.length > 0 && <SitePicker sites={me.sites} current={site} page={match?.page ?? 'inbox'} />}
+        <span class={`connection connection-${connection}`} role="status">
+          {CONNECTION_LABEL[connection]}
+        </span>
+        <span class="account">
+          <span class="account-email">{me.account.email}</span>
+          <Button onClick={onSignOut}>Sign out</Button>
+        </span>
+      </header>
+      {site && (
+        <nav class="sitenav" aria-label="Site pages">
+          <ul>
+            {SITE_PAGES.filter((p) => !p.owners || site.role === 'owner').map((p) => (
+              <li key={p.path}>
+                <Link to={`/sites/${site.id}/${p.path}`} aria-current={p === route ? 'page' : undefined}>
+                  {p.title}
+                </Link>
+              </li>
+            ))}
+          </ul>
+        </nav>
+      )}
+      <main id="main">
+        <h1 ref={heading} tabIndex={-1}>
+          {title}
+        </h1>
+        {page}
+      </main>
+    </div>
+  );
+}
+
+/** Switches site, staying on the same page when the role there allows it. */
+function SitePicker({ sites, current, page }: { sites: MySite[]; current: MySite | undefined; page: string }) {
+  const choose = (id: string) => {
+    const next = sites.find((s) => s.id === id)!;
+    const route = SITE_PAGES.find((p) => p.path === page);
+    navigate(`/sites/${id}/${route && (!route.owners || next.role === 'owner') ? page : 'inbox'}`);
+  };
+  return (
+    <span class="site-picker">
+      <label for="site-picker">Site</label>
+      <select id="site-picker" value={current?.id ?? ''} onChange={(e) => choose(e.currentTarget.value)}>
+        {!current && <option value="">Choose a site</option>}
+        {sites.map((s) => (
+          <option key={s.id} value={s.id}>
+            {s.name} ({s.role})
+          </option>
+        ))}
+      </select>
+    </span>
+  );
+}

@@ -1,0 +1,95 @@
+import { Request, Response, Router } from 'express';
+import { ApiError } from '../platform/errors';
+import { Asset, AssetManifest, builtAssetDir, IMMUTABLE, loadAssetDir, loadAtStart, sendAsset } from '../http/static-assets';
+import type { Logger } from '../platform/logger';
+
+/**
+ * The dashboard's browser side under /dashboard (docs/dashboard.md). It is static code that talks
+ * to /manage/v1 only:
+ *
+ * - `assets/<hash>.js|css`: the build's two files (scripts/build-dashboard.ts), named by content
+ *   hash and cached for a year (immutable). Any other name is 404 in the envelope.
+ * - every other GET: the HTML shell, whatever the path, so the browser code routes by the history
+ *   API (`/dashboard/sites/<siteId>/keys` reloaded opens that page). It holds no inline script or
+ *   style, and its CSP allows this origin only (no `style` attributes either, no eval).
+ */
+
+export const DASHBOARD_BASE_PATH = '/dashboard';
+
+/** `manifest.json` of the build's dashboard/ directory: the files, and which two the shell loads. */
+export interface DashboardManifest extends AssetManifest {
+  script: string;
+  style: string;
+}
+
+export interface DashboardAssets {
+  manifest: DashboardManifest;
+  files: ReadonlyMap<string, Asset>;
+}
+
+export const DASHBOARD_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "connect-src 'self'",
+  "img-src 'self' data: blob:",
+  "font-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+/** Reads the build's dashboard/ directory (about 100 KB with its variants). */
+export const loadDashboardAssets = (dir = builtAssetDir('dashboard')): DashboardAssets => loadAssetDir<DashboardManifest>(dir);
+
+function shellHtml(m: DashboardManifest): string {
+  // The names are the builder's hex hashes: nothing here needs escaping.
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Dashboard</title>
+<link rel="stylesheet" href="${DASHBOARD_BASE_PATH}/assets/${m.style}">
+<script src="${DASHBOARD_BASE_PATH}/assets/${m.script}" defer></script>
+</head>
+<body>
+<div id="app"></div>
+<noscript><p>The dashboard needs JavaScript.</p></noscript>
+</body>
+</html>
+`;
+}
+
+export function dashboardRoutes(opts: { logger: Logger }): Router {
+  const router = Router();
+  // The shell is made once with the files: it only names them.
+  const ready = loadAtStart(
+    () => {
+      const assets = loadDashboardAssets();
+      return { ...assets, shell: shellHtml(assets.manifest) };
+    },
+    opts.logger,
+    'dashboard',
+  );
+
+  router.get('/assets/:file', (req: Request, res: Response) => {
+    const asset = ready().files.get(req.params.file as string);
+    if (!asset) throw new ApiError('not_found', 'No such dashboard asset (an older build is not kept: reload the page).');
+    sendAsset(req, res, asset, IMMUTABLE);
+  });
+
+  router.get('/assets/{*rest}', () => {
+    throw new ApiError('not_found', 'No such dashboard asset.');
+  });
+
+  router.get('/{*route}', (_req: Request, res: Response) => {
+    const { shell } = ready();
+    res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
+    // It names the current build's files: always revalidated, so a new build is picked up at once.
+    res.setHeader('Cache-Control', 'no-cache');
+    res.type('html').send(shell);
+  });
+
+  return router;
+}
