@@ -68,12 +68,13 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
      */
     async updateSite(actor: Owner, siteId: string, change: { name?: string; identityMode?: IdentityMode }) {
       await owner(actor.manager, siteId);
-      if (change.name !== undefined) await access.renameSite(siteId, change.name, audited(actor, siteId, 'site.renamed'));
-      let identitySecret: string | undefined;
-      if (change.identityMode !== undefined) {
-        const r = await access.setIdentity(siteId, { mode: change.identityMode }, audited(actor, siteId, `site.identity_mode_changed.${change.identityMode}`));
-        identitySecret = r.identitySecret;
-      }
+      const actions = [
+        ...(change.name !== undefined ? ['site.renamed'] : []),
+        ...(change.identityMode !== undefined ? [`site.identity_mode_changed.${change.identityMode}`] : []),
+      ];
+      const { identitySecret } = await access.updateSite(siteId, change, async (trx, objectId) => {
+        for (const action of actions) await accounts.audit(actor, [siteId], action, objectId, trx);
+      });
       const site = await access.getSite(siteId);
       return identitySecret ? { ...site, identitySecret } : site;
     },
