@@ -130,6 +130,12 @@ async function ensureAddress() {
   await webhooks.setEnabled(site, true);
 }
 
+/** The main site's address without a pending roll (a rotation drops one). */
+async function noRoll() {
+  await ensureAddress();
+  await h.runtime.services.webhooks.rotateSecret(site);
+}
+
 /** A real (not test) event of the main site with a pending delivery, and its conversation. */
 async function pendingEvent() {
   await ensureAddress();
@@ -291,6 +297,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   changeEventAddressState: {},
   rotateEventSecret: {},
   rollEventSecret: {},
+  cancelEventSecretRoll: {},
   switchEventSecret: {},
   sendTestEvent: {},
   listDeliveries: {},
@@ -544,17 +551,44 @@ function eventScenarios() {
     ...commonEvents('post', roll, 'rollSecret', { switchInHours: 24 }),
     ...writes('post', roll, { switchInHours: 24 }),
     200: async () => {
-      await ensureAddress();
+      await noRoll();
       return call('post', roll, { cookie: owner.cookie, body: { switchInHours: 48 } });
     },
     404: () => call('post', `${other}/secret/roll`, { cookie: owner.cookie, body: {} }),
+    409: async () => {
+      await noRoll();
+      await h.runtime.services.webhooks.rollSecret(site);
+      return call('post', roll, { cookie: owner.cookie, body: {} });
+    },
     429: () => exhausted('post', (s) => `/sites/${s}/event-address/secret/roll`, {}),
+  });
+  Object.assign(scenarios.cancelEventSecretRoll, {
+    ...commonEvents('delete', roll, 'cancelSecretRoll'),
+    200: async () => {
+      await noRoll();
+      await h.runtime.services.webhooks.rollSecret(site);
+      return call('delete', roll, { cookie: owner.cookie });
+    },
+    400: async () => {
+      await noRoll();
+      return call('delete', roll, { cookie: owner.cookie });
+    },
+    403: ownerOnly('delete', roll),
+    404: () => call('delete', `${other}/secret/roll`, { cookie: owner.cookie }),
+    409: async () => {
+      // Switching now: too late to take the roll back.
+      await noRoll();
+      await h.runtime.services.webhooks.rollSecret(site);
+      await h.runtime.services.webhooks.switchSecret(site);
+      return call('delete', roll, { cookie: owner.cookie });
+    },
+    429: () => exhausted('delete', (s) => `/sites/${s}/event-address/secret/roll`),
   });
   const switchNow = `${address}/secret/switch`;
   Object.assign(scenarios.switchEventSecret, {
     ...commonEvents('post', switchNow, 'switchSecret'),
     200: async () => {
-      await ensureAddress();
+      await noRoll();
       await h.runtime.services.webhooks.rollSecret(site);
       return call('post', switchNow, { cookie: owner.cookie });
     },

@@ -438,11 +438,22 @@ export interface paths {
          * @description Owners only. A new secret is shown once, now; attempts stay signed with the current secret until
          *     the switch (`switchInHours`, 24 by default), then with the new one, and the old one is dropped.
          *     An attempt signed at or after `switchAt` carries the new secret. Configure the receiver with both
-         *     (the SDK's `verifyWebhook({ secrets: [old, new] })`) and nothing is lost. A roll while one is
-         *     pending replaces its new secret.
+         *     (the SDK's `verifyWebhook({ secrets: [old, new] })`) and nothing is lost. While a roll is
+         *     pending another is refused, `409 conflict` (its message says until when): switch the pending
+         *     one now (`POST …/secret/switch`) or cancel it (`DELETE …/secret/roll`) first, so the secret a
+         *     receiver was given is never replaced behind its back. The CLI's `webhook roll-secret` follows
+         *     the same rule.
          */
         post: operations["rollEventSecret"];
-        delete?: never;
+        /**
+         * Cancel a pending secret roll
+         * @description Owners only. The pending roll's new secret is dropped unused; the current secret keeps signing
+         *     (remove the new one from the receiver at leisure). `400` when no roll is pending; `409
+         *     conflict` when its switch is 10 seconds or less away (after a switch-now, or at the end of its
+         *     wait): a worker may already sign with the new secret then. Audited as
+         *     `event_address.secret_roll_cancelled`; the CLI's `webhook cancel-roll`.
+         */
+        delete: operations["cancelEventSecretRoll"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1118,13 +1129,14 @@ export interface components {
         };
         Error: {
             /**
-             * @description The public API's codes (`Error.code` in openapi.yaml) and two of this API:
-             *     `forbidden` (the role does not allow it) and `cross_site_request` (a change from
-             *     another site). A later version may add codes: treat one you do not know by its status.
+             * @description The public API's codes (`Error.code` in openapi.yaml) and three of this API:
+             *     `forbidden` (the role does not allow it), `cross_site_request` (a change from
+             *     another site) and `conflict` (409: the object's state does not allow the change now,
+             *     e.g. a second secret roll while one is pending). A later version may add codes: treat one you do not know by its status.
              * @example forbidden
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "forbidden" | "cross_site_request" | "not_found" | "method_not_allowed" | "conversation_closed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "quota_exceeded" | "internal_error" | "service_unavailable" | "insufficient_storage";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "forbidden" | "cross_site_request" | "not_found" | "method_not_allowed" | "conversation_closed" | "conflict" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "quota_exceeded" | "internal_error" | "service_unavailable" | "insufficient_storage";
             details?: components["schemas"]["ErrorDetail"][];
             /** @description Human-readable explanation. */
             message: string;
@@ -1745,6 +1757,27 @@ export interface components {
                  *       "error": {
                  *         "code": "rate_limit_exceeded",
                  *         "message": "Too many sign-in attempts; retry in 840 s."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description `conflict`: a secret roll is pending (roll), or its switch is under way (cancel); the message says until when. */
+        RollConflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "conflict",
+                 *         "message": "A secret roll is pending until 2026-11-27T09:00:00.000Z: switch it now or cancel it, then roll again."
                  *       }
                  *     }
                  */
@@ -2963,8 +2996,44 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["RollConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelEventSecretRoll: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The address, without a pending roll. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventAddressResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["RollConflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
