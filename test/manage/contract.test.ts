@@ -153,6 +153,7 @@ const CROSS_SITE = { 'Sec-Fetch-Site': 'cross-site' };
 const TOO_BIG = { label: 'x'.repeat(70 * 1024) };
 const OTHER_SITE = 'ws_00000000000000000000000000';
 const NO_ACCOUNT = 'usr_00000000000000000000000000';
+const SETUP = { token: 'A'.repeat(43), email: 'first@example.com', password: PASSWORD };
 
 /** Every operation's answers that are made the same way: bad query, no credential, limits, failures, no database. */
 function common(method: Method, path: string, service: AccountsMethod, body?: object): Record<string, Scenario> {
@@ -277,6 +278,30 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     },
     500: failing('acceptInvitation', () => call('post', '/invitations/accept', { cookie: owner.cookie, body: { token: 'A'.repeat(43) } })),
     503: () => call('post', '/invitations/accept', { app: broken.app, body: { token: 'A'.repeat(43), email: 'x@example.com', password: PASSWORD } }),
+  },
+  completeSetup: {
+    201: async () => {
+      // A service with no account yet: a first start.
+      const first = await manageHarness();
+      try {
+        const link = (await first.runtime.services.accounts.issueSetupLink())!;
+        const token = new URL(link.url).hash.replace('#token=', '');
+        return await call('post', '/setup', { app: first.app, body: { token, email: 'first@example.com', password: PASSWORD } });
+      } finally {
+        await first.close();
+      }
+    },
+    400: () => call('post', '/setup', { body: { token: 'A'.repeat(43), email: 'first@example.com' } }),
+    403: () => call('post', '/setup', { body: SETUP, headers: CROSS_SITE }),
+    404: () => call('post', '/setup', { body: SETUP }),
+    413: () => call('post', '/setup', { body: { ...SETUP, password: 'x'.repeat(70 * 1024) } }),
+    415: () => call('post', '/setup', { body: 'token=x' }),
+    429: async () => {
+      await call('post', '/setup', { app: limited.app, body: SETUP });
+      return call('post', '/setup', { app: limited.app, body: SETUP });
+    },
+    500: failing('completeSetup', () => call('post', '/setup', { body: SETUP })),
+    503: () => call('post', '/setup', { app: broken.app, body: SETUP }),
   },
   listAuditLog: {},
   // An owner's sites and keys (ownerScenarios).

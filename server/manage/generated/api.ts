@@ -140,6 +140,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make the first owner with the setup link
+         * @description While no account exists, each start of the server prints a one-time setup link,
+         *     `{PUBLIC_URL}/dashboard/setup#token=...` (the token in the fragment, which never reaches a
+         *     server's logs); the dashboard's page posts the token here with the first owner's email and
+         *     password. The new account becomes owner of every site that exists (on a first start with the
+         *     demo, the demo site) and is signed in: the answer sets the session cookie.
+         *
+         *     The link is valid 24 hours and once; a start with still no account prints a new one and the
+         *     old one stops; an account made any other way (the CLI's `account create`, an invitation) ends
+         *     it. Of two uses at once, one makes the owner. An unknown, used, replaced or expired link is
+         *     one answer, `404`. Like signing in, it needs `Sec-Fetch-Site: same-origin` (or, without
+         *     Fetch Metadata, the service's `Origin`).
+         */
+        post: operations["completeSetup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites": {
         parameters: {
             query?: never;
@@ -1473,6 +1503,20 @@ export interface components {
                 secret: components["schemas"]["SigningSecret"] | null;
             };
         };
+        SetupRequest: {
+            email: components["schemas"]["Email"];
+            password: components["schemas"]["Password"];
+            /** @description The `token` of the setup link's fragment. */
+            token: string;
+        };
+        SetupResponse: {
+            data: {
+                account: components["schemas"]["Account"];
+                session: components["schemas"]["Session"];
+                /** @description The sites it owns (every site that existed). */
+                sites: components["schemas"]["MySite"][];
+            };
+        };
         /** @description `whsec_` and 32 random bytes in base62; shown once. */
         SigningSecret: string;
         SignInRequest: {
@@ -2122,6 +2166,40 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    completeSetup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetupRequest"];
+            };
+        };
+        responses: {
+            /** @description The first owner, made and signed in; the session cookie is set. */
+            201: {
+                headers: {
+                    "Set-Cookie": components["headers"]["Set-Session-Cookie"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetupResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
