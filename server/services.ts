@@ -168,7 +168,7 @@ export function createServices(
     /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
     accounts,
     /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */
-    siteAdmin: createSiteAdmin({ access, accounts, cursors, windowUrl: config.windowPublicUrl ?? config.publicUrl }),
+    siteAdmin: createSiteAdmin({ access, accounts, visitorFiles, cursors, windowUrl: config.windowPublicUrl ?? config.publicUrl }),
     /** The dashboard's inbox (/manage/v1): lists, replies, closes, assignments, read marks, and its live streams. */
     inbox: {
       service: createInboxService({

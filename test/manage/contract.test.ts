@@ -314,6 +314,9 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   removeAllowedOrigin: {},
   rotateIdentitySecret: {},
   getEmbedSnippet: {},
+  getVisitorFiles: {},
+  updateVisitorFiles: {},
+  revokeVisitors: {},
   listKeys: {},
   createKey: {},
   revokeKey: {},
@@ -489,6 +492,29 @@ function ownerScenarios() {
     ...ownerCommon('get', embed, 'embed'),
     ...ownerOnly('get', embed, '/embed'),
     200: () => call('get', embed, { cookie: owner.cookie }),
+  });
+  const files = `${siteOf}/visitor-files`;
+  const FILES = { enabled: true, types: ['image/*'] };
+  Object.assign(scenarios.getVisitorFiles, {
+    ...ownerCommon('get', files, 'visitorFiles'),
+    ...ownerOnly('get', files, '/visitor-files'),
+    200: () => call('get', files, { bearer: ownerToken }),
+  });
+  Object.assign(scenarios.updateVisitorFiles, {
+    ...ownerCommon('patch', files, 'updateVisitorFiles', FILES),
+    ...writes('patch', files, FILES),
+    ...ownerOnly('patch', files, '/visitor-files', FILES),
+    200: () => call('patch', files, { cookie: owner.cookie, body: { types: null } }),
+    400: () => call('patch', files, { cookie: owner.cookie, body: { types: ['not a type'] } }),
+  });
+  const revocations = `${siteOf}/visitor-revocations`;
+  const VISITOR = { visitorId: 'visitor-42' };
+  Object.assign(scenarios.revokeVisitors, {
+    ...ownerCommon('post', revocations, 'revokeVisitors', VISITOR),
+    ...writes('post', revocations, VISITOR),
+    ...ownerOnly('post', revocations, '/visitor-revocations', VISITOR),
+    200: () => call('post', revocations, { bearer: ownerToken, body: { all: true } }),
+    400: () => call('post', revocations, { cookie: owner.cookie, body: { visitorId: 'v', all: true } }),
   });
   const keys = `${siteOf}/keys`;
   const KEY = { label: 'Zapier', scopes: ['conversations:read'] };

@@ -885,6 +885,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/visitor-files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether visitors may send files
+         * @description Owners only. Whether the chat window takes files from visitors, and of which types (`null`: any
+         *     type). A site never set takes any type. The CLI's `site list` shows the same.
+         */
+        get: operations["getVisitorFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Turn visitor files on or off, or limit their types
+         * @description Owners only. `enabled` turns files from visitors on or off; `types` lists the MIME types
+         *     (`type/subtype` or `type/*`, at most 20) the window takes, `null` any type. A field left out
+         *     is unchanged. Applies to the next upload. The CLI's `site update --visitor-files on|off
+         *     --visitor-file-types ...`. Audited as `site.visitor_files_changed`.
+         */
+        patch: operations["updateVisitorFiles"];
+        trace?: never;
+    };
+    "/sites/{siteId}/visitor-revocations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void a visitor's (or every visitor's) chat window access
+         * @description Owners only. `{"visitorId": "..."}` voids that visitor's window credentials and open sessions;
+         *     `{"all": true}` every visitor's of the site. Each is refused at its next request (a verified
+         *     visitor whose page vouches for it again starts afresh). The CLI's `visitor revoke`. Audited as
+         *     `visitor.revoked` (object: the visitor id) or `visitor.revoked_all` (object: the site).
+         */
+        post: operations["revokeVisitors"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tokens": {
         parameters: {
             query?: never;
@@ -1429,6 +1480,13 @@ export interface components {
         };
         /** @description The first 1 KiB of the answer's body. */
         ResponseExcerpt: string | null;
+        /** @description Exactly one of `visitorId` and `all`. */
+        RevokeVisitorsRequest: {
+            /** @constant */
+            all?: true;
+            /** @description The visitor id the site's page gave the window. */
+            visitorId?: string;
+        };
         /**
          * @description `owner`: everything on the site. `agent`: the inbox (read, reply, close, assign).
          * @enum {string}
@@ -1642,6 +1700,27 @@ export interface components {
         UpdateSiteRequest: {
             identityMode?: components["schemas"]["IdentityMode"];
             name?: components["schemas"]["SiteName"];
+        };
+        UpdateVisitorFilesRequest: {
+            enabled?: boolean;
+            types?: components["schemas"]["VisitorFileTypes"];
+        };
+        VisitorFiles: {
+            enabled: boolean;
+            types: components["schemas"]["VisitorFileTypes"];
+        };
+        VisitorFilesResponse: {
+            data: components["schemas"]["VisitorFiles"];
+        };
+        /** @description MIME types (`type/subtype` or `type/*`) the chat window takes from visitors; `null` any type. */
+        VisitorFileTypes: string[] | null;
+        VisitorRevocationResponse: {
+            data: {
+                revokedBefore: components["schemas"]["Timestamp"];
+                siteId: components["schemas"]["SiteIdValue"];
+                /** @description The visitor; `null` for every visitor of the site. */
+                visitorId: string | null;
+            };
         };
     };
     responses: {
@@ -3978,6 +4057,131 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVisitorFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The setting. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "enabled": true,
+                     *         "types": [
+                     *           "image/*",
+                     *           "application/pdf"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["VisitorFilesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateVisitorFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateVisitorFilesRequest"];
+            };
+        };
+        responses: {
+            /** @description The setting as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VisitorFilesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeVisitors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RevokeVisitorsRequest"];
+            };
+        };
+        responses: {
+            /** @description Credentials and sessions begun at or before `revokedBefore` are void. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VisitorRevocationResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
