@@ -9,6 +9,8 @@ import type { Harness } from '../helpers/harness';
 import { cookieOf, M, manageHarness, newAccount, PASSWORD, SAME_ORIGIN } from './helpers';
 import { SETUP_LINK_TTL_MS } from '../../server/accounts/service';
 import { sha256Hex } from '../../server/platform/crypto';
+import { accountCommands } from '../../server/cli/commands/accounts';
+import { parseArgs } from '../../server/cli/args';
 
 let h: Harness;
 let clock = Date.UTC(2026, 10, 26, 9, 0, 0);
@@ -163,4 +165,13 @@ test('a post from another site is refused before the link is looked at (login CS
   expect(noHeaders.status).toBe(403);
   // The link is still good for its owner.
   expect((await setup(token, 'owner@example.com', { Origin: 'https://localhost:8443' })).status).toBe(201);
+});
+
+test("the CLI's `setup link` prints a fresh link (ending the one before) while no account exists, and refuses after", async () => {
+  const older = tokenOf((await accounts().issueSetupLink())!);
+  const printed = (await accountCommands['setup link'](h.runtime, parseArgs([]))).json as { url: string };
+  const fresh = tokenOf(printed);
+  expect((await setup(older, 'a@example.com')).status).toBe(404);
+  expect((await setup(fresh, 'a@example.com')).status).toBe(201);
+  await expect(accountCommands['setup link'](h.runtime, parseArgs([]))).rejects.toThrow(/an account exists already/);
 });
