@@ -145,7 +145,7 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
         <textarea
           id={`${id}-text`}
           ref={field}
-          rows={4}
+          rows={3}
           value={draft.text}
           placeholder="Write a reply… Markdown works. / for canned replies, Ctrl+Enter sends."
           aria-describedby={`${id}-hint`}

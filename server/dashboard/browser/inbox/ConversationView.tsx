@@ -148,7 +148,7 @@ export function ConversationView(p: ConversationViewProps) {
         <dl class="inbox-facts">
           <div>
             <dt>Identity</dt>
-            <dd>{v.verified ? 'Verified by the site (identity hash)' : 'Anonymous visitor id from the chat window'}</dd>
+            <dd>{v.verified ? 'verified by the site' : 'anonymous (the chat window’s id)'}</dd>
           </div>
           <div>
             <dt>Started</dt>
@@ -158,7 +158,7 @@ export function ConversationView(p: ConversationViewProps) {
           </div>
           <div>
             <dt>State</dt>
-            <dd>{c.state === 'open' ? 'Open' : 'Closed'}</dd>
+            <dd>{c.state}</dd>
           </div>
           <div>
             <dt>Assigned to</dt>

@@ -249,7 +249,7 @@ export function InboxPage({ site, me }: PageProps) {
     <div class={`inbox${selectedId ? ' inbox-has-open' : ''}`}>
       <div class="inbox-bar">
         <NotificationSettings />
-        <Button variant="link" onClick={() => setSheet(true)} aria-keyshortcuts="?">
+        <Button variant="link" class="inbox-keys" onClick={() => setSheet(true)} aria-keyshortcuts="?">
           Keyboard shortcuts
         </Button>
       </div>
