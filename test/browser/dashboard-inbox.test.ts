@@ -455,6 +455,13 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await page.getByRole('button', { name: '← Conversations' }).click();
     await row(page, conv).waitFor();
     expect(await page.locator('.inbox-main').isVisible()).toBe(false);
+    expect(new URL(page.url()).search).toBe('');
+    // The browser's Back (a phone's back gesture) does the same; the draft is still there when it comes back.
+    await row(page, conv).click();
+    expect(await replyField(page).inputValue()).toBe('Answering on a **small** screen');
+    await page.goBack();
+    await page.locator('.inbox-list').waitFor({ state: 'visible' });
+    expect(await page.locator('.inbox-main').isVisible()).toBe(false);
     await page.context().close();
   });
 

@@ -113,7 +113,11 @@ export function InboxPage({ site, me }: PageProps) {
 
   // The open conversation follows the address (links, back and forward).
   useEffect(() => {
-    const follow = () => setSelectedId(selectedFromUrl());
+    const follow = () => {
+      const id = selectedFromUrl();
+      if (!id) entered.current = false;
+      setSelectedId(id);
+    };
     addEventListener('popstate', follow);
     addEventListener('dashboard:navigate', follow);
     return () => {
@@ -137,10 +141,18 @@ export function InboxPage({ site, me }: PageProps) {
     };
   }, [selectedId, resyncTick]);
 
+  // Whether the open conversation was entered from the list in this page (a history entry of ours).
+  const entered = useRef(false);
   const select = (id: string | null) => {
     const base = `/sites/${site.id}/inbox`;
-    // From the list into a conversation is a step back can undo; between conversations it is not.
-    navigate(id ? `${base}?conversation=${id}` : base, Boolean(id && now.current.selectedId));
+    if (!id && entered.current) {
+      // Back to the list is the browser's Back: the phone's back gesture and this button agree.
+      entered.current = false;
+      return history.back();
+    }
+    // From the list into a conversation is a step Back undoes; between conversations it is not.
+    entered.current ||= Boolean(id && !now.current.selectedId);
+    navigate(id ? `${base}?conversation=${id}` : base, Boolean(!id || now.current.selectedId));
   };
 
   /** A conversation changed here (read, assigned, closed, replied): its row and the open card follow. */
