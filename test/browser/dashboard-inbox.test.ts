@@ -98,6 +98,10 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     const page = await d.signedIn(d.agent, inboxPath(conv));
     await history(page).getByText('Where is my parcel?').waitFor();
 
+    // Over the API's 10,000 characters (code points: an emoji counts once) the page says so before sending.
+    await replyField(page).fill(`${'x'.repeat(9999)}😀😀`);
+    await page.getByRole('alert').getByText('The reply is 1 character over the limit of 10,000.').waitFor();
+    expect(await page.getByRole('button', { name: 'Send' }).isDisabled()).toBe(true);
     await replyField(page).fill('Your parcel **shipped** today: [track it](https://example.com/track)');
     await page.getByRole('button', { name: 'Preview' }).click();
     const preview = page.getByRole('region', { name: 'Preview' });

@@ -10,6 +10,7 @@ import { formatSize, type Message } from './model';
 
 /** The API's limits of one reply (openapi/manage.yaml, InboxReplyMultipartRequest). */
 const MAX_FILES = 10;
+const MAX_CHARACTERS = 10_000;
 
 export interface ComposerProps {
   siteId: string;
@@ -65,9 +66,13 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
     change({ files: all.slice(0, MAX_FILES) });
   };
 
+  // The API counts code points, as the spread does (an emoji is one, not two UTF-16 units).
+  const over = [...draft.text].length - MAX_CHARACTERS;
+  const empty = !draft.text.trim() && !draft.files.length;
+
   const send = async () => {
     const d = getDraft(siteId, conversationId);
-    if (busy || (!d.text.trim() && !d.files.length)) return;
+    if (busy || (!d.text.trim() && !d.files.length) || [...d.text].length > MAX_CHARACTERS) return;
     setBusy(true);
     setError(null);
     markAttempted(siteId, conversationId);
@@ -163,7 +168,7 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
           <ul class="canned" id={`${id}-canned`} role="listbox" aria-label="Canned replies">
             {matches.map((r, i) => (
               <li
-                key={r.title}
+                key={`${i}-${r.title}`}
                 id={`${id}-canned-${i}`}
                 role="option"
                 aria-selected={i === active}
@@ -201,6 +206,11 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
           ))}
         </ul>
       )}
+      {over > 0 && (
+        <p class="field-error" role="alert">
+          The reply is {over} {over === 1 ? 'character' : 'characters'} over the limit of {MAX_CHARACTERS.toLocaleString('en')}.
+        </p>
+      )}
       {fileError && (
         <p class="field-error" role="alert">
           {fileError}
@@ -228,7 +238,7 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
         <Button variant="link" onClick={onManageCanned}>
           Canned replies
         </Button>
-        <Button variant="primary" submit busy={busy} disabled={!draft.text.trim() && !draft.files.length}>
+        <Button variant="primary" submit busy={busy} disabled={empty || over > 0}>
           Send
         </Button>
       </div>

@@ -8,6 +8,7 @@ import { Link } from '../components/Link';
 import { RelativeTime } from '../components/RelativeTime';
 import { Composer } from './Composer';
 import { Markdown } from './Markdown';
+import { safeHref } from '../../../window/browser/markdown';
 import { formatSize, mergeMessages, visitorOf, type Conversation, type Member, type Message } from './model';
 
 /** Messages per page of the history: the newest page first, older ones as the agent scrolls up. */
@@ -333,7 +334,8 @@ function History({ messages, hasOlder, loadingOlder, onOlder, error, label }: Hi
                   <ul class="msg-files">
                     {m.attachments.map((a) => (
                       <li key={a.id}>
-                        <a href={a.url} target="_blank" rel="noopener noreferrer">
+                        {/* The service signs these links; http(s) is all a file link may be anyway. */}
+                        <a href={safeHref(a.url) ?? undefined} target="_blank" rel="noopener noreferrer">
                           {a.name}
                         </a>{' '}
                         <span class="muted">{formatSize(a.size)}</span>

@@ -58,14 +58,21 @@ function open(siteId: string, s: Stream, again: boolean) {
       }
       for (const l of s.listeners) l({ id: m.lastEventId, name, data, replayed: false });
     });
-  source.addEventListener('session-ended', () => source.close());
-  source.onerror = () => {
-    if (source.readyState === EventSource.CONNECTING) return setConnection('reconnecting');
-    // Closed for good (a refused Last-Event-ID, an ended session): start over from now.
+  // Closed for good (a refused Last-Event-ID, an ended session): start over from now, and reload.
+  const restart = () => {
+    source.close();
     setConnection('offline');
     s.source = null;
     s.lastId = 0;
-    s.retry = setTimeout(() => s.listeners.size && open(siteId, s, true), 3000);
+    s.retry = setTimeout(() => {
+      s.retry = undefined;
+      if (s.listeners.size) open(siteId, s, true);
+    }, 3000);
+  };
+  source.addEventListener('session-ended', restart);
+  source.onerror = () => {
+    if (source.readyState === EventSource.CONNECTING) return setConnection('reconnecting');
+    restart();
   };
 }
 
