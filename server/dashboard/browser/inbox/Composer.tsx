@@ -190,7 +190,7 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
           : 'Markdown: **bold**, *italic*, `code`, [link](https://…), lists and > quotes. Drop files here.'}
       </p>
       {preview && (
-        <div class="composer-preview" aria-label="Preview" role="region">
+        <div class="composer-preview" aria-label="Preview" role="region" tabIndex={0}>
           {draft.text.trim() ? <Markdown content={draft.text} format="markdown" /> : <p class="muted">Nothing to preview.</p>}
         </div>
       )}
