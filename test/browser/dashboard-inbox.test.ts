@@ -145,6 +145,19 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await page.context().close();
   });
 
+  test('hostile text from a visitor is shown as text: no element, no script, no unsafe link', async () => {
+    const hostile = '<img src=x onerror="window.__owned=1"> <script>window.__owned=2</script> [click](javascript:window.__owned=3) ' + '['.repeat(9000);
+    const conv = await d.h.runtime.services.window.chat.visitorSay(d.site.id, newVisitor('hostile'), hostile, { format: 'markdown' });
+    const page = await d.signedIn(d.agent, inboxPath(conv.conversation.id));
+    const log = history(page);
+    await log.getByText('<img src=x onerror=', { exact: false }).waitFor();
+    expect(await log.locator('img, script, iframe').count()).toBe(0);
+    expect(await log.getByRole('link').count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __owned?: number }).__owned)).toBeUndefined();
+    expect(await violations(page)).toEqual([]);
+    await page.context().close();
+  });
+
   test('a send whose answer is lost is retried with the same Idempotency-Key: one message; an error of the envelope is shown', async () => {
     const conv = await say(newVisitor('flaky'), 'Hello?');
     const page = await d.signedIn(d.agent, inboxPath(conv));
