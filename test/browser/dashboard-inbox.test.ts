@@ -373,6 +373,25 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await sleep(600);
     expect((await card(page, open)).unreadCount).toBe(0);
     expect(await page.evaluate(() => location.pathname + location.search)).toContain(open); // no reload, same page
+
+    // A hidden tab does not read: the open conversation's new message counts until the tab is seen again.
+    const setVisibility = (state: 'hidden' | 'visible') =>
+      page.evaluate((s) => {
+        Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => s });
+        document.dispatchEvent(new Event('visibilitychange'));
+      }, state);
+    await setVisibility('hidden');
+    await say(`live-open-${visitors - 2}`, 'While you were away');
+    await history(page).getByText('While you were away').waitFor();
+    await row(page, open).locator('.badge').waitFor();
+    await sleep(600);
+    expect((await card(page, open)).unreadCount).toBe(1);
+    await setVisibility('visible');
+    await row(page, open).locator('.badge').waitFor({ state: 'detached' });
+    await page.waitForFunction(
+      async ([siteId, id]) => (await (await fetch(`/manage/v1/sites/${siteId}/inbox/conversations/${id}`)).json()).data.unreadCount === 0,
+      [d.site.id, open] as const,
+    );
     await page.context().close();
   });
 

@@ -166,9 +166,11 @@ export function InboxPage({ site, me }: PageProps) {
   const messageListeners = useRef(new Set<(m: Message) => void>());
   useEffect(() => {
     const onEvent = async (e: InboxLiveEvent) => {
-      const ctx = { me: myId, openId: now.current.selectedId };
+      // A conversation open in a hidden tab is not being read: its new messages count as unread
+      // (the title shows them) until the tab is seen and marks it read.
+      const ctx = { me: myId, openId: document.visibilityState === 'visible' ? now.current.selectedId : null };
       const m = messageOf(e);
-      if (m && m.conversationId === ctx.openId) for (const l of messageListeners.current) l(m);
+      if (m && m.conversationId === now.current.selectedId) for (const l of messageListeners.current) l(m);
       if (m && m.direction === 'incoming') {
         const row = now.current.items?.find((c) => c.id === m.conversationId);
         announce({
