@@ -123,7 +123,7 @@ function Sessions({ version }: { version: number }) {
         !error && <p class="loading">Loading sessions…</p>
       ) : (
         <Table
-          caption="My sessions"
+          caption="Signed-in browsers"
           rows={sessions}
           rowKey={(s) => s.id}
           columns={[
@@ -144,10 +144,7 @@ function Sessions({ version }: { version: number }) {
                 s.current ? (
                   <span class="muted">Sign out above</span>
                 ) : (
-                  <Button
-                    onClick={() => void end(s)}
-                    aria-label={`End the session of ${browserOf(s.userAgent)} from ${s.clientAddress ?? 'an unknown address'}`}
-                  >
+                  <Button onClick={() => void end(s)} aria-label={`End session of ${browserOf(s.userAgent)} from ${s.clientAddress ?? 'an unknown address'}`}>
                     End session
                   </Button>
                 ),

@@ -47,7 +47,7 @@ export function AuditLog({ siteId, me, members, version }: { siteId: string; me:
   const object = (e: Entry) => {
     if (!e.objectId) return <span class="muted">—</span>;
     const email = emails.get(e.objectId);
-    return email ? `${email} (${e.objectId})` : <code>{e.objectId}</code>;
+    return email ? <span title={e.objectId}>{email}</span> : <code>{e.objectId}</code>;
   };
 
   return (
@@ -64,7 +64,7 @@ export function AuditLog({ siteId, me, members, version }: { siteId: string; me:
         !error && <p class="loading">Loading the audit log…</p>
       ) : (
         <Table
-          caption="Audit log"
+          caption="Audit log entries"
           rows={entries}
           rowKey={(e) => e.id}
           empty={<EmptyState title="Nothing recorded yet." />}

@@ -107,11 +107,11 @@ export function Members({
             header: 'Actions',
             cell: (m) => (
               <span class="row">
-                <Button onClick={() => setPending({ kind: 'role', member: m, role: other(m.role) })} aria-label={`Make ${m.email} ${other(m.role)}`}>
+                <Button onClick={() => setPending({ kind: 'role', member: m, role: other(m.role) })} aria-label={`Make ${other(m.role)}: ${m.email}`}>
                   Make {other(m.role)}
                 </Button>
                 {!you(m) && (
-                  <Button onClick={() => setPending({ kind: 'sessions', member: m })} aria-label={`End the sessions of ${m.email}`}>
+                  <Button onClick={() => setPending({ kind: 'sessions', member: m })} aria-label={`End sessions of ${m.email}`}>
                     End sessions
                   </Button>
                 )}
