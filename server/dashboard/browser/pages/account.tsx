@@ -4,7 +4,7 @@
  * for scripts. Every call is /manage/v1 on the person's own resources (no site in the path).
  */
 import { useEffect, useState } from 'preact/hooks';
-import { call, client, type Me, type Schemas } from '../api';
+import { ApiFailure, call, client, type Me, type Schemas } from '../api';
 import { Button } from '../components/Button';
 import { TextInput } from '../components/Field';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -21,12 +21,18 @@ type Token = Schemas['Token'];
 export function AccountPage({ me }: { me: Me }) {
   // Bumped when the password changes: the other sessions ended, so the list is read again.
   const [sessionsVersion, setSessionsVersion] = useState(0);
+  const [changedAt, setChangedAt] = useState(me.account.passwordChangedAt);
   return (
     <div class="stack">
       <p class="muted">
-        Signed in as <strong>{me.account.email}</strong>. Password last changed <RelativeTime at={me.account.passwordChangedAt} />.
+        Signed in as <strong>{me.account.email}</strong>. Password last changed <RelativeTime at={changedAt} />.
       </p>
-      <ChangePassword onChanged={() => setSessionsVersion((v) => v + 1)} />
+      <ChangePassword
+        onChanged={() => {
+          setSessionsVersion((v) => v + 1);
+          setChangedAt(new Date().toISOString());
+        }}
+      />
       <Sessions version={sessionsVersion} />
       <Tokens />
     </div>
@@ -37,9 +43,17 @@ function ChangePassword({ onChanged }: { onChanged: () => void }) {
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');
   const [done, setDone] = useState(false);
+  const [wrong, setWrong] = useState<string | null>(null);
   const { busy, error, submit } = useAction(async () => {
     setDone(false);
-    await call(() => client.POST('/password', { body: { currentPassword: current, newPassword: next } }));
+    setWrong(null);
+    try {
+      await call(() => client.POST('/password', { body: { currentPassword: current, newPassword: next } }));
+    } catch (err) {
+      // 403 here means the current password is wrong, not a missing right: the server's words say so.
+      if (err instanceof ApiFailure && err.code === 'forbidden') return setWrong(err.message);
+      throw err;
+    }
     setCurrent('');
     setNext('');
     setDone(true);
@@ -49,6 +63,11 @@ function ChangePassword({ onChanged }: { onChanged: () => void }) {
     <form class="card stack" onSubmit={submit} aria-labelledby="password-title">
       <h2 id="password-title">Change password</h2>
       <ErrorBanner error={error} />
+      {wrong && (
+        <div class="banner banner-error" role="alert">
+          <p>{wrong}</p>
+        </div>
+      )}
       {done && (
         <div class="banner banner-info" role="status">
           <p>
