@@ -6,31 +6,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAction } from '../use-action';
-
-const LOCAL = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/**
- * What a person typed, as the origin browsers send (`https://host[:port]`), or why it is not one.
- * The same rules as the server's (openapi/manage.yaml, Origin), checked first so a typo is
- * explained beside the field; the server checks again and its message is shown if it disagrees.
- */
-export function parseOrigin(input: string): { origin: string } | { problem: string } {
-  const text = input.trim();
-  if (text.includes('*')) return { problem: 'Wildcards are not allowed: list each origin (https://shop.example, https://www.shop.example).' };
-  if (!/^[a-z][a-z0-9+.-]*:\/\//i.test(text)) return { problem: 'Start with https:// — for example https://shop.example.' };
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    return { problem: 'This is not an address a browser would accept.' };
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return { problem: 'Only https:// origins (http:// for localhost only).' };
-  if (url.protocol === 'http:' && !LOCAL.has(url.hostname)) return { problem: 'Use https://: http:// is only for localhost, 127.0.0.1 and [::1].' };
-  if (url.username || url.password) return { problem: 'No user name or password in an origin.' };
-  if ((url.pathname !== '/' && url.pathname !== '') || url.search || url.hash || /^[^:]+:\/\/[^/]+\/./.test(text))
-    return { problem: `An origin has no path: use ${url.origin}.` };
-  return { origin: url.origin };
-}
+import { parseOrigin } from './parse-origin';
 
 /** The origins whose pages may open the chat window: list, add (validated), remove (confirmed). */
 export function AllowedOrigins({ siteId, origins, onChange }: { siteId: string; origins: string[]; onChange: (o: string[]) => void }) {
