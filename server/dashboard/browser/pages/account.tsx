@@ -23,7 +23,7 @@ export function AccountPage({ me }: { me: Me }) {
   const [sessionsVersion, setSessionsVersion] = useState(0);
   const [changedAt, setChangedAt] = useState(me.account.passwordChangedAt);
   return (
-    <div class="stack">
+    <div class="stack account-page">
       <p class="muted">
         Signed in as <strong>{me.account.email}</strong>. Password last changed <RelativeTime at={changedAt} />.
       </p>

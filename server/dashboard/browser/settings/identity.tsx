@@ -66,7 +66,7 @@ export function IdentityVerification({
             </label>
           ))}
         </fieldset>
-        <div class="row">
+        <div class="line-row">
           <Button variant="primary" submit busy={save.busy} disabled={chosen === mode}>
             Save mode
           </Button>

@@ -21,7 +21,7 @@ export function SiteName({ siteId, name, onSaved }: { siteId: string; name: stri
       <h2 id="site-name-title">Site name</h2>
       <ErrorBanner error={error} />
       <TextInput label="Name" value={value} onValue={setValue} required maxLength={200} hint="How the site is named in the dashboard and to its members." />
-      <div class="row">
+      <div class="line-row">
         <Button variant="primary" submit busy={busy} disabled={value.trim() === name || !value.trim()}>
           Save name
         </Button>

@@ -52,7 +52,7 @@ export function AuditLog({ siteId, me, members, version }: { siteId: string; me:
 
   return (
     <section class="card stack" aria-labelledby="audit-title">
-      <div class="row row-between">
+      <div class="line-row line-row-between">
         <h2 id="audit-title">Audit log</h2>
         <Button onClick={() => void load(null)} busy={busy}>
           Refresh

@@ -106,7 +106,7 @@ export function Members({
           {
             header: 'Actions',
             cell: (m) => (
-              <span class="row">
+              <span class="line-row">
                 <Button onClick={() => setPending({ kind: 'role', member: m, role: other(m.role) })} aria-label={`Make ${other(m.role)}: ${m.email}`}>
                   Make {other(m.role)}
                 </Button>
