@@ -12,6 +12,7 @@ import type { Page } from 'playwright-core';
 import { describeInChromium } from '../helpers/chromium';
 import { createEmbedCheck } from '../../server/sites/embed-check';
 import { M, newMember } from '../manage/helpers';
+import { newId } from '../../server/platform/ids';
 import { DashboardHarness, dashboardHarness, screenshot, seriousAxeFindings, violations, PASSWORD } from './dashboard/harness';
 
 describeInChromium('settings, team and account pages in Chromium (SQLite pass only)', () => {
@@ -377,6 +378,38 @@ describeInChromium('settings, team and account pages in Chromium (SQLite pass on
     await page.getByRole('dialog', { name: 'Revoke “deploy script”?' }).getByRole('button', { name: 'Revoke token' }).click();
     await row.getByText('Revoked').waitFor();
     expect((await me()).status).toBe(401);
+    await page.context().close();
+  });
+
+  test("the audit log pages by its cursor; a token's action names the token and its account", async () => {
+    const db = d.h.runtime.db;
+    const day = Date.now() - 86_400_000;
+    const rows = Array.from({ length: 60 }, (_, i) => ({
+      id: newId('aud', day - i * 1000),
+      site_id: d.site.id,
+      created_at: day - i * 1000,
+      actor_account_id: d.owner.id,
+      actor_token_id: i === 59 ? 'mtk_01m8b0a8mvbhvwq01gcb7zpw5q' : null,
+      action: 'site.renamed',
+      object_id: d.site.id,
+      client_ip: '203.0.113.9',
+    }));
+    await db('audit_log').insert(rows);
+    const total = Number((await db('audit_log').where({ site_id: d.site.id }).count({ n: '*' }).first())!.n);
+    expect(total).toBeGreaterThan(60);
+
+    const page = await d.signedIn(d.owner, sitePath('team'));
+    const audit = page.getByRole('region', { name: 'Audit log', exact: true });
+    const more = audit.getByRole('button', { name: 'Show older entries' });
+    await more.waitFor();
+    expect(await audit.getByRole('row').count()).toBe(1 + 50); // the header and the first page
+    await more.click();
+    await more.waitFor({ state: 'detached' }); // the last page: no cursor left
+    expect(await audit.getByRole('row').count()).toBe(1 + total);
+    const oldest = audit.getByRole('row').last();
+    expect(await oldest.innerText()).toContain(`${d.owner.email} (you), by token mtk_01m8b0a8mvbhvwq01gcb7zpw5q`);
+    expect(await oldest.innerText()).toContain('203.0.113.9');
+    expect(await violations(page)).toEqual([]);
     await page.context().close();
   });
 
