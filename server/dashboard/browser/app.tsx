@@ -12,6 +12,7 @@ import { useConnection, type ConnectionState } from './connection';
 import { SignInForm, SignInPage, type SignedIn } from './pages/sign-in';
 import { AcceptInvitationPage } from './pages/accept-invitation';
 import { SetupPage } from './pages/setup';
+import { AccountPage } from './pages/account';
 import { Button } from './components/Button';
 import { Dialog } from './components/Dialog';
 import { EmptyState } from './components/EmptyState';
@@ -112,7 +113,9 @@ function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOu
   }, [path, first?.id, site?.id]);
 
   const route = site && SITE_PAGES.find((p) => p.path === match.page);
-  const title = route?.title ?? (path === '/' ? 'Dashboard' : 'Not found');
+  // The account page belongs to the person, not to a site.
+  const account = path === '/account';
+  const title = account ? 'Account' : (route?.title ?? (path === '/' ? 'Dashboard' : 'Not found'));
   const heading = useRef<HTMLHeadingElement>(null);
   const firstRender = useRef(true);
   useEffect(() => {
@@ -123,7 +126,8 @@ function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOu
   }, [path]);
 
   let page;
-  if (!me.sites.length) page = <EmptyState title="You are not a member of any site yet.">Ask an owner of a site to invite you.</EmptyState>;
+  if (account) page = <AccountPage me={me} />;
+  else if (!me.sites.length) page = <EmptyState title="You are not a member of any site yet.">Ask an owner of a site to invite you.</EmptyState>;
   else if (!site || !route) page = <EmptyState title="There is no such page, or it is on a site you are not a member of." />;
   else if (route.owners && site.role !== 'owner')
     page = (
@@ -150,6 +154,9 @@ function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOu
         </span>
         <span class="account">
           <span class="account-email">{me.account.email}</span>
+          <Link to="/account" aria-current={account ? 'page' : undefined}>
+            Account
+          </Link>
           <Button onClick={onSignOut}>Sign out</Button>
         </span>
       </header>

@@ -1,4 +1,39 @@
+/**
+ * A site's settings (owners): its name, the origins whose pages may open the chat window, identity
+ * verification (mode and secret), and the embed snippet with a check that a page carries it. The
+ * sections are in settings/; this page reads the site once and hands each its part.
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { call, client, type Schemas } from '../api';
 import type { PageProps } from '../types';
-import { Placeholder } from '../components/Placeholder';
+import { ErrorBanner } from '../components/ErrorBanner';
+import { SiteName } from '../settings/name';
+import { AllowedOrigins } from '../settings/origins';
+import { IdentityVerification } from '../settings/identity';
+import { EmbedSnippet } from '../settings/embed';
 
-export const SettingsPage = (_props: PageProps) => <Placeholder what="The site's settings" />;
+export type ManagedSite = Schemas['ManagedSite'];
+
+export function SettingsPage({ site }: PageProps) {
+  const [settings, setSettings] = useState<ManagedSite | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  useEffect(() => {
+    call(() => client.GET('/sites/{siteId}', { params: { path: { siteId: site.id } } })).then(setSettings, setError);
+  }, [site.id]);
+
+  if (!settings) return error ? <ErrorBanner error={error} /> : <p class="loading">Loading settings…</p>;
+  const update = (s: Partial<ManagedSite>) => setSettings((before) => before && { ...before, ...s });
+  return (
+    <div class="stack settings">
+      <SiteName siteId={site.id} name={settings.name} onSaved={(name) => update({ name })} />
+      <AllowedOrigins siteId={site.id} origins={settings.allowedOrigins} onChange={(allowedOrigins) => update({ allowedOrigins })} />
+      <IdentityVerification
+        siteId={site.id}
+        mode={settings.identityMode}
+        secretSet={settings.identitySecretSet}
+        onChange={(identityMode, identitySecretSet) => update({ identityMode, identitySecretSet })}
+      />
+      <EmbedSnippet siteId={site.id} origins={settings.allowedOrigins} />
+    </div>
+  );
+}

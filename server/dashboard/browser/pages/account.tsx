@@ -1,0 +1,265 @@
+/**
+ * The signed-in person's own account, whatever their role on any site (`/dashboard/account`):
+ * change the password, see and end their sessions, and make, list and revoke management tokens
+ * for scripts. Every call is /manage/v1 on the person's own resources (no site in the path).
+ */
+import { useEffect, useState } from 'preact/hooks';
+import { ApiFailure, call, client, type Me, type Schemas } from '../api';
+import { Button } from '../components/Button';
+import { TextInput } from '../components/Field';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { EmptyState } from '../components/EmptyState';
+import { ErrorBanner } from '../components/ErrorBanner';
+import { RelativeTime } from '../components/RelativeTime';
+import { ShownOnce } from '../components/ShownOnce';
+import { Table } from '../components/Table';
+import { useAction } from '../use-action';
+
+type Session = Schemas['Session'];
+type Token = Schemas['Token'];
+
+export function AccountPage({ me }: { me: Me }) {
+  // Bumped when the password changes: the other sessions ended, so the list is read again.
+  const [sessionsVersion, setSessionsVersion] = useState(0);
+  const [changedAt, setChangedAt] = useState(me.account.passwordChangedAt);
+  return (
+    <div class="stack account-page">
+      <p class="muted">
+        Signed in as <strong>{me.account.email}</strong>. Password last changed <RelativeTime at={changedAt} />.
+      </p>
+      <ChangePassword
+        onChanged={() => {
+          setSessionsVersion((v) => v + 1);
+          setChangedAt(new Date().toISOString());
+        }}
+      />
+      <Sessions version={sessionsVersion} />
+      <Tokens />
+    </div>
+  );
+}
+
+function ChangePassword({ onChanged }: { onChanged: () => void }) {
+  const [current, setCurrent] = useState('');
+  const [next, setNext] = useState('');
+  const [done, setDone] = useState(false);
+  const [wrong, setWrong] = useState<string | null>(null);
+  const { busy, error, submit } = useAction(async () => {
+    setDone(false);
+    setWrong(null);
+    try {
+      await call(() => client.POST('/password', { body: { currentPassword: current, newPassword: next } }));
+    } catch (err) {
+      // 403 here means the current password is wrong, not a missing right: the server's words say so.
+      if (err instanceof ApiFailure && err.code === 'forbidden') return setWrong(err.message);
+      throw err;
+    }
+    setCurrent('');
+    setNext('');
+    setDone(true);
+    onChanged();
+  });
+  return (
+    <form class="card stack" onSubmit={submit} aria-labelledby="password-title">
+      <h2 id="password-title">Change password</h2>
+      <ErrorBanner error={error} />
+      {wrong && (
+        <div class="banner banner-error" role="alert">
+          <p>{wrong}</p>
+        </div>
+      )}
+      {done && (
+        <div class="banner banner-info" role="status">
+          <p>
+            Password changed. Every other session of your account was signed out; this one stays. Management tokens keep working: revoke them below if needed.
+          </p>
+        </div>
+      )}
+      <TextInput label="Current password" type="password" value={current} onValue={setCurrent} required autocomplete="current-password" />
+      <TextInput
+        label="New password"
+        type="password"
+        value={next}
+        onValue={setNext}
+        required
+        minLength={12}
+        maxLength={256}
+        autocomplete="new-password"
+        hint="12 to 256 characters. Your other sessions end when it changes."
+      />
+      <div>
+        <Button variant="primary" submit busy={busy}>
+          Change password
+        </Button>
+      </div>
+    </form>
+  );
+}
+
+/** A User-Agent shortened to what a person recognises: the browser and the system. */
+function browserOf(ua: string | null): string {
+  if (!ua) return 'unknown browser';
+  const browser = /(Edg|Firefox|Chrome|Chromium|Safari)\/[\d.]+/.exec(ua)?.[0].replace('Edg', 'Edge') ?? ua.slice(0, 40);
+  const system = /(Windows|Mac OS X|Android|iPhone|iPad|Linux)/.exec(ua)?.[1];
+  return system ? `${browser} on ${system.replace('Mac OS X', 'macOS')}` : browser;
+}
+
+function Sessions({ version }: { version: number }) {
+  const [sessions, setSessions] = useState<Session[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [ended, setEnded] = useState<string | null>(null);
+
+  const load = async () => {
+    setError(null);
+    try {
+      setSessions(await call(() => client.GET('/sessions')));
+    } catch (err) {
+      setError(err);
+    }
+  };
+  useEffect(() => void load(), [version]);
+
+  const end = async (s: Session) => {
+    setError(null);
+    try {
+      await call(() => client.DELETE('/sessions/{sessionId}', { params: { path: { sessionId: s.id } } }));
+      setSessions((before) => before?.filter((x) => x.id !== s.id) ?? null);
+      setEnded(`The session of ${browserOf(s.userAgent)} is ended: that browser is signed out.`);
+    } catch (err) {
+      setError(err);
+    }
+  };
+
+  return (
+    <section class="card stack" aria-labelledby="sessions-title">
+      <h2 id="sessions-title">My sessions</h2>
+      <p class="hint">Each browser you signed in from. A session ends 30 minutes after its last use or 12 hours after sign-in.</p>
+      <ErrorBanner error={error} />
+      <p class="status-line" role="status">
+        {ended}
+      </p>
+      {sessions === null ? (
+        !error && <p class="loading">Loading sessions…</p>
+      ) : (
+        <Table
+          caption="Signed-in browsers"
+          rows={sessions}
+          rowKey={(s) => s.id}
+          columns={[
+            {
+              header: 'Browser',
+              cell: (s) => (
+                <>
+                  <span title={s.userAgent ?? undefined}>{browserOf(s.userAgent)}</span> {s.current && <span class="tag tag-current">This browser</span>}
+                </>
+              ),
+            },
+            { header: 'Address', cell: (s) => s.clientAddress ?? <span class="muted">unknown</span>, class: 'nowrap' },
+            { header: 'Signed in', cell: (s) => <RelativeTime at={s.createdAt} />, class: 'nowrap' },
+            { header: 'Last used', cell: (s) => <RelativeTime at={s.lastSeenAt} />, class: 'nowrap' },
+            {
+              header: 'End',
+              cell: (s) =>
+                s.current ? (
+                  <span class="muted">Sign out above</span>
+                ) : (
+                  <Button onClick={() => void end(s)} aria-label={`End session of ${browserOf(s.userAgent)} from ${s.clientAddress ?? 'an unknown address'}`}>
+                    End session
+                  </Button>
+                ),
+            },
+          ]}
+        />
+      )}
+    </section>
+  );
+}
+
+function Tokens() {
+  const [tokens, setTokens] = useState<Token[] | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [created, setCreated] = useState<Schemas['CreatedToken'] | null>(null);
+  const [revoking, setRevoking] = useState<Token | null>(null);
+  const [label, setLabel] = useState('');
+
+  useEffect(() => {
+    call(() => client.GET('/tokens')).then(setTokens, setError);
+  }, []);
+
+  const create = useAction(async () => {
+    const t = await call(() => client.POST('/tokens', { body: { label } }));
+    setCreated(t);
+    const { token: _value, ...listed } = t;
+    setTokens((before) => [listed, ...(before ?? [])]);
+    setLabel('');
+  });
+
+  return (
+    <section class="card stack" aria-labelledby="tokens-title">
+      <h2 id="tokens-title">Management tokens</h2>
+      <p class="hint">
+        For scripts and CI: a token acts as you, with your roles on your sites, on the management API. Send it as <code>Authorization: Bearer wcm_…</code>. A
+        password change leaves tokens working.
+      </p>
+      <ErrorBanner error={error} />
+      {created && <ShownOnce label="Management token" value={created.token} onDone={() => setCreated(null)} />}
+      <form class="stack" onSubmit={create.submit} aria-labelledby="new-token-title">
+        <h3 id="new-token-title">New token</h3>
+        <ErrorBanner error={create.error} />
+        <TextInput label="Token label" value={label} onValue={setLabel} required maxLength={200} hint="What will use it, e.g. “deploy script”." />
+        <div>
+          <Button variant="primary" submit busy={create.busy}>
+            Create token
+          </Button>
+        </div>
+      </form>
+      {tokens === null ? (
+        !error && <p class="loading">Loading tokens…</p>
+      ) : (
+        <Table
+          caption="My management tokens"
+          rows={tokens}
+          rowKey={(t) => t.id}
+          empty={<EmptyState title="No management tokens yet." />}
+          columns={[
+            { header: 'Label', cell: (t) => t.label },
+            { header: 'Prefix', cell: (t) => <code>{t.prefix}…</code>, class: 'nowrap' },
+            { header: 'Created', cell: (t) => <RelativeTime at={t.createdAt} />, class: 'nowrap' },
+            { header: 'Last used', cell: (t) => <RelativeTime at={t.lastUsedAt} />, class: 'nowrap' },
+            {
+              header: 'Status',
+              cell: (t) =>
+                t.revokedAt ? (
+                  <span class="tag tag-muted">
+                    Revoked <RelativeTime at={t.revokedAt} />
+                  </span>
+                ) : (
+                  <Button variant="danger" onClick={() => setRevoking(t)} aria-label={`Revoke ${t.label}`}>
+                    Revoke
+                  </Button>
+                ),
+            },
+          ]}
+        />
+      )}
+      {revoking && (
+        <ConfirmDialog
+          title={`Revoke “${revoking.label}”?`}
+          confirm="Revoke token"
+          danger
+          onCancel={() => setRevoking(null)}
+          onConfirm={async () => {
+            await call(() => client.DELETE('/tokens/{id}', { params: { path: { id: revoking.id } } }));
+            const at = new Date().toISOString();
+            setTokens((before) => before?.map((t) => (t.id === revoking.id ? { ...t, revokedAt: at } : t)) ?? null);
+            setRevoking(null);
+          }}
+        >
+          <p>
+            The management API refuses <code>{revoking.prefix}…</code> from its next request on. Whatever uses it stops working. This cannot be undone.
+          </p>
+        </ConfirmDialog>
+      )}
+    </section>
+  );
+}

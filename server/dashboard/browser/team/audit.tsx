@@ -1,0 +1,87 @@
+import { useEffect, useState } from 'preact/hooks';
+import { callPage, client, type Me, type Schemas } from '../api';
+import { Button } from '../components/Button';
+import { EmptyState } from '../components/EmptyState';
+import { ErrorBanner } from '../components/ErrorBanner';
+import { RelativeTime } from '../components/RelativeTime';
+import { Table } from '../components/Table';
+
+type Entry = Schemas['AuditEntry'];
+
+/**
+ * The site's audit log, newest first, 50 entries a page (keyset: "Show older" follows the cursor).
+ * Read again from the top whenever `version` moves (a change made on this page).
+ */
+export function AuditLog({ siteId, me, members, version }: { siteId: string; me: Me; members: Schemas['Member'][]; version: number }) {
+  const [entries, setEntries] = useState<Entry[] | null>(null);
+  const [next, setNext] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [busy, setBusy] = useState(false);
+
+  const load = async (cursor: string | null) => {
+    setError(null);
+    setBusy(true);
+    try {
+      const page = await callPage(() =>
+        client.GET('/sites/{siteId}/audit-log', { params: { path: { siteId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }),
+      );
+      setEntries((before) => (cursor && before ? [...before, ...page.items] : page.items));
+      setNext(page.nextCursor);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  useEffect(() => void load(null), [siteId, version]);
+
+  const emails = new Map(members.map((m) => [m.accountId, m.email]));
+  // A former member is no longer listed: their account id stands in for the email.
+  const who = (id: string | null) => (id === null ? 'unknown account' : id === me.account.id ? `${me.account.email} (you)` : (emails.get(id) ?? id));
+  const actor = (e: Entry) =>
+    e.actor.type === 'operator'
+      ? 'operator (CLI)'
+      : e.actor.type === 'token'
+        ? `${who(e.actor.accountId)}, by token ${e.actor.tokenId ?? ''}`
+        : who(e.actor.accountId);
+  const object = (e: Entry) => {
+    if (!e.objectId) return <span class="muted">—</span>;
+    const email = emails.get(e.objectId);
+    return email ? <span title={e.objectId}>{email}</span> : <code>{e.objectId}</code>;
+  };
+
+  return (
+    <section class="card stack" aria-labelledby="audit-title">
+      <div class="line-row line-row-between">
+        <h2 id="audit-title">Audit log</h2>
+        <Button onClick={() => void load(null)} busy={busy}>
+          Refresh
+        </Button>
+      </div>
+      <p class="hint">Who did what on this site, newest first; kept one year.</p>
+      <ErrorBanner error={error} />
+      {entries === null ? (
+        !error && <p class="loading">Loading the audit log…</p>
+      ) : (
+        <Table
+          caption="Audit log entries"
+          rows={entries}
+          rowKey={(e) => e.id}
+          empty={<EmptyState title="Nothing recorded yet." />}
+          columns={[
+            { header: 'When', cell: (e) => <RelativeTime at={e.createdAt} />, class: 'nowrap' },
+            { header: 'Who', cell: actor },
+            { header: 'Action', cell: (e) => <code>{e.action}</code> },
+            { header: 'Object', cell: object },
+            { header: 'Address', cell: (e) => e.clientAddress ?? <span class="muted">—</span>, class: 'nowrap' },
+          ]}
+        />
+      )}
+      {next && (
+        <Button onClick={() => void load(next)} busy={busy}>
+          Show older entries
+        </Button>
+      )}
+    </section>
+  );
+}
