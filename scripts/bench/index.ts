@@ -20,6 +20,7 @@ import { runDepthPart } from './depth';
 import { runWritesPart } from './writes';
 import { runScaleOutPart } from './scaleout';
 import { runLivePart } from './live';
+import { runInboxLivePart, runInboxPagePart } from './inbox';
 
 /** The SQLite data set keeps the shape but at most this many messages (one writer, one file). */
 const SQLITE_MAX_MESSAGES = 200_000;
@@ -122,6 +123,11 @@ async function main() {
   if (has('scaleout') && ctx.mysql && wantsMysql) rows.push(...(await runScaleOutPart(ctx, ctx.mysql)));
   if (has('delivery')) rows.push(...(await runDelivery(ctx)));
   if (has('live')) for (const engine of options.engines) rows.push(...(await runLivePart(ctx, engine)));
+  if (has('inbox')) {
+    for (const dataset of engineSets) rows.push(...(await runInboxPagePart(ctx, dataset)));
+    for (const engine of options.engines)
+      rows.push(...(await runInboxLivePart(ctx, engine, options.quick ? { messages: 50, gapMs: 50 } : { messages: 200, gapMs: 50 })));
+  }
 
   const datasets = [ctx.mysql, ctx.sqlite]
     .filter((d): d is Dataset => d !== undefined)

@@ -48,6 +48,8 @@ describe('bench harness', () => {
 
   it('has a live part whose streams stay under the per-client-IP limit of the service', () => {
     expect(parseOptions(['--parts=live']).parts).toEqual(['live']);
+    expect(parseOptions(['--parts=inbox']).parts).toEqual(['inbox']);
+    expect(parseOptions([]).parts).toContain('inbox');
     expect(parseOptions([]).parts).toContain('live');
     expect(STREAM_COUNTS).toEqual([0, 100, 500]);
     const perClientIp = new Map<string, number>();
