@@ -74,6 +74,7 @@ export function createServices(
   const eventStore = createEventStore(db);
   const mediaStore = createMediaStore(db);
   const messageStore = createMessageStore(db);
+  const idempotencyStore = createIdempotencyStore(db);
   const mediaOptions = {
     dataDir: config.dataDir,
     publicUrl: config.publicUrl,
@@ -164,7 +165,7 @@ export function createServices(
       streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 2)) }),
       now,
     },
-    idempotency: createIdempotencyService(createIdempotencyStore(db), now),
+    idempotency: createIdempotencyService(idempotencyStore, now),
     /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
     accounts,
     /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */
@@ -204,8 +205,15 @@ export function createServices(
           maxIdleSocketsPerAddress: 1,
         }),
     }),
-    /** A conversation's messages, events and delivery attempts in one list (the management API). */
-    timeline: createTimeline({ conversations: conversationStore, messages: messageStore, access: accessStore, events: eventStore, cursors }),
+    /** A conversation's messages, idempotent replays, events and delivery attempts in one list (the management API). */
+    timeline: createTimeline({
+      conversations: conversationStore,
+      messages: messageStore,
+      access: accessStore,
+      events: eventStore,
+      replays: idempotencyStore,
+      cursors,
+    }),
   };
 }
 

@@ -354,11 +354,22 @@ function postAsVisitor(base: string, siteId: string, visitor: Visitor, content: 
 }
 
 export interface LiveLatencyOptions {
-  /** Messages per setup and round. */
+  /** Messages per setup and round (the setup woken by the feed poll alone: a quarter of them, each a poll period apart). */
   messages: number;
-  /** Pause between two messages (one message in flight at a time). */
+  /** Pause between two messages (one message in flight at a time), plus a random part up to as much again. */
   gapMs: number;
 }
+
+/**
+ * The pause before the next message: random, so the messages do not fall into step with a periodic
+ * wake-up (a message sent just after each poll would measure the whole poll period every time).
+ */
+export function pauseBefore(gapMs: number, spreadMs: number, random = Math.random): number {
+  return gapMs + Math.floor(random() * spreadMs);
+}
+
+/** The feed poll's period (server/inbox/live.ts). */
+const POLL_MS = 1000;
 
 /**
  * Visitor message to inbox stream: for each setup, `messages` messages one after another from a few
@@ -381,11 +392,25 @@ export async function runInboxLivePart(ctx: BenchContext, engine: Engine, opts: 
       return { siteId: site.id, accountId: account.id, token };
     });
     const redis = engine === 'mysql' ? await redisUrl() : undefined;
-    const setups: { what: string; env: Record<string, string>; instances: 1 | 2 }[] = [{ what: 'one instance', env: {}, instances: 1 }];
+    type Setup = { what: string; env: Record<string, string>; instances: 1 | 2; messages: number; spreadMs: number };
+    const setups: Setup[] = [{ what: 'one instance', env: {}, instances: 1, messages: opts.messages, spreadMs: opts.gapMs }];
     // Two processes share one database only on MariaDB (SQLite is one process's file).
     if (engine === 'mysql') {
-      if (redis) setups.push({ what: 'two instances woken through Redis (message to one, stream on the other)', env: { REDIS_URL: redis }, instances: 2 });
-      setups.push({ what: 'two instances without Redis (message to one, stream on the other: the feed poll)', env: {}, instances: 2 });
+      if (redis)
+        setups.push({
+          what: 'two instances woken through Redis (message to one, stream on the other)',
+          env: { REDIS_URL: redis },
+          instances: 2,
+          messages: opts.messages,
+          spreadMs: opts.gapMs,
+        });
+      setups.push({
+        what: 'two instances without Redis (message to one, stream on the other: the feed poll)',
+        env: {},
+        instances: 2,
+        messages: Math.max(1, Math.round(opts.messages / 4)),
+        spreadMs: POLL_MS,
+      });
     }
     const rows: BenchRow[] = [];
     let n = 0;
@@ -406,14 +431,14 @@ export async function runInboxLivePart(ctx: BenchContext, engine: Engine, opts: 
           try {
             if ((await ctx.quiet()) !== '') busy++;
             const runId = randomBytes(4).toString('hex');
-            for (let i = 0; i < opts.messages; i++) {
+            for (let i = 0; i < setup.messages; i++) {
               const marker = `inbox-live-${runId}-${i}`;
               const arrived = stream.waitFor(marker, 10_000);
               const t0 = nowMs();
               await postAsVisitor(writer.url, member.siteId, visitors[i % visitors.length], `hello ${marker}`, n++);
               answered.push(nowMs() - t0);
               samples.push((await arrived) - t0);
-              await new Promise((resolve) => setTimeout(resolve, opts.gapMs));
+              await new Promise((resolve) => setTimeout(resolve, pauseBefore(opts.gapMs, setup.spreadMs)));
             }
             if (stream.closed()) lost++;
           } finally {
@@ -433,7 +458,7 @@ export async function runInboxLivePart(ctx: BenchContext, engine: Engine, opts: 
         p50Ms: s.p50,
         p99Ms: s.p99,
         note: joinNotes(
-          `${s.n} messages one at a time, ${opts.gapMs} ms apart; the window answered the POST in ${median(answered).toFixed(1)} ms (median)`,
+          `${s.n} messages one at a time, ${opts.gapMs}–${opts.gapMs + setup.spreadMs} ms apart; the window answered the POST in ${median(answered).toFixed(1)} ms (median)`,
           busy ? `machine busy in ${busy} of ${ctx.options.rounds} rounds` : '',
           lost ? `the stream closed in ${lost} rounds` : '',
         ),

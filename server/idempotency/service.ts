@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../platform/crypto';
 import { ApiError } from '../platform/errors';
 import { isUniqueViolation } from '../db/knex';
+import { newId } from '../platform/ids';
 import type { IdempotencyStore } from './store';
 
 export const IDEMPOTENCY_TTL_MS = 24 * 3600 * 1000;
@@ -18,7 +19,23 @@ export const IDEMPOTENCY_LOCK_MS = 60 * 1000;
  */
 export const IDEMPOTENCY_MAX_HOLD_MS = 15 * 60 * 1000;
 
-export type Begin = { kind: 'proceed'; handle: IdempotencyHandle } | { kind: 'replay'; status: number; body: string };
+/** `replay` carries what a replay's record needs: the key's fingerprint and when its record was made. */
+export type Begin =
+  { kind: 'proceed'; handle: IdempotencyHandle } | { kind: 'replay'; status: number; body: string; keyFingerprint: string; keyCreatedAt: number };
+
+/** Where a replay shows: the conversation of the site, and whose key it was. */
+export interface ReplayScope {
+  siteId: string;
+  conversationId: string;
+  apiKeyId: string | null;
+  accountId: string | null;
+}
+
+/**
+ * The key as the timeline shows it: the first 16 hex digits of its SHA-256. The key is chosen by
+ * the client and may carry anything (an order number, an email); a client finds its own by hashing.
+ */
+export const keyFingerprint = (keyHash: string) => keyHash.slice(0, 16);
 
 export interface IdempotencyHandle {
   /**
@@ -74,7 +91,14 @@ export function createIdempotencyService(store: IdempotencyStore, now: () => num
         if (existing.request_hash !== requestHash) {
           throw new ApiError('idempotency_key_reused', 'This Idempotency-Key was already used with a different request.');
         }
-        if (existing.state === 'done') return { kind: 'replay', status: existing.response_status!, body: existing.response_body! };
+        if (existing.state === 'done')
+          return {
+            kind: 'replay',
+            status: existing.response_status!,
+            body: existing.response_body!,
+            keyFingerprint: keyFingerprint(keyHash),
+            keyCreatedAt: existing.created_at,
+          };
         if (existing.locked_until < t && (await store.takeOver(apiKeyId, keyHash, existing.locked_until, t + lockMs, token))) {
           return { kind: 'proceed', handle: handle(apiKeyId, keyHash, token) };
         }
@@ -84,6 +108,36 @@ export function createIdempotencyService(store: IdempotencyStore, now: () => num
     },
 
     purgeExpired: () => store.removeExpired(now() - IDEMPOTENCY_TTL_MS),
+
+    /**
+     * Notes a replay for the conversation's timeline: one insert, made after the answer went out
+     * (the caller does not hold the answer for it). The message is read from the stored answer
+     * (`{data: message}` of a reply); an error answer has none.
+     */
+    async recordReplay(scope: ReplayScope, replay: Extract<Begin, { kind: 'replay' }>): Promise<void> {
+      let messageId: string | null = null;
+      if (replay.status >= 200 && replay.status < 300) {
+        try {
+          const id = (JSON.parse(replay.body) as { data?: { id?: unknown } }).data?.id;
+          if (typeof id === 'string' && /^msg_[0-9a-hjkmnp-tv-z]{26}$/.test(id)) messageId = id;
+        } catch {
+          // not JSON: no message to name
+        }
+      }
+      const at = now();
+      await store.insertReplay({
+        id: newId('rpl', at),
+        site_id: scope.siteId,
+        conversation_id: scope.conversationId,
+        message_id: messageId,
+        status: replay.status,
+        api_key_id: scope.apiKeyId,
+        account_id: scope.accountId,
+        key_fingerprint: replay.keyFingerprint,
+        key_created_at: replay.keyCreatedAt,
+        replayed_at: at,
+      });
+    },
   };
 
   function handle(apiKeyId: string, keyHash: string, token: string): IdempotencyHandle {
