@@ -35,7 +35,7 @@ describe(`bench inbox rows (${TEST_DB})`, () => {
     fs.writeFileSync(keyFile, pair.key, { mode: 0o600 });
     let port = 21_000 + Math.floor(Math.random() * 20_000);
     ctx = {
-      options: parseOptions(['--rounds=1', '--seconds=1', '--warmup-seconds=1', '--quiet-wait=1', `--database-url=${mysqlServer}`, `--engine=${TEST_DB}`]),
+      options: parseOptions(['--rounds=1', '--seconds=3', '--warmup-seconds=2', '--quiet-wait=1', `--database-url=${mysqlServer}`, `--engine=${TEST_DB}`]),
       tls: { certFile, keyFile, cert: pair.cert, key: pair.key },
       nextPort: () => port++,
       quiet: async () => '',
@@ -73,7 +73,7 @@ describe(`bench inbox rows (${TEST_DB})`, () => {
       'inbox first page',
     ]);
     for (const row of rows) {
-      expect(row.value).toBeGreaterThan(0);
+      if (!(row.value > 0)) throw new Error(`no request answered in the timed window: ${JSON.stringify(row)}`);
       expect(row.p50Ms).toBeGreaterThan(0);
       expect(row.p99Ms).toBeGreaterThanOrEqual(row.p50Ms!);
       expect(row.cpuMsPerOp).toBeGreaterThan(0);
