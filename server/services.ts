@@ -1,3 +1,4 @@
+import { createLogger } from './platform/logger';
 import type { Knex } from 'knex';
 import type { Config } from './config';
 import { deriveKeys, Keys } from './platform/master-key';
@@ -165,7 +166,9 @@ export function createServices(
       streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 2)) }),
       now,
     },
-    idempotency: createIdempotencyService(idempotencyStore, now),
+    idempotency: createIdempotencyService(idempotencyStore, now, {
+      onNoteError: (err, dropped) => createLogger(config.logLevel).child({ component: 'idempotency' }).warn({ err, dropped }, 'could not write replay notes'),
+    }),
     /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
     accounts,
     /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */

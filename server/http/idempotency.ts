@@ -87,10 +87,9 @@ export function idempotency(
       if (begun.kind === 'replay') {
         res.setHeader('Idempotent-Replayed', 'true');
         res.status(begun.status).type('application/json').send(begun.body);
-        // Noted after the answer went out: the replay waits for no write; a note lost to a crash
-        // here only leaves the timeline one entry short.
+        // Noted for the timeline, written with other notes shortly after (the replay waits for no write).
         const scope = replayScope(req, begun.status);
-        if (scope) service.recordReplay(scope, begun).catch((err: unknown) => req.log?.warn({ err }, 'could not note the idempotent replay'));
+        if (scope) service.noteReplay(scope, begun);
         return;
       }
       const handle = begun.handle;

@@ -73,7 +73,7 @@ export function createIdempotencyStore(db: Knex) {
       await db('idempotency_replays').where('key_created_at', '<', before).delete();
       return n;
     },
-    insertReplay: (row: ReplayRow) => db('idempotency_replays').insert(row),
+    insertReplays: (rows: ReplayRow[]) => db('idempotency_replays').insert(rows),
     /** A conversation's replays from `from` to `to` (ms, both included), oldest first, at most `limit`. */
     async replaysOfConversation(siteId: string, conversationId: string, from: number, to: number, limit: number): Promise<ReplayRow[]> {
       const rows: ReplayRow[] = await db('idempotency_replays')

@@ -10,6 +10,8 @@ import type { Harness } from '../helpers/harness';
 import { bearer } from '../helpers/harness';
 import { waitFor } from '../webhooks/helpers';
 import { manageHarness, memberWithToken, withToken } from './helpers';
+import { createIdempotencyService } from '../../server/idempotency/service';
+import { createIdempotencyStore } from '../../server/idempotency/store';
 
 let h: Harness;
 let offset = 0;
@@ -174,6 +176,27 @@ test('a replayed error names no message; pages hold every replay once', async ()
   } while (cursor);
   expect(paged).toEqual(everyReplay);
   expect(everyReplay.length).toBeGreaterThanOrEqual(5);
+});
+
+test('notes are written together: at a batch, or when flushed (as a stop does), each once', async () => {
+  const service = createIdempotencyService(createIdempotencyStore(h.runtime.db), () => Date.now() + offset, { noteFlushMs: 60_000, noteBatch: 3 });
+  const count = async () => Number((await h.runtime.db('idempotency_replays').where({ conversation_id: 'conv_batch' }).count({ n: '*' }).first())!.n);
+  const note = () =>
+    service.noteReplay(
+      { siteId: site, conversationId: 'conv_batch', apiKeyId: crm.id, accountId: null },
+      { kind: 'replay', status: 404, body: '{"error":{}}', keyFingerprint: '0123456789abcdef', keyCreatedAt: Date.now() + offset },
+    );
+  note();
+  note();
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  expect(await count()).toBe(0); // kept, not written one by one
+  note(); // the third fills the batch
+  await waitFor('the batch written', async () => (await count()) === 3);
+  note();
+  await service.flushReplayNotes();
+  expect(await count()).toBe(4);
+  await service.flushReplayNotes(); // nothing left: nothing written twice
+  expect(await count()).toBe(4);
 });
 
 test('replays go with their key records after 24 hours', async () => {

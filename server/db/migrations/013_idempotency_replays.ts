@@ -23,7 +23,8 @@ export async function up(knex: Knex): Promise<void> {
     t.string('key_fingerprint', 16).notNullable();
     t.bigInteger('key_created_at').notNullable();
     t.bigInteger('replayed_at').notNullable();
-    t.index(['conversation_id', 'replayed_at'], 'idempotency_replays_conversation');
+    // With `id` last: the timeline's order (time, then id) read from the index on both engines.
+    t.index(['conversation_id', 'replayed_at', 'id'], 'idempotency_replays_conversation');
     t.index(['key_created_at'], 'idempotency_replays_key_created');
   });
 }
