@@ -35,6 +35,7 @@ export async function openRuntime(config: Config, opts: { onEvents?: () => void;
     db,
     services,
     close: async () => {
+      await services.idempotency.flushReplayNotes(); // the replays answered last still reach the timeline
       await channel.close();
       await db.destroy();
     },

@@ -1,3 +1,4 @@
+import { createLogger } from './platform/logger';
 import type { Knex } from 'knex';
 import type { Config } from './config';
 import { deriveKeys, Keys } from './platform/master-key';
@@ -75,6 +76,7 @@ export function createServices(
   const eventStore = createEventStore(db);
   const mediaStore = createMediaStore(db);
   const messageStore = createMessageStore(db);
+  const idempotencyStore = createIdempotencyStore(db);
   const mediaOptions = {
     dataDir: config.dataDir,
     publicUrl: config.publicUrl,
@@ -165,7 +167,9 @@ export function createServices(
       streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 2)) }),
       now,
     },
-    idempotency: createIdempotencyService(createIdempotencyStore(db), now),
+    idempotency: createIdempotencyService(idempotencyStore, now, {
+      onNoteError: (err, dropped) => createLogger(config.logLevel).child({ component: 'idempotency' }).warn({ err, dropped }, 'could not write replay notes'),
+    }),
     /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
     accounts,
     /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */
@@ -214,8 +218,15 @@ export function createServices(
           maxIdleSocketsPerAddress: 1,
         }),
     }),
-    /** A conversation's messages, events and delivery attempts in one list (the management API). */
-    timeline: createTimeline({ conversations: conversationStore, messages: messageStore, access: accessStore, events: eventStore, cursors }),
+    /** A conversation's messages, idempotent replays, events and delivery attempts in one list (the management API). */
+    timeline: createTimeline({
+      conversations: conversationStore,
+      messages: messageStore,
+      access: accessStore,
+      events: eventStore,
+      replays: idempotencyStore,
+      cursors,
+    }),
   };
 }
 

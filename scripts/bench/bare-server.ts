@@ -7,6 +7,13 @@
  *   POST /w/conversations/:id/messages   the key lookup, then in one transaction: lock the
  *                                         conversation, insert the message, move the conversation's
  *                                         times, insert the outbox event
+ *   GET  /l/conversations                 the key lookup, then the public list's first page (same
+ *                                         index, order and limit as server/conversations/store.ts)
+ *   GET  /l/sites/:siteId/inbox/conversations   the inbox's first page: the management token with its
+ *                                         account and membership in one statement, the page with the
+ *                                         assignee filter (`?assignee=me|unassigned`) and the member's
+ *                                         read marks joined, then the member's unread counts (the
+ *                                         statement of server/inbox/store.ts unreadCounts)
  * Started by scripts/bench/processes.ts (startBareServer) with DATABASE_URL, PORT, TLS_CERT_FILE, TLS_KEY_FILE.
  */
 import https from 'node:https';
@@ -81,6 +88,100 @@ async function conversationExists(siteId: string, conversationId: string): Promi
   return rows.length === 1;
 }
 
+interface ConversationRow extends RowDataPacket {
+  id: string;
+  visitor_id: string;
+  state: string;
+  created_at: number;
+  updated_at: number;
+  last_message_at: number | null;
+  closed_at: number | null;
+}
+
+const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
+
+const toConversation = (r: ConversationRow) => ({
+  id: r.id,
+  state: r.state,
+  visitorId: r.visitor_id,
+  createdAt: iso(r.created_at),
+  updatedAt: iso(r.updated_at),
+  lastMessageAt: isoOrNull(r.last_message_at),
+  closedAt: isoOrNull(r.closed_at),
+});
+
+function pageOf<T extends { created_at: number; id: string }>(rows: T[], limit: number) {
+  const hasMore = rows.length > limit;
+  const data = rows.slice(0, limit);
+  const last = data[data.length - 1];
+  let nextCursor: string | null = null;
+  if (hasMore && last) {
+    const payload = Buffer.from(JSON.stringify({ t: Number(last.created_at), i: last.id })).toString('base64url');
+    nextCursor = `${payload}.${createHmac('sha256', cursorKey).update(payload).digest('base64url').slice(0, 32)}`;
+  }
+  return { data, page: { nextCursor, hasMore } };
+}
+
+const CONVERSATION_COLUMNS = 'c.id, c.site_id, c.visitor_id, c.state, c.open_marker, c.created_at, c.updated_at, c.last_message_at, c.closed_at';
+
+/** The public list's first page: newest first on the site's (created_at, id) index, as the service's store asks for it. */
+async function conversationList(siteId: string, limit: number) {
+  const [rows] = await pool.query<ConversationRow[]>(
+    `SELECT ${CONVERSATION_COLUMNS} FROM conversations c FORCE INDEX (conversations_site_created_updated) WHERE c.site_id = ? ORDER BY c.created_at DESC, c.id DESC LIMIT ?`,
+    [siteId, limit + 1],
+  );
+  const page = pageOf(rows, limit);
+  return { data: page.data.map(toConversation), page: page.page };
+}
+
+/** The member behind a management token, when the token is live and its account a member of the site. */
+async function memberOfToken(authorization: string | undefined, siteId: string): Promise<string | undefined> {
+  const token = authorization?.startsWith('Bearer ') ? authorization.slice(7) : '';
+  if (!token) return undefined;
+  const [rows] = await pool.query<RowDataPacket[]>(
+    'SELECT t.account_id, t.revoked_at, m.role FROM management_tokens t JOIN accounts a ON a.id = t.account_id JOIN memberships m ON m.account_id = t.account_id AND m.site_id = ? WHERE t.fingerprint = ?',
+    [siteId, createHash('sha256').update(token).digest('hex')],
+  );
+  return rows.length === 1 && rows[0].revoked_at === null ? (rows[0].account_id as string) : undefined;
+}
+
+/**
+ * The inbox's first page for a member: the page (with the assignee filter on its own index, as the
+ * service's store picks it) with the assignee and the member's read mark joined, then one grouped
+ * count of the messages after each mark that the member did not write (server/inbox/store.ts).
+ */
+async function inboxList(siteId: string, accountId: string, assignee: string | null, limit: number) {
+  const byAssignee = assignee === 'me' || assignee === 'unassigned';
+  const index = byAssignee ? 'conversations_site_assignee_created' : 'conversations_site_created_updated';
+  const filter = assignee === 'me' ? ' AND c.assignee_id = ?' : assignee === 'unassigned' ? ' AND c.assignee_id IS NULL' : '';
+  const [rows] = await pool.query<(ConversationRow & { assignee_id: string | null; last_read_at: number | null })[]>(
+    `SELECT ${CONVERSATION_COLUMNS}, c.assignee_id, r.last_read_at FROM conversations c FORCE INDEX (${index})` +
+      ' LEFT JOIN inbox_reads r ON r.conversation_id = c.id AND r.account_id = ?' +
+      ` WHERE c.site_id = ?${filter} ORDER BY c.created_at DESC, c.id DESC LIMIT ?`,
+    [accountId, siteId, ...(assignee === 'me' ? [accountId] : []), limit + 1],
+  );
+  const page = pageOf(rows, limit);
+  const unread = new Map<string, number>();
+  if (page.data.length) {
+    const [counts] = await pool.query<RowDataPacket[]>(
+      'SELECT m.conversation_id, count(*) AS n FROM messages m LEFT JOIN inbox_reads r ON r.conversation_id = m.conversation_id AND r.account_id = ?' +
+        ' WHERE m.conversation_id IN (?) AND (r.last_read_at IS NULL OR m.created_at > r.last_read_at) AND (m.author_id IS NULL OR m.author_id <> ?)' +
+        ' GROUP BY m.conversation_id',
+      [accountId, page.data.map((r) => r.id), accountId],
+    );
+    for (const c of counts) unread.set(c.conversation_id as string, Number(c.n));
+  }
+  return {
+    data: page.data.map((r) => ({
+      ...toConversation(r),
+      assigneeId: r.assignee_id,
+      unreadCount: unread.get(r.id) ?? 0,
+      lastReadAt: isoOrNull(r.last_read_at === null ? null : Number(r.last_read_at)),
+    })),
+    page: page.page,
+  };
+}
+
 function newId(prefix: string, at: number) {
   return `${prefix}_${at.toString(32).padStart(10, '0')}${randomBytes(10).toString('hex').slice(0, 16)}`;
 }
@@ -152,6 +253,18 @@ const server = https.createServer(
     try {
       const url = new URL(req.url ?? '/', 'https://bare');
       if (url.pathname === '/healthz') return send(200, { status: 'ok' });
+      const pageLimit = Math.min(100, Number(url.searchParams.get('limit') ?? 25) || 25);
+      if (url.pathname === '/l/conversations') {
+        const siteId = await siteOfKey(req.headers.authorization);
+        if (!siteId) return send(401, { error: { code: 'unauthorized' } });
+        return send(200, await conversationList(siteId, pageLimit));
+      }
+      const inbox = /^\/l\/sites\/([^/]+)\/inbox\/conversations$/.exec(url.pathname);
+      if (inbox) {
+        const accountId = await memberOfToken(req.headers.authorization, inbox[1]);
+        if (!accountId) return send(401, { error: { code: 'unauthorized' } });
+        return send(200, await inboxList(inbox[1], accountId, url.searchParams.get('assignee'), pageLimit));
+      }
       const match = /^\/([qlw])\/conversations\/([^/]+)\/messages$/.exec(url.pathname);
       if (!match) return send(404, { error: { code: 'not_found' } });
       const [, variant, conversationId] = match;

@@ -245,9 +245,13 @@ function writeCached(dataset: Dataset): void {
 }
 
 /** The MariaDB data set: reused when its marker and its DATA_DIR agree with the shape, else built. */
-export async function mysqlDataset(serverUrl: string, shape: DatasetShape, opts: { rebuild: boolean; log(m: string): void }): Promise<Dataset> {
-  const name = `chat_bench_${shapeTag(shape)}`;
-  const dataDir = path.join(benchDir(), name);
+export async function mysqlDataset(
+  serverUrl: string,
+  shape: DatasetShape,
+  opts: { rebuild: boolean; log(m: string): void; /** A database and DATA_DIR of its own (the bench's tests). */ name?: string; dataDir?: string },
+): Promise<Dataset> {
+  const name = opts.name ?? `chat_bench_${shapeTag(shape)}`;
+  const dataDir = opts.dataDir ?? path.join(benchDir(), name);
   const databaseUrl = `${serverUrl}/${name}`;
   const admin = await mysql.createConnection({ uri: serverUrl, multipleStatements: false });
   try {
@@ -321,9 +325,9 @@ function datasetFields(generated: Awaited<ReturnType<typeof generateRows>>) {
 }
 
 /** The SQLite data set in .bench/chat_bench_<tag>_sqlite/chat.sqlite3 (the file the service opens in DATA_DIR). */
-export async function sqliteDataset(shape: DatasetShape, opts: { rebuild: boolean; log(m: string): void }): Promise<Dataset> {
+export async function sqliteDataset(shape: DatasetShape, opts: { rebuild: boolean; log(m: string): void; dataDir?: string }): Promise<Dataset> {
   const name = `chat_bench_${shapeTag(shape)}_sqlite`;
-  const dataDir = path.join(benchDir(), name);
+  const dataDir = opts.dataDir ?? path.join(benchDir(), name);
   const file = path.join(dataDir, 'chat.sqlite3');
   if (!opts.rebuild) {
     const cached = readCached(dataDir, shape);

@@ -20,6 +20,7 @@ import { runDepthPart } from './depth';
 import { runWritesPart } from './writes';
 import { runScaleOutPart } from './scaleout';
 import { runLivePart } from './live';
+import { runInboxLivePart, runInboxPagePart } from './inbox';
 
 /** The SQLite data set keeps the shape but at most this many messages (one writer, one file). */
 const SQLITE_MAX_MESSAGES = 200_000;
@@ -93,7 +94,7 @@ async function main() {
   const ctx: BenchContext = { options, tls: await tlsFiles(), nextPort: () => port++, quiet: quietFor(options), log };
 
   // The delivery and live parts make databases of their own.
-  const needsData = options.parts.some((p) => p !== 'delivery' && p !== 'live');
+  const needsData = options.parts.some((p) => p !== 'delivery' && p !== 'live' && p !== 'inbox-live');
   const wantsMysql = options.engines.includes('mysql');
   const wantsSqlite = options.engines.includes('sqlite') || options.parts.includes('depth') || options.parts.includes('dataset');
   const shape = shapeFor(options.messages);
@@ -122,6 +123,10 @@ async function main() {
   if (has('scaleout') && ctx.mysql && wantsMysql) rows.push(...(await runScaleOutPart(ctx, ctx.mysql)));
   if (has('delivery')) rows.push(...(await runDelivery(ctx)));
   if (has('live')) for (const engine of options.engines) rows.push(...(await runLivePart(ctx, engine)));
+  if (has('inbox')) for (const dataset of engineSets) rows.push(...(await runInboxPagePart(ctx, dataset)));
+  if (has('inbox-live'))
+    for (const engine of options.engines)
+      rows.push(...(await runInboxLivePart(ctx, engine, options.quick ? { messages: 40, gapMs: 50 } : { messages: 200, gapMs: 50 })));
 
   const datasets = [ctx.mysql, ctx.sqlite]
     .filter((d): d is Dataset => d !== undefined)

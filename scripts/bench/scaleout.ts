@@ -17,7 +17,7 @@ import { tlsEnv } from './read';
 const CONNECTIONS = 32;
 
 /** REDIS_URL, else a local Redis when one answers, else none (each instance then limits alone). */
-async function redisUrl(): Promise<string | undefined> {
+export async function redisUrl(): Promise<string | undefined> {
   if (process.env.REDIS_URL) return process.env.REDIS_URL;
   const answers = await new Promise<boolean>((resolve) => {
     const socket = net.connect({ host: '127.0.0.1', port: 6379, timeout: 500 }, () => {

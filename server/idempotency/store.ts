@@ -13,6 +13,20 @@ export interface IdempotencyRow {
   lease_token: string | null;
 }
 
+/** One replay of a recorded answer (013_idempotency_replays.ts), for the conversation's timeline. */
+export interface ReplayRow {
+  id: string;
+  site_id: string;
+  conversation_id: string;
+  message_id: string | null;
+  status: number;
+  api_key_id: string | null;
+  account_id: string | null;
+  key_fingerprint: string;
+  key_created_at: number;
+  replayed_at: number;
+}
+
 export function createIdempotencyStore(db: Knex) {
   const where = (apiKeyId: string, keyHash: string) => ({ api_key_id: apiKeyId, key_hash: keyHash });
   /** The record as long as it is still running under this request's lease. */
@@ -53,7 +67,27 @@ export function createIdempotencyStore(db: Knex) {
       db('idempotency_keys')
         .where(leased(apiKeyId, keyHash, token))
         .update({ state: 'done', response_status: status, response_body: body }),
-    removeExpired: (before: number) => db('idempotency_keys').where('created_at', '<', before).delete(),
+    /** Records and their replays past their time: a replay goes with its key's record. */
+    async removeExpired(before: number) {
+      const n = await db('idempotency_keys').where('created_at', '<', before).delete();
+      await db('idempotency_replays').where('key_created_at', '<', before).delete();
+      return n;
+    },
+    insertReplays: (rows: ReplayRow[]) => db('idempotency_replays').insert(rows),
+    /** A conversation's replays from `from` to `to` (ms, both included), oldest first, at most `limit`. */
+    async replaysOfConversation(siteId: string, conversationId: string, from: number, to: number, limit: number): Promise<ReplayRow[]> {
+      const rows: ReplayRow[] = await db('idempotency_replays')
+        .where({ conversation_id: conversationId, site_id: siteId })
+        .andWhere('replayed_at', '>=', from)
+        .andWhere('replayed_at', '<=', to)
+        .orderBy([
+          { column: 'replayed_at', order: 'asc' },
+          { column: 'id', order: 'asc' },
+        ])
+        .limit(limit)
+        .select();
+      return rows.map((r) => ({ ...r, status: Number(r.status), key_created_at: Number(r.key_created_at), replayed_at: Number(r.replayed_at) }));
+    },
     async removeIfExpired(apiKeyId: string, keyHash: string, before: number) {
       await db('idempotency_keys').where(where(apiKeyId, keyHash)).andWhere('created_at', '<', before).delete();
     },

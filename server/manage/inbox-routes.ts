@@ -4,7 +4,7 @@ import type { Logger } from '../platform/logger';
 import type { components, operations } from './generated/api';
 import type { InboxQuery } from '../inbox/service';
 import { multipartBody } from '../http/bodies';
-import { idempotency } from '../http/idempotency';
+import { idempotency, inboxReplayScope } from '../http/idempotency';
 import { normaliseReply } from '../messages/routes';
 
 type Schemas = components['schemas'];
@@ -70,7 +70,7 @@ export function inboxRoutes(services: Services, logger: Logger): Router {
   // Idempotency-Key: the public reply's records, scoped to the account instead of an API key.
   router.post(
     REPLY_PATH,
-    idempotency(services.idempotency, normaliseReply, (req) => req.manager?.accountId),
+    idempotency(services.idempotency, normaliseReply, (req) => req.manager?.accountId, inboxReplayScope),
     async (req, res) => {
       const body = req.body as Partial<ReplyBody>;
       const files = (req.uploadedFiles ?? []).map((f) => ({ tempPath: f.path, originalName: f.originalname, mimeType: f.mimetype }));

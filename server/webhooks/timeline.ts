@@ -6,12 +6,15 @@ import { notFound } from '../platform/errors';
 import { toIsoRequired } from '../platform/time';
 import type { EventName } from './outbox';
 import type { EventStore } from './store';
+import type { IdempotencyStore } from '../idempotency/store';
 
 /** Messages per page of a timeline at most; each page also holds their events and every attempt of those. */
 export const TIMELINE_MAX_MESSAGES = 100;
 /** Events and attempts one page reads at most (a conversation's page never costs more than this). */
 const EVENTS_PER_PAGE = 3 * TIMELINE_MAX_MESSAGES + 10;
 const ATTEMPTS_PER_PAGE = 2000;
+/** Idempotent replays one page shows at most (the oldest of its time window). */
+export const REPLAYS_PER_PAGE = 500;
 
 type Author =
   | { type: 'visitor'; apiKeyId: null; apiKeyLabel: null; accountId: null }
@@ -19,18 +22,20 @@ type Author =
   | { type: 'member'; apiKeyId: null; apiKeyLabel: null; accountId: string | null };
 
 /**
- * A conversation's timeline: its messages with who wrote each, the events each emitted, and every
- * delivery attempt of those events, in one list ordered by time (a message before the events it
- * emitted, an event before its attempts). Paged by messages (keyset, oldest first): a page holds
- * up to `limit` messages, the events created from its first message to the next page's first
- * (the last page: to now), and every attempt of those events, so each query is an index range
- * with a bound.
+ * A conversation's timeline: its messages with who wrote each, the idempotent replays of its
+ * replies, the events each emitted, and every delivery attempt of those events, in one list
+ * ordered by time (a message before the events it emitted, an event before its attempts, a replay
+ * after anything else at the same millisecond). Paged by messages (keyset, oldest first): a page
+ * holds up to `limit` messages, the events and replays from its first message to the next page's
+ * first (the last page: to now), and every attempt of those events, so each query is an index
+ * range with a bound.
  */
 export function createTimeline(deps: {
   conversations: ConversationStore;
   messages: MessageStore;
   access: Pick<AccessStore, 'findKey'>;
   events: EventStore;
+  replays: Pick<IdempotencyStore, 'replaysOfConversation'>;
   cursors: CursorCodec;
 }) {
   return async function timeline(siteId: string, conversationId: string, q: { limit?: number; cursor?: string }) {
@@ -45,13 +50,15 @@ export function createTimeline(deps: {
     const from = after ? (messages[0]?.created_at ?? Number.MAX_SAFE_INTEGER) : 0;
     const to = hasMore ? rows[limit].created_at - 1 : Number.MAX_SAFE_INTEGER;
     const events = from <= to ? await deps.events.eventsOfConversation(conversationId, from, to, EVENTS_PER_PAGE) : [];
+    const replays = from <= to ? await deps.replays.replaysOfConversation(siteId, conversationId, from, to, REPLAYS_PER_PAGE) : [];
     const attempts = await deps.events.attemptsOfEvents(
       events.map((e) => e.id),
       ATTEMPTS_PER_PAGE,
     );
 
     const labels = new Map<string, string | null>();
-    for (const id of new Set(messages.map((m) => m.api_key_id).filter((x): x is string => x !== null))) {
+    const keyIds = [...messages.map((m) => m.api_key_id), ...replays.map((r) => r.api_key_id)];
+    for (const id of new Set(keyIds.filter((x): x is string => x !== null))) {
       labels.set(id, (await deps.access.findKey(id))?.label ?? null);
     }
     const authorOf = (m: MessageRow): Author => {
@@ -61,7 +68,7 @@ export function createTimeline(deps: {
       return { type: 'visitor', apiKeyId: null, apiKeyLabel: null, accountId: null };
     };
 
-    const KIND = { message: 0, event: 1, attempt: 2 } as const;
+    const KIND = { message: 0, event: 1, attempt: 2, replayed: 3 } as const;
     const entries = [
       ...messages.map((m) => ({
         sort: [m.created_at, KIND.message, m.id] as const,
@@ -97,6 +104,19 @@ export function createTimeline(deps: {
           status: a.status_code,
           error: a.error,
           durationMs: a.duration_ms,
+        },
+      })),
+      ...replays.map((r) => ({
+        sort: [r.replayed_at, KIND.replayed, r.id] as const,
+        entry: {
+          type: 'replayed' as const,
+          at: toIsoRequired(r.replayed_at),
+          messageId: r.message_id,
+          status: r.status,
+          by: (r.api_key_id
+            ? { type: 'api_key', apiKeyId: r.api_key_id, apiKeyLabel: labels.get(r.api_key_id) ?? null, accountId: null }
+            : { type: 'member', apiKeyId: null, apiKeyLabel: null, accountId: r.account_id }) as Author,
+          idempotencyKeyFingerprint: r.key_fingerprint,
         },
       })),
     ];

@@ -3,6 +3,7 @@ import { parseOptions } from '../../scripts/bench/options';
 import { filterCombinations } from '../../scripts/bench/depth';
 import type { Dataset } from '../../scripts/bench/dataset';
 import { clientIp, STREAM_COUNTS } from '../../scripts/bench/live';
+import { pauseBefore } from '../../scripts/bench/inbox';
 
 // The benchmark's own arithmetic and options; the timed runs are exercised by `npm run bench`.
 describe('bench harness', () => {
@@ -46,8 +47,17 @@ describe('bench harness', () => {
     expect(() => parseOptions(['--parts=reads'])).toThrow(/unknown part/);
   });
 
+  it('spreads the inbox live messages so they cannot fall into step with the feed poll', () => {
+    expect(pauseBefore(50, 1000, () => 0)).toBe(50);
+    expect(pauseBefore(50, 1000, () => 0.999)).toBe(1049);
+    const pauses = Array.from({ length: 200 }, () => pauseBefore(50, 1000) % 1000);
+    expect(Math.max(...pauses) - Math.min(...pauses)).toBeGreaterThan(500);
+  });
+
   it('has a live part whose streams stay under the per-client-IP limit of the service', () => {
     expect(parseOptions(['--parts=live']).parts).toEqual(['live']);
+    expect(parseOptions(['--parts=inbox,inbox-live']).parts).toEqual(['inbox', 'inbox-live']);
+    expect(parseOptions([]).parts).toContain('inbox');
     expect(parseOptions([]).parts).toContain('live');
     expect(STREAM_COUNTS).toEqual([0, 100, 500]);
     const perClientIp = new Map<string, number>();

@@ -11,6 +11,7 @@ import * as m009 from './009_key_creators';
 import * as m010 from './010_event_address_roll';
 import * as m011 from './011_inbox';
 import * as m012 from './012_setup_link';
+import * as m013 from './013_idempotency_replays';
 import * as m014 from './014_invitation_list';
 
 interface Migration {
@@ -32,6 +33,7 @@ const migrations: Record<string, Migration> = {
   '010_event_address_roll': m010,
   '011_inbox': m011,
   '012_setup_link': m012,
+  '013_idempotency_replays': m013,
   '014_invitation_list': m014,
 };
 

@@ -294,10 +294,13 @@ export interface paths {
         /**
          * Read a conversation's timeline
          * @description Owners and agents. The conversation's messages with who wrote each (the visitor, an API key by
-         *     its label, or a member), the events each emitted, and every delivery attempt of those events with
-         *     its outcome, in one list by time (a message before its events, an event before its attempts).
+         *     its label, or a member), the idempotent replays of its replies (`replayed`: a retry with the
+         *     same Idempotency-Key answered with the stored answer), the events each emitted, and every
+         *     delivery attempt of those events with its outcome, in one list by time (a message before its
+         *     events, an event before its attempts, a replay after anything else of the same millisecond).
          *     Paged by messages, oldest first: a page holds up to `limit` (at most 100) messages, the events
-         *     created from its first message to the next page's, and all their attempts.
+         *     and replays from its first message to the next page's (at most 500 replays, the oldest), and
+         *     all the events' attempts.
          */
         get: operations["getConversationTimeline"];
         put?: never;
@@ -1818,6 +1821,31 @@ export interface components {
             status: components["schemas"]["HttpStatusOrNull"];
             /** @constant */
             type: "attempt";
+        } | {
+            at: components["schemas"]["Timestamp"];
+            /** @description Whose key it was: an API key (with its label) on the public API, or a member (`accountId`) replying from the inbox. */
+            by: {
+                accountId: components["schemas"]["AccountIdValue"] | null;
+                apiKeyId: string | null;
+                apiKeyLabel: components["schemas"]["Label"] | null;
+                /** @enum {string} */
+                type: "api_key" | "member";
+            };
+            /**
+             * @description The first 16 hex digits of the SHA-256 of the Idempotency-Key (the key is chosen by the
+             *     client and may carry anything, so it is never shown). To find yours:
+             *     `printf %s "$KEY" | sha256sum | cut -c1-16`.
+             */
+            idempotencyKeyFingerprint: string;
+            /** @description The message of the replayed answer; `null` when the stored answer was an error (e.g. 404, 409). */
+            messageId: string | null;
+            /**
+             * Format: int32
+             * @description The HTTP status replayed.
+             */
+            status: number;
+            /** @constant */
+            type: "replayed";
         };
         TimelineResponse: {
             data: components["schemas"]["TimelineEntry"][];
