@@ -5,6 +5,7 @@
  */
 import type { Knex } from 'knex';
 import { createDb, migrate } from '../../server/db/knex';
+import { migrationSource } from '../../server/db/migrations';
 import { createTestDatabase, TestDatabase } from '../helpers/db';
 
 let t: TestDatabase;
@@ -31,9 +32,6 @@ test('two migrations at once on a new database both finish, and the waiting one 
   expect(Date.now() - started).toBeLessThan(30_000);
   const names = (await a('knex_migrations').pluck('name')) as string[];
   expect(new Set(names).size).toBe(names.length);
-  expect(names).toContain('006_window_revocation');
-  expect(names).toContain('007_visitor_files');
-  expect(names).toContain('009_key_creators');
-  expect(names).toContain('010_event_address_roll');
-  expect(names).toContain('011_inbox');
+  // Every migration the service knows ran, once each.
+  expect([...names].sort()).toEqual(await migrationSource.getMigrations([]));
 });
