@@ -22,6 +22,9 @@ import { createHash, createHmac, randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import type { RowDataPacket } from 'mysql2';
 
+/** The service's cap on an unread count (server/inbox/store.ts; the bench compares both answers before timing). */
+const UNREAD_COUNT_CAP = 999;
+
 const POOL_SIZE = 10;
 const pool = mysql.createPool({
   uri: process.env.DATABASE_URL!,
@@ -147,8 +150,9 @@ async function memberOfToken(authorization: string | undefined, siteId: string):
 
 /**
  * The inbox's first page for a member: the page (with the assignee filter on its own index, as the
- * service's store picks it) with the assignee and the member's read mark joined, then one grouped
- * count of the messages after each mark that the member did not write (server/inbox/store.ts).
+ * service's store picks it) with the assignee and the member's read mark joined, then one count per
+ * conversation of the messages after its mark that the member did not write, up to the cap
+ * (server/inbox/store.ts unreadCounts).
  */
 async function inboxList(siteId: string, accountId: string, assignee: string | null, limit: number) {
   const byAssignee = assignee === 'me' || assignee === 'unassigned';
@@ -163,13 +167,15 @@ async function inboxList(siteId: string, accountId: string, assignee: string | n
   const page = pageOf(rows, limit);
   const unread = new Map<string, number>();
   if (page.data.length) {
-    const [counts] = await pool.query<RowDataPacket[]>(
-      'SELECT m.conversation_id, count(*) AS n FROM messages m LEFT JOIN inbox_reads r ON r.conversation_id = m.conversation_id AND r.account_id = ?' +
-        ' WHERE m.conversation_id IN (?) AND (r.last_read_at IS NULL OR m.created_at > r.last_read_at) AND (m.author_id IS NULL OR m.author_id <> ?)' +
-        ' GROUP BY m.conversation_id',
-      [accountId, page.data.map((r) => r.id), accountId],
+    // One bounded count per conversation from its mark (already joined above), up to the cap.
+    const parts = page.data.map(
+      (r) =>
+        'SELECT max(u.conversation_id) AS conversation_id, count(*) AS n FROM (SELECT conversation_id FROM messages' +
+        ` WHERE conversation_id = ? AND (author_id IS NULL OR author_id <> ?)${r.last_read_at === null ? '' : ' AND created_at > ?'} LIMIT ${UNREAD_COUNT_CAP}) u`,
     );
-    for (const c of counts) unread.set(c.conversation_id as string, Number(c.n));
+    const bindings = page.data.flatMap((r) => (r.last_read_at === null ? [r.id, accountId] : [r.id, accountId, Number(r.last_read_at)]));
+    const [counts] = await pool.query<RowDataPacket[]>(parts.join(' UNION ALL '), bindings);
+    for (const c of counts) if (c.conversation_id !== null) unread.set(c.conversation_id as string, Number(c.n));
   }
   return {
     data: page.data.map((r) => ({

@@ -48,7 +48,9 @@ export function createInboxService(deps: {
   /** The conversations with what the member sees beside the public card: assignee and unread count. */
   async function withInbox(accountId: string, cards: Conversation[]) {
     const ids = cards.map((c) => c.id);
-    const [assignees, marks, unread] = await Promise.all([store.assigneesOf(ids), store.readMarks(accountId, ids), store.unreadCounts(accountId, ids)]);
+    // The marks first: each count's range starts at its conversation's mark.
+    const [assignees, marks] = await Promise.all([store.assigneesOf(ids), store.readMarks(accountId, ids)]);
+    const unread = await store.unreadCounts(accountId, ids, marks);
     return cards.map((c) => ({
       ...c,
       assigneeId: assignees.get(c.id) ?? null,

@@ -28,6 +28,9 @@ const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
  * The inbox's tables (011_inbox.ts): read marks, the site's feed and its position counter, and the
  * conversation's assignee column (the inbox is its only writer and reader).
  */
+/** An unread count stops here (the dashboard shows it as "999+"): counting further would read a long unread history on every list page. */
+export const UNREAD_COUNT_CAP = 999;
+
 export function createInboxStore(db: Knex) {
   /**
    * The site's next feed position, taken under the lock of the site's counter row, held until the
@@ -107,20 +110,30 @@ export function createInboxStore(db: Knex) {
     },
 
     /**
-     * Per conversation, the messages after the member's read mark that the member did not write:
-     * one grouped count over messages_conversation_created, each conversation's range starting at
-     * its mark.
+     * Per conversation, the messages after the member's read mark (`marks`, from readMarks) that the
+     * member did not write, counted up to UNREAD_COUNT_CAP. One statement: a UNION ALL of one count
+     * per conversation, each over a range of messages_conversation_created that starts at its mark
+     * and stops at the cap, so a long conversation read up to near its end, or never read, costs
+     * what its unread part (at most the cap) costs, not its whole history.
      */
-    async unreadCounts(accountId: string, conversationIds: string[]): Promise<Map<string, number>> {
+    async unreadCounts(accountId: string, conversationIds: string[], marks: Map<string, ReadMarkRow>): Promise<Map<string, number>> {
       if (!conversationIds.length) return new Map();
-      const rows: { conversation_id: string; n: unknown }[] = await db('messages as m')
-        .leftJoin('inbox_reads as r', (j) => j.on('r.conversation_id', '=', 'm.conversation_id').andOn('r.account_id', '=', db.raw('?', [accountId])))
-        .whereIn('m.conversation_id', conversationIds)
-        .andWhere((w) => w.whereNull('r.last_read_at').orWhere('m.created_at', '>', db.ref('r.last_read_at')))
-        .andWhere((w) => w.whereNull('m.author_id').orWhere('m.author_id', '<>', accountId))
-        .groupBy('m.conversation_id')
-        .select('m.conversation_id', db.raw('count(*) as n'));
-      return new Map(rows.map((r) => [r.conversation_id, Number(r.n)]));
+      const counts = conversationIds.map((id) => {
+        const unread = db('messages')
+          .where('conversation_id', id)
+          .andWhere((w) => w.whereNull('author_id').orWhere('author_id', '<>', accountId))
+          .limit(UNREAD_COUNT_CAP)
+          .select('conversation_id');
+        const mark = marks.get(id);
+        if (mark) unread.andWhere('created_at', '>', mark.last_read_at);
+        // One row per part; its id is null when nothing is unread (read as 0). No GROUP BY: Knex
+        // writes a compound query's GROUP BY after the UNION, where it would group the whole.
+        return db.from(unread.as('u')).select(db.raw('max(u.conversation_id) as conversation_id'), db.raw('count(*) as n'));
+      });
+      const [first, ...rest] = counts;
+      // Not wrapped in parentheses: SQLite refuses a parenthesised SELECT in a compound one.
+      const rows: { conversation_id: string | null; n: unknown }[] = await (rest.length ? first.unionAll(rest) : first);
+      return new Map(rows.filter((r) => r.conversation_id !== null).map((r) => [r.conversation_id!, Number(r.n)]));
     },
 
     /** The newest message of a conversation: what "read" marks up to. */

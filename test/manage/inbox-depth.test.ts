@@ -128,3 +128,80 @@ describe.each(cases)('inbox, $name', ({ filters, index }) => {
     }
   });
 });
+
+describe('unread counts of a page', () => {
+  const LONG = 3000;
+  const ids = { nearEnd: '', never: '', read: '' };
+
+  beforeAll(async () => {
+    const conversation = (n: number) => {
+      const created = NOW - (10_000 + n) * MINUTE;
+      const id = newId('conv', created);
+      return {
+        id,
+        row: {
+          id,
+          site_id: h.site.id,
+          visitor_id: `long${n}`,
+          state: 'closed',
+          open_marker: null,
+          created_at: created,
+          updated_at: created,
+          last_message_at: created + LONG,
+          closed_at: created + LONG,
+        },
+      };
+    };
+    const made = [conversation(1), conversation(2), conversation(3)];
+    [ids.nearEnd, ids.never, ids.read] = made.map((m) => m.id);
+    await db.batchInsert(
+      'conversations',
+      made.map((m) => m.row),
+      10,
+    );
+    const messages = [];
+    for (const { id, row } of made) {
+      for (let i = 1; i <= LONG; i++) {
+        // The last 10 of each: 4 written by the member (never unread for them), 6 by the visitor.
+        const mine = i > LONG - 10 && i % 3 === 0;
+        messages.push({
+          id: newId('msg', row.created_at + i),
+          conversation_id: id,
+          site_id: h.site.id,
+          direction: mine ? 'outgoing' : 'incoming',
+          origin: mine ? 'messenger' : 'widget',
+          author_id: mine ? ME : null,
+          content: 'x',
+          format: 'text',
+          created_at: row.created_at + i,
+        });
+      }
+    }
+    await db.batchInsert('messages', messages, 500);
+    const mark = (id: string, at: number) => ({
+      account_id: ME,
+      conversation_id: id,
+      site_id: h.site.id,
+      last_read_at: at,
+      last_read_message_id: null,
+      updated_at: at,
+    });
+    const created = (id: string) => made.find((m) => m.id === id)!.row.created_at;
+    await db('inbox_reads').insert([mark(ids.nearEnd, created(ids.nearEnd) + LONG - 10), mark(ids.read, created(ids.read) + LONG)]);
+  }, 120_000);
+
+  test('start at each read mark and stop at the cap: a long history is not read again on every page', async () => {
+    const { createInboxStore, UNREAD_COUNT_CAP } = await import('../../server/inbox/store');
+    const store = createInboxStore(db);
+    const list = [ids.nearEnd, ids.never, ids.read];
+    const marks = await store.readMarks(ME, list);
+    const { result, query } = await captureOneQuery(db, () => store.unreadCounts(ME, list, marks));
+    // Near the end: the visitor's 6 of the last 10 (the member's own 4 never count). Never read: the cap. Read: none.
+    // A conversation with nothing unread has no entry (the service reads it as 0).
+    expect(Object.fromEntries(result)).toEqual({ [ids.nearEnd]: 6, [ids.never]: UNREAD_COUNT_CAP });
+    if (mysql) {
+      // The three ranges: about 10, the cap, and none, far from the 3 x 3,000 messages there are.
+      expect(await entriesRead(db, query)).toBeLessThanOrEqual(UNREAD_COUNT_CAP + 50);
+    }
+  });
+});

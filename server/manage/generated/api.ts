@@ -1440,7 +1440,7 @@ export interface components {
             state: components["schemas"]["ConversationState"];
             /**
              * Format: int32
-             * @description Messages after the signed-in member's read mark that they did not write.
+             * @description Messages after the signed-in member's read mark that they did not write, counted up to 999 (more shows as 999).
              */
             unreadCount: number;
             /** @description Last message or state change. */

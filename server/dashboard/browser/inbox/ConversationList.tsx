@@ -95,7 +95,8 @@ export function ConversationList(p: ConversationListProps) {
                     </span>
                     {c.unreadCount > 0 && (
                       <span class="badge">
-                        {c.unreadCount}
+                        {/* The server counts up to 999 (UNREAD_COUNT_CAP): past it, "999+". */}
+                        {c.unreadCount >= 999 ? '999+' : c.unreadCount}
                         <span class="sr-only"> unread</span>
                       </span>
                     )}
