@@ -24,6 +24,7 @@ export interface WireRequest {
 export interface WireAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
+  /** For an event stream, what arrived of it before the client hung up (see EVENT_STREAM_WAIT_MS). */
   body: Buffer;
 }
 
@@ -42,6 +43,11 @@ export interface FuzzServer {
 
 /** Longest a single request may take before it counts as a missing answer. */
 const ANSWER_TIMEOUT_MS = 15_000;
+/**
+ * An event stream never ends: the client keeps its start (up to the first blank line after an
+ * `event:` line, or what came within this time) and hangs up, as a closing browser tab does.
+ */
+const EVENT_STREAM_WAIT_MS = 2_000;
 
 /**
  * The app behind a real HTTPS listener (like listenHttps in the harness), plus a keep-alive client
@@ -134,6 +140,25 @@ export async function startFuzzServer(app: Express): Promise<FuzzServer> {
       );
       client.on('response', (res) => {
         const chunks: Buffer[] = [];
+        if (/^text\/event-stream/.test(res.headers['content-type'] ?? '')) {
+          const hangUp = () => {
+            finish({ kind: 'answer', answer: { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }, ms: elapsed() });
+            client.destroy();
+          };
+          const wait = setTimeout(hangUp, EVENT_STREAM_WAIT_MS);
+          res.on('data', (c: Buffer) => {
+            chunks.push(c);
+            if (/(^|\n)event:[^\n]*\n(.*\n)*?\n/.test(Buffer.concat(chunks).toString('utf8'))) {
+              clearTimeout(wait);
+              hangUp();
+            }
+          });
+          res.on('end', () => {
+            clearTimeout(wait);
+            hangUp();
+          });
+          return;
+        }
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', (err) => finish({ kind: 'dropped', error: `answer cut off: ${err.message}`, ms: elapsed() }));
         res.on('aborted', () => finish({ kind: 'dropped', error: 'answer cut off (aborted)', ms: elapsed() }));
