@@ -58,6 +58,10 @@ const EVENT_STREAM_WAIT_MS = 2_000;
 export async function startFuzzServer(app: Express): Promise<FuzzServer> {
   const tls = await makeSelfSignedCert();
   const server = https.createServer({ cert: tls.cert, key: tls.key }, app);
+  // The production listener's idle time-out (HTTP_KEEPALIVE_TIMEOUT_MS, 65 s), not Node's 5 s: with
+  // 5 s a pooled socket reused just as the server closed it read ECONNRESET before the request was
+  // seen (HTTP/1.1's idle-close race, which clients retry), after pauses such as the seeding.
+  server.keepAliveTimeout = 65_000;
   // Client port -> resolves when the server's side of that connection has closed. The server may
   // see the handshake end after the client does, so the entry is made on first ask.
   interface ServerSide {
