@@ -33,6 +33,8 @@ export interface ManageWorld {
     password: { token: string; cookie: string };
     revokedToken: string;
     signInEmail: string;
+    /** Wrong passwords go to this account, so they never use up the sign-in account's budget (10 in 15 minutes). */
+    wrongPasswordEmail: string;
   };
   /** Invitations to A (agent), each with its token and email: accepted at most once. */
   invitations: { token: string; email: string }[];
@@ -178,6 +180,7 @@ export async function seedManageWorld(h: Harness, server: FuzzServer, receiver: 
   const spareSessions = ((await accounts.listSessions(spare.manager)) as { id: string }[]).map((s) => s.id);
   const password = await member('password');
   const signInAccount = await member('signin');
+  const wrongPasswordAccount = await member('wrong');
   const revoked = await accounts.createToken({ manager: A.owner.manager, clientIp: null }, 'revoked');
   await accounts.revokeToken({ manager: A.owner.manager, clientIp: null }, revoked.id);
 
@@ -199,6 +202,7 @@ export async function seedManageWorld(h: Harness, server: FuzzServer, receiver: 
       password: { token: password.token, cookie: `__Host-session=${(await accounts.signIn(password.email, PASSWORD, {})).token}` },
       revokedToken: revoked.token,
       signInEmail: signInAccount.email,
+      wrongPasswordEmail: wrongPasswordAccount.email,
     },
     invitations,
     bMarkers: [...new Set(bMarkers)],
@@ -365,7 +369,7 @@ export function manageDomain(world: ManageWorld): FuzzDomain {
       const recent = fc.date({ min: new Date(Date.now() - 3600_000), max: new Date(Date.now() + 60_000), noInvalidDate: true }).map((d) => d.toISOString());
       switch (op.operationId) {
         case 'signIn':
-          return fc.record({ email: fc.constant(creds.signInEmail), password: fc.constantFrom(PASSWORD, 'a wrong password!') });
+          return fc.constantFrom({ email: creds.signInEmail, password: PASSWORD }, { email: creds.wrongPasswordEmail, password: 'a wrong password!' });
         case 'acceptInvitation':
           // Each draw takes the next invitation: a case that shrinks may meet a used one (404, also valid).
           return fc.constantFrom('account', 'token only', 'other email').map((mode) => {
