@@ -95,7 +95,9 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       throw new ApiError('service_unavailable', source.busyMessage, undefined, { 'Retry-After': '10' });
     }
     // The client may have gone during the checks before this (their 'close' is past): not a stream.
-    if (res.destroyed || req.destroyed) return;
+    // Its connection tells, not `req.destroyed`: that is also true once a body (even an empty one
+    // a GET sent with a Content-Type) has been read, and the client would wait for an answer forever.
+    if (res.destroyed || req.socket.destroyed) return;
     replaced?.end();
 
     let position = source.from;

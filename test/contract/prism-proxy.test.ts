@@ -30,9 +30,13 @@ import { freePort, ROOT } from '../helpers/spawn';
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/platform/logger';
 import { createMemoryLimiter, RateLimiter, RateDecision } from '../../server/http/rate-limit/limiter';
+import { deliveryEnv, Receiver, startReceiver } from '../webhooks/helpers';
+import { newMember, PASSWORD, TEST_HASHER } from '../manage/helpers';
+import { loadDocument } from '../../scripts/lib/openapi-doc';
 
 const PRISM_BIN = path.join(ROOT, 'node_modules/@stoplight/prism-cli/dist/index.js');
 const DOCUMENT = path.join(ROOT, 'openapi/openapi.yaml');
+const MANAGE_DOCUMENT = path.join(ROOT, 'openapi/manage.yaml');
 const MAX_ATTACHMENT_BYTES = 4096; // small, so a 413 on a file needs only a few KiB through the proxy
 
 interface Proxy {
@@ -56,6 +60,9 @@ let h: Harness;
 let upstream: Awaited<ReturnType<typeof listenHttps>>;
 let strict: Proxy;
 let lenient: Proxy;
+let manage: Proxy; // `--errors` over openapi/manage.yaml in front of /manage/v1
+let manageLenient: Proxy; // the same with --validate-request=false, for the server's own 400
+let receiver: Receiver;
 let tmpDir: string;
 const agent = new Agent({ keepAliveTimeout: 1000 });
 const started: ChildProcess[] = [];
@@ -82,11 +89,11 @@ let mediaOnlyKey: string;
 let throttled: { key: string; keyId: string };
 const FILE_TEXT = 'notes from the visitor\n';
 
-async function startPrism(name: string, extraArgs: string[], caFile: string): Promise<Proxy> {
+async function startPrism(name: string, extraArgs: string[], caFile: string, document = DOCUMENT, basePath = '/api/v1'): Promise<Proxy> {
   const port = await freePort();
   const child = spawn(
     process.execPath,
-    [PRISM_BIN, 'proxy', DOCUMENT, `${upstream.url}/api/v1`, '--errors', '--host', '127.0.0.1', '--port', String(port), '--cors=false', ...extraArgs],
+    [PRISM_BIN, 'proxy', document, `${upstream.url}${basePath}`, '--errors', '--host', '127.0.0.1', '--port', String(port), '--cors=false', ...extraArgs],
     // The upstream's certificate is self-signed: trusted by this child only, nothing disabled.
     { cwd: ROOT, env: { ...process.env, NODE_EXTRA_CA_CERTS: caFile, FORCE_COLOR: '0', NO_COLOR: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -123,7 +130,8 @@ async function stop(child: ChildProcess): Promise<void> {
 }
 
 beforeAll(async () => {
-  h = await createHarness({ env: { MAX_ATTACHMENT_BYTES: String(MAX_ATTACHMENT_BYTES) }, limiter });
+  receiver = await startReceiver();
+  h = await createHarness({ env: { ...deliveryEnv(receiver), MAX_ATTACHMENT_BYTES: String(MAX_ATTACHMENT_BYTES) }, limiter, passwordHasher: TEST_HASHER });
   const services = h.runtime.services;
   convIds = [];
   for (const visitor of ['v-1', 'v-2', 'v-3']) convIds.push((await h.visitorSay(h.site.id, visitor, `hello from ${visitor}`)).conversation.id);
@@ -151,14 +159,20 @@ beforeAll(async () => {
   tmpDir = fs.mkdtempSync(path.join(os.tmpdir(), 'prism-proxy-'));
   const caFile = path.join(tmpDir, 'upstream-ca.pem');
   fs.writeFileSync(caFile, upstream.ca);
-  [strict, lenient] = await Promise.all([startPrism('strict', [], caFile), startPrism('lenient', ['--validate-request=false'], caFile)]);
-}, 60_000);
+  [strict, lenient, manage, manageLenient] = await Promise.all([
+    startPrism('strict', [], caFile),
+    startPrism('lenient', ['--validate-request=false'], caFile),
+    startPrism('manage', [], caFile, MANAGE_DOCUMENT, '/manage/v1'),
+    startPrism('manage-lenient', ['--validate-request=false'], caFile, MANAGE_DOCUMENT, '/manage/v1'),
+  ]);
+}, 90_000);
 
 afterAll(async () => {
   await Promise.all(started.map(stop));
   await agent.close();
   await upstream?.close();
   await h?.close();
+  await receiver?.close();
   if (tmpDir) fs.rmSync(tmpDir, { recursive: true, force: true });
 });
 
@@ -169,7 +183,7 @@ interface SendOptions {
   headers?: Record<string, string>;
 }
 
-async function send(proxy: Proxy, method: 'GET' | 'POST', urlPath: string, opts: SendOptions = {}): Promise<Answer> {
+async function send(proxy: Proxy, method: string, urlPath: string, opts: SendOptions = {}): Promise<Answer> {
   const headers: Record<string, string> = { ...opts.headers };
   if (opts.key) headers.Authorization = `Bearer ${opts.key}`;
   let body: string | FormData | undefined = opts.body;
@@ -490,3 +504,201 @@ describe('the proxies do report violations', () => {
     }
   });
 });
+
+/**
+ * The management API (openapi/manage.yaml) through its own proxies: representative traffic over
+ * every operation, successes and the main errors, each answer unchanged by Prism and without
+ * violations. `streamInbox` is the one operation not sent: Prism's proxy reads the whole upstream
+ * body before it validates and answers, and an event stream never ends: no status line came back
+ * within 6 s when tried (the fuzz and
+ * test/manage/inbox-live.test.ts check its initial answer instead).
+ */
+describe('the management API through its proxies (manage.yaml, --errors)', () => {
+  const SAME = { 'Sec-Fetch-Site': 'same-origin' };
+  let site: string;
+  let ownerToken: string;
+  let agentToken: string;
+  let ownerId: string;
+  let targetId: string;
+  let otherSite: string;
+  const sent = new Set<string>();
+  const t = (token: string, extra: Record<string, string> = {}) => ({ key: token, headers: extra });
+  async function m(method: string, urlPath: string, status: number, opts: SendOptions & { op: string; code?: string; proxy?: Proxy }): Promise<Answer> {
+    sent.add(opts.op);
+    return expectAnswer(await send(opts.proxy ?? manage, method, urlPath, opts), status, opts.code);
+  }
+
+  beforeAll(async () => {
+    site = h.site.id;
+    const accounts = h.runtime.services.accounts;
+    const token = async (email: string) =>
+      (
+        await accounts.createToken(
+          { manager: { accountId: (await accounts.signIn(email, PASSWORD, {})).account.id, email, via: 'session' }, clientIp: null },
+          'prism',
+        )
+      ).token;
+    ownerId = (await newMember(h, site, 'prism-owner@example.com', 'owner')).id;
+    await newMember(h, site, 'prism-agent@example.com', 'agent');
+    targetId = (await newMember(h, site, 'prism-target@example.com', 'agent')).id;
+    ownerToken = await token('prism-owner@example.com');
+    agentToken = await token('prism-agent@example.com');
+    otherSite = (await h.newSite('Prism other')).id;
+  });
+
+  test('session, password and tokens', async () => {
+    const signed = await m('POST', '/session', 200, { op: 'signIn', json: { email: 'prism-owner@example.com', password: PASSWORD }, headers: SAME });
+    const cookie = signed.headers.get('set-cookie')!.split(';')[0];
+    expect(cookie).toMatch(/^__Host-session=/);
+    await m('POST', '/session', 401, {
+      op: 'signIn',
+      code: 'unauthorized',
+      json: { email: 'prism-owner@example.com', password: 'a wrong password!' },
+      headers: SAME,
+    });
+    const me = await m('GET', '/me', 200, { op: 'getMe', headers: { Cookie: cookie } });
+    expect(me.json.data.via).toBe('session');
+    await m('GET', '/me', 401, { op: 'getMe', code: 'unauthorized', key: 'wcm_notarealtoken0000000000000000000000000000' });
+    const sessions = await m('GET', '/sessions', 200, { op: 'listSessions', headers: { Cookie: cookie } });
+    const another = sessions.json.data.find((s: { current: boolean }) => !s.current);
+    await m('DELETE', `/sessions/${another.id}`, 204, { op: 'endSession', ...t(ownerToken) });
+    await m('DELETE', `/sessions/${another.id}`, 404, { op: 'endSession', code: 'not_found', ...t(ownerToken) });
+    await m('POST', '/password', 204, {
+      op: 'changePassword',
+      json: { currentPassword: PASSWORD, newPassword: PASSWORD },
+      headers: { Cookie: cookie, ...SAME },
+    });
+    // A change by cookie without same-origin proof: the server's 403, which Prism passes.
+    await m('POST', '/tokens', 403, {
+      op: 'createToken',
+      code: 'cross_site_request',
+      json: { label: 'x' },
+      headers: { Cookie: cookie, 'Sec-Fetch-Site': 'cross-site' },
+    });
+    const created = await m('POST', '/tokens', 201, { op: 'createToken', json: { label: 'prism script' }, ...t(ownerToken) });
+    await m('GET', '/tokens', 200, { op: 'listTokens', ...t(ownerToken) });
+    await m('DELETE', `/tokens/${created.json.data.id}`, 204, { op: 'revokeToken', ...t(ownerToken) });
+    await m('DELETE', '/tokens/mtk_00000000000000000000000000', 404, { op: 'revokeToken', code: 'not_found', ...t(ownerToken) });
+    await m('DELETE', '/session', 204, { op: 'signOut', headers: { Cookie: cookie, ...SAME } });
+  });
+
+  test('sites, origins, identity, embed, keys', async () => {
+    await m('GET', '/sites', 200, { op: 'listMySites', ...t(ownerToken) });
+    await m('POST', '/sites', 201, { op: 'createSite', json: { name: 'Prism made' }, ...t(ownerToken) });
+    await m('GET', `/sites/${site}`, 200, { op: 'getSite', ...t(ownerToken) });
+    await m('GET', `/sites/${site}`, 403, { op: 'getSite', code: 'forbidden', ...t(agentToken) });
+    await m('GET', `/sites/${otherSite}`, 404, { op: 'getSite', code: 'not_found', ...t(ownerToken) });
+    await m('PATCH', `/sites/${site}`, 200, { op: 'updateSite', json: { name: 'Prism site', identityMode: 'optional' }, ...t(ownerToken) });
+    await m('PUT', `/sites/${site}/allowed-origins`, 200, { op: 'replaceAllowedOrigins', json: { origins: ['https://shop.example'] }, ...t(ownerToken) });
+    await m('POST', `/sites/${site}/allowed-origins`, 200, { op: 'addAllowedOrigin', json: { origin: 'https://m.shop.example' }, ...t(ownerToken) });
+    await m('GET', `/sites/${site}/allowed-origins`, 200, { op: 'listAllowedOrigins', ...t(ownerToken) });
+    await m('DELETE', `/sites/${site}/allowed-origins?origin=${encodeURIComponent('https://m.shop.example')}`, 200, {
+      op: 'removeAllowedOrigin',
+      ...t(ownerToken),
+    });
+    await m('POST', `/sites/${site}/identity-secret/rotate`, 200, { op: 'rotateIdentitySecret', ...t(ownerToken) });
+    await m('GET', `/sites/${site}/embed`, 200, { op: 'getEmbedSnippet', ...t(ownerToken) });
+    const key = await m('POST', `/sites/${site}/keys`, 201, { op: 'createKey', json: { label: 'Prism', scopes: ['conversations:read'] }, ...t(ownerToken) });
+    await m('GET', `/sites/${site}/keys?limit=2`, 200, { op: 'listKeys', ...t(ownerToken) });
+    await m('DELETE', `/sites/${site}/keys/${key.json.data.id}`, 200, { op: 'revokeKey', ...t(ownerToken) });
+    await m('GET', `/sites/${site}/keys?limit=0`, 400, { op: 'listKeys', code: 'invalid_request', proxy: manageLenient, ...t(ownerToken) });
+  });
+
+  test('members, invitations, audit log', async () => {
+    await m('GET', `/sites/${site}/members`, 200, { op: 'listMembers', ...t(agentToken) });
+    await m('PATCH', `/sites/${site}/members/${targetId}`, 200, { op: 'changeMemberRole', json: { role: 'owner' }, ...t(ownerToken) });
+    await m('PATCH', `/sites/${site}/members/${targetId}`, 403, { op: 'changeMemberRole', code: 'forbidden', json: { role: 'agent' }, ...t(agentToken) });
+    await m('DELETE', `/sites/${site}/members/${targetId}/sessions`, 200, { op: 'endMemberSessions', ...t(ownerToken) });
+    await m('DELETE', `/sites/${site}/members/${targetId}`, 204, { op: 'removeMember', ...t(ownerToken) });
+    await m('DELETE', `/sites/${site}/members/${targetId}`, 404, { op: 'removeMember', code: 'not_found', ...t(ownerToken) });
+    const inv = await m('POST', `/sites/${site}/invitations`, 201, {
+      op: 'createInvitation',
+      json: { email: 'prism-new@example.com', role: 'agent' },
+      ...t(ownerToken),
+    });
+    await m('POST', '/invitations/accept', 200, {
+      op: 'acceptInvitation',
+      json: { token: inv.json.data.token, email: 'prism-new@example.com', password: PASSWORD },
+      headers: SAME,
+    });
+    await m('POST', '/invitations/accept', 404, { op: 'acceptInvitation', code: 'not_found', json: { token: inv.json.data.token }, ...t(ownerToken) });
+    await m('GET', `/sites/${site}/audit-log?limit=5`, 200, { op: 'listAuditLog', ...t(ownerToken) });
+  });
+
+  test('inbox', async () => {
+    const said = await h.visitorSay(site, 'prism-visitor', 'hello from the window');
+    const conv = said.conversation.id;
+    const base = `/sites/${site}/inbox/conversations`;
+    await m('GET', `${base}?state=open&assignee=any&limit=5`, 200, { op: 'listInboxConversations', ...t(agentToken) });
+    await m('GET', `${base}/${conv}`, 200, { op: 'getInboxConversation', ...t(agentToken) });
+    await m('POST', `${base}/${conv}/messages`, 201, { op: 'replyFromInbox', json: { content: 'We are on it.' }, ...t(agentToken) });
+    await m('GET', `${base}/${conv}/messages?order=desc`, 200, { op: 'listInboxMessages', ...t(agentToken) });
+    await m('POST', `${base}/${conv}/read`, 200, { op: 'markInboxConversationRead', ...t(agentToken) });
+    await m('POST', `${base}/${conv}/assignee`, 200, { op: 'assignInboxConversation', json: { assigneeId: ownerId }, ...t(ownerToken) });
+    await m('POST', `${base}/${conv}/close`, 200, { op: 'closeInboxConversation', ...t(agentToken) });
+    await m('POST', `${base}/${conv}/messages`, 409, { op: 'replyFromInbox', code: 'conversation_closed', json: { content: 'too late' }, ...t(agentToken) });
+    const theirs = await h.visitorSay(otherSite, 'prism-other', 'not yours');
+    await m('GET', `${base}/${theirs.conversation.id}`, 404, { op: 'getInboxConversation', code: 'not_found', ...t(agentToken) });
+    await m('GET', `/sites/${site}/conversations/${conv}/timeline?limit=10`, 200, { op: 'getConversationTimeline', ...t(agentToken) });
+  });
+
+  test('event address, secrets, test delivery, delivery log, recovery', async () => {
+    const e = `/sites/${site}/event-address`;
+    await m('PUT', e, 201, { op: 'setEventAddress', json: { url: receiver.url('/prism'), events: ['message.created'] }, ...t(ownerToken) });
+    await m('PUT', e, 200, {
+      op: 'setEventAddress',
+      json: { url: receiver.url('/prism'), events: ['message.created', 'conversation.closed'] },
+      ...t(ownerToken),
+    });
+    await m('GET', e, 200, { op: 'getEventAddress', ...t(ownerToken) });
+    await m('GET', e, 403, { op: 'getEventAddress', code: 'forbidden', ...t(agentToken) });
+    await m('PATCH', e, 200, { op: 'changeEventAddressState', json: { enabled: true }, ...t(ownerToken) });
+    await m('POST', `${e}/secret/rotate`, 200, { op: 'rotateEventSecret', ...t(ownerToken) });
+    await m('POST', `${e}/secret/roll`, 200, { op: 'rollEventSecret', json: {}, ...t(ownerToken) });
+    await m('POST', `${e}/secret/switch`, 200, { op: 'switchEventSecret', ...t(ownerToken) });
+    await m('POST', `${e}/test`, 200, { op: 'sendTestEvent', json: { event: 'message.created' }, ...t(ownerToken) });
+    await h.visitorSay(site, 'prism-events', 'an event to deliver');
+    const log = await m('GET', `/sites/${site}/deliveries?limit=5`, 200, { op: 'listDeliveries', ...t(ownerToken) });
+    const eventId = encodeURIComponent(log.json.data[0].eventId);
+    await m('GET', `/sites/${site}/deliveries/${eventId}`, 200, { op: 'getDelivery', ...t(ownerToken) });
+    await m('POST', `/sites/${site}/deliveries/${eventId}/redeliver`, 202, { op: 'redeliverDelivery', ...t(ownerToken) });
+    const since = encodeURIComponent(new Date(Date.now() - 3600_000).toISOString());
+    await m('GET', `/sites/${site}/delivery-recovery?since=${since}`, 200, { op: 'countRecoverableDeliveries', ...t(ownerToken) });
+    await m('POST', `/sites/${site}/delivery-recovery`, 202, {
+      op: 'recoverDeliveries',
+      json: { since: new Date(Date.now() - 3600_000).toISOString() },
+      ...t(ownerToken),
+    });
+  });
+
+  test('every operation but the event stream went through', () => {
+    expect(
+      documentOperationIds()
+        .filter((op) => !sent.has(op))
+        .sort(),
+    ).toEqual(['streamInbox']);
+  });
+
+  test('the proxy reports a violation: an answer the document does not allow', async () => {
+    const accounts = h.runtime.services.accounts;
+    const real = accounts.me.bind(accounts);
+    const spy = jest
+      .spyOn(accounts, 'me')
+      .mockImplementationOnce(async (...args: Parameters<typeof accounts.me>) => ({ ...(await real(...args)), via: 42 }) as never);
+    try {
+      const answer = await send(manage, 'GET', '/me', { key: ownerToken });
+      expect(answer.status).toBe(500);
+      expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(answer.violations).toContain('via');
+    } finally {
+      spy.mockRestore();
+    }
+  });
+});
+
+function documentOperationIds(): string[] {
+  const doc = loadDocument(MANAGE_DOCUMENT) as { paths: Record<string, Record<string, { operationId?: string }>> };
+  return Object.values(doc.paths).flatMap((item) =>
+    Object.values(item).flatMap((op) => (op && typeof op === 'object' && op.operationId ? [op.operationId] : [])),
+  );
+}

@@ -24,13 +24,25 @@ export const DECIDED_ERRORS: Record<string, number> = {
 
 const LEAKY_TEXT = /<html|<!DOCTYPE|\bat [\w.<>]+ \(|node_modules|\.ts:\d+:\d+|ER_[A-Z_]{4,}|SQLITE_[A-Z]+|ECONNREFUSED/;
 
-function header(answer: WireAnswer, name: string): string | undefined {
+export function header(answer: WireAnswer, name: string): string | undefined {
   const v = answer.headers[name.toLowerCase()];
   return Array.isArray(v) ? v.join(', ') : v;
 }
 
+/** What one document promises of its answers beyond "no 5xx and a well-formed envelope". */
+export interface Expectations {
+  /** The decided error codes with their statuses. */
+  errors: Record<string, number>;
+  /** Another site's data in the answer, or an effect on it. */
+  leaks(c: FuzzCase, answer: WireAnswer): string[];
+  /** The document's further rules (its statuses and schemas, roles, cross-site requests). */
+  rules?(c: FuzzCase, answer: WireAnswer): string[];
+}
+
+export const publicExpectations = (world: World): Expectations => ({ errors: DECIDED_ERRORS, leaks: (c, answer) => leakProblems(c, answer, world) });
+
 /** Everything that is wrong with one answer; empty when the answer is acceptable. */
-export function problemsWith(c: FuzzCase, outcome: WireOutcome, world: World): string[] {
+export function problemsWith(c: FuzzCase, outcome: WireOutcome, expect: Expectations): string[] {
   if (outcome.kind === 'dropped') return [`no answer: ${outcome.error} after ${outcome.ms} ms`];
   if (outcome.kind === 'aborted') {
     return outcome.serverSocketClosed ? [] : ['the server kept the aborted connection open for 5 s'];
@@ -57,7 +69,7 @@ export function problemsWith(c: FuzzCase, outcome: WireOutcome, world: World): s
       } catch {
         problems.push('error body is not JSON');
       }
-      if (parsed !== undefined) problems.push(...envelopeProblems(parsed, answer.status));
+      if (parsed !== undefined) problems.push(...envelopeProblems(parsed, answer.status, expect.errors));
     }
     if (answer.status === 405 && !header(answer, 'allow')) problems.push('405 without an Allow header');
     if (answer.status === 429 && !(Number(header(answer, 'retry-after')) >= 1)) problems.push('429 without Retry-After >= 1');
@@ -69,20 +81,20 @@ export function problemsWith(c: FuzzCase, outcome: WireOutcome, world: World): s
     }
   }
 
-  problems.push(...leakProblems(c, answer, world));
+  problems.push(...expect.leaks(c, answer), ...(expect.rules?.(c, answer) ?? []));
   return problems;
 }
 
-function envelopeProblems(parsed: unknown, status: number): string[] {
+function envelopeProblems(parsed: unknown, status: number, decided: Record<string, number>): string[] {
   const problems: string[] = [];
   const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
   if (!isObject(parsed) || Object.keys(parsed).join() !== 'error' || !isObject(parsed.error)) return ['error body is not {error: {...}}'];
   const error = parsed.error;
   const extra = Object.keys(error).filter((k) => !['code', 'message', 'details'].includes(k));
   if (extra.length) problems.push(`error has fields beyond code, message, details: ${extra.join(', ')}`);
-  if (typeof error.code !== 'string' || !(error.code in DECIDED_ERRORS))
+  if (typeof error.code !== 'string' || !Object.hasOwn(decided, error.code))
     problems.push(`error.code ${JSON.stringify(error.code)} is not one of the decided codes`);
-  else if (DECIDED_ERRORS[error.code] !== status) problems.push(`error.code ${error.code} maps to ${DECIDED_ERRORS[error.code]}, answered ${status}`);
+  else if (decided[error.code] !== status) problems.push(`error.code ${error.code} maps to ${decided[error.code]}, answered ${status}`);
   if (typeof error.message !== 'string' || error.message === '') problems.push('error.message is not a non-empty string');
   if ('details' in error) {
     const ok = Array.isArray(error.details) && error.details.every((d) => isObject(d) && typeof d.path === 'string' && typeof d.message === 'string');

@@ -22,9 +22,14 @@ export interface Operation {
   bodies: Record<string, Schema>;
   /** Scopes of the `apiKey` scheme; null when the operation needs no key. */
   scopes: string[] | null;
+  /** Names of the security schemes that admit a request; empty when the operation needs no credential. */
+  security: string[];
+  /** The operation's description (the management document opens owner-only ones with "Owners only"). */
+  description: string;
 }
 
 export const DOCUMENT_FILE = path.resolve(__dirname, '../../openapi/openapi.yaml');
+export const MANAGE_DOCUMENT_FILE = path.resolve(__dirname, '../../openapi/manage.yaml');
 
 /** Copies `node` with every local `$ref` replaced by its target (the document has no cycles). */
 function deref(doc: JsonObject, node: unknown, seen: string[] = []): unknown {
@@ -42,7 +47,7 @@ function deref(doc: JsonObject, node: unknown, seen: string[] = []): unknown {
   return Object.fromEntries(Object.entries(node as JsonObject).map(([k, v]) => [k, deref(doc, v, seen)]));
 }
 
-/** Every operation of the document's `paths` (the `/api/v1` server), in document order. */
+/** Every operation of the document's `paths` (under its first server, e.g. `/api/v1`), in document order. */
 export function loadOperations(file = DOCUMENT_FILE): { operations: Operation[]; basePath: string } {
   const doc = loadDocument(file);
   const basePath = String(((doc.servers as JsonObject[])[0] ?? {}).url ?? '');
@@ -71,6 +76,8 @@ export function loadOperations(file = DOCUMENT_FILE): { operations: Operation[];
         params,
         bodies,
         scopes: apiKey ? (apiKey.apiKey as string[]) : null,
+        security: [...new Set(security.flatMap((s) => Object.keys(s)))],
+        description: String(op.description ?? ''),
       });
     }
   }

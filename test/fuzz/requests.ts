@@ -2,7 +2,6 @@ import fc from 'fast-check';
 import type { Operation, Parameter, Schema } from './operations';
 import { oddCharacter, oddString, valid, wrongType } from './schema-arbitraries';
 import type { Delivery, WireRequest } from './wire';
-import type { World } from './world';
 
 /**
  * Request generators: for every operation of the document a well-formed request built from its
@@ -289,6 +288,10 @@ const hostileSegment = fc.oneof(
     'med_01m82b2gbadebbwm8ewpr7h6h9',
     'msg_01m82b2gbadebbwm8ewpr7h6h9',
     'ws_01m82b2gbadebbwm8ewpr7h6h9',
+    'usr_01m82b2gbadebbwm8ewpr7h6h9',
+    'mtk_01m82b2gbadebbwm8ewpr7h6h9',
+    'message.created%3A01m82b2gbadebbwm8ewpr7h6h9',
+    'message.created%3A..%2F..',
     'conv_' + 'a'.repeat(4000),
     'message.created.json.bak',
     'message.created',
@@ -446,6 +449,9 @@ function mutationArb(op: Operation, limits: FuzzLimits): fc.Arbitrary<Mutation> 
             'Token x',
             utf8AsLatin1('Bearer wck_ключ'),
             'Bearer wck_\u00ff',
+            'Bearer wcm_',
+            `Bearer wcm_${'a'.repeat(5000)}`,
+            'Bearer wcm_\u00ff',
           ),
           append: fc.boolean(),
         }),
@@ -472,6 +478,22 @@ function mutationArb(op: Operation, limits: FuzzLimits): fc.Arbitrary<Mutation> 
           name: fc.constantFrom('X-Forwarded-For', 'Forwarded', 'X-Request-Id', 'X-HTTP-Method-Override', 'Origin', 'Range'),
           value: fc.constantFrom('1.2.3.4', 'for=1.2.3.4', 'DELETE', 'https://evil.example', 'bytes=0-1', 'x'.repeat(300), utf8AsLatin1('ünïcode')),
           append: fc.constant(false),
+        }),
+        fc.record({
+          m: fc.constant('header' as const),
+          name: fc.constantFrom('Cookie', 'Sec-Fetch-Site'),
+          value: fc.constantFrom(
+            '__Host-session=',
+            `__Host-session=${'A'.repeat(43)}`,
+            '__Host-session=a; __Host-session=b',
+            `__Host-session=${'x'.repeat(5000)}`,
+            'same-origin',
+            'same-site',
+            'cross-site',
+            'none',
+            utf8AsLatin1('sämé-origin'),
+          ),
+          append: fc.boolean(),
         }),
         // Only 100-continue: any other expectation is answered 417 by node:http before the app runs.
         fc.constant<Mutation>({ m: 'header', name: 'Expect', value: '100-continue', append: false }),
@@ -730,155 +752,85 @@ function buildTarget(d: Draft, basePath: string): string {
 
 // ---------------------------------------------------------------- per operation
 
-/** Keys of site A in every state, plus broken headers. */
-function authArb(world: World, keyless: boolean): fc.Arbitrary<{ label: string; header: string | null }> {
-  const k = world.keys;
-  const key = (label: string, value: string) => fc.constant({ label, header: `Bearer ${value}` });
-  return fc.oneof(
-    { weight: keyless ? 1 : 12, arbitrary: key('full key', k.full) },
-    { weight: keyless ? 8 : 2, arbitrary: fc.constant({ label: 'no key', header: null }) },
-    { weight: 1, arbitrary: key('read-only key', k.readOnly) },
-    { weight: 1, arbitrary: key('write-only key', k.writeOnly) },
-    { weight: 1, arbitrary: key('media-only key', k.mediaOnly) },
-    { weight: 1, arbitrary: key('revoked key', k.revoked) },
-    { weight: 1, arbitrary: fc.stringMatching(/^wck_[A-Za-z0-9]{43}$/).map((s) => ({ label: 'unknown key', header: `Bearer ${s}` })) },
-  );
+/** Credentials as they go on the wire (an Authorization header, a cookie and its Fetch Metadata, or nothing). */
+export interface Credential {
+  label: string;
+  headers: [string, string][];
 }
 
-function conversationIdArb(world: World, op: Operation): fc.Arbitrary<string> {
-  const { a, b } = world;
-  const bAll = [...b.replyConversations, ...b.closableConversations, ...b.closedConversations];
-  const random = valid({ type: 'string', pattern: '^conv_[0-9a-hjkmnp-tv-z]{26}$' }) as fc.Arbitrary<string>;
-  const from = (ids: string[]) => fc.constantFrom(...ids);
-  if (op.operationId === 'closeConversation') {
-    // Replies keep their open conversations: close only ever targets its own set.
-    return fc.oneof(
-      { weight: 4, arbitrary: from(a.closableConversations) },
-      { weight: 1, arbitrary: from(a.closedConversations) },
-      { weight: 2, arbitrary: from(bAll) },
-      { weight: 1, arbitrary: random },
-    );
-  }
-  if (op.method === 'POST') {
-    return fc.oneof(
-      { weight: 8, arbitrary: from(a.replyConversations) },
-      { weight: 1, arbitrary: from(a.closedConversations) },
-      { weight: 2, arbitrary: from(bAll) },
-      { weight: 1, arbitrary: random },
-    );
-  }
-  return fc.oneof(
-    { weight: 6, arbitrary: from([...a.replyConversations, ...a.closableConversations, ...a.closedConversations]) },
-    { weight: 2, arbitrary: from(bAll) },
-    { weight: 1, arbitrary: random },
-  );
+/** A signed link or the like: path and query taken together, replacing the generated ones. */
+export interface Link {
+  pathParams: Record<string, string>;
+  query: [string, string][];
+  label: string;
 }
 
-function queryValueArb(world: World, param: Parameter): fc.Arbitrary<string> {
-  if (param.name === 'cursor') {
-    return fc.oneof(
-      { weight: 4, arbitrary: fc.constantFrom(...world.a.cursors) },
-      { weight: 1, arbitrary: fc.constantFrom(...world.b.cursors) },
-      {
-        weight: 1,
-        arbitrary: fc
-          .constantFrom(...world.a.cursors)
-          .chain((c) => fc.nat({ max: c.length - 1 }).map((i) => c.slice(0, i) + (c[i] === 'A' ? 'B' : 'A') + c.slice(i + 1))),
-      },
-      { weight: 1, arbitrary: valid(param.schema).map(String) },
-    );
-  }
-  return valid(param.schema).map(String);
+/**
+ * What the generators know of one document's world: which credentials exist, and the real ids,
+ * cursors and bodies that reach its handlers. Every hook may answer undefined: the schema's value.
+ */
+export interface FuzzDomain {
+  credential(op: Operation): fc.Arbitrary<Credential>;
+  /** A path parameter as it goes on the wire. */
+  pathParam?(op: Operation, param: Parameter): fc.Arbitrary<string> | undefined;
+  /** A query or header parameter's value. */
+  paramValue?(op: Operation, param: Parameter): fc.Arbitrary<string> | undefined;
+  /** A JSON body the handler can act on, in place of the schema's (mixed in with it). */
+  jsonBody?(op: Operation): fc.Arbitrary<unknown> | undefined;
+  link?(op: Operation): fc.Arbitrary<Link> | undefined;
 }
+
+/** A path parameter from the schema, now and then an odd string. */
+const schemaSegment = (p: Parameter) =>
+  fc.oneof({ weight: 5, arbitrary: valid(p.schema).map((v) => pctEncode(String(v))) }, { weight: 1, arbitrary: oddString.map(pctEncode) });
 
 interface Parts {
-  auth: { label: string; header: string | null };
+  auth: Credential;
   pathParams: Record<string, string>;
   query: [string, string][];
   headers: [string, string][];
   body: { contentType: string; bytes: Buffer | null; json?: unknown; multipart?: MultipartSpec } | null;
   mutations: Mutation[];
-  media: { id: string; query: [string, string][]; label: string } | null;
+  link: Link | null;
 }
 
-function operationArb(op: Operation, world: World, basePath: string, limits: FuzzLimits): fc.Arbitrary<FuzzCase> {
+function operationArb(op: Operation, domain: FuzzDomain, basePath: string, limits: FuzzLimits): fc.Arbitrary<FuzzCase> {
   const pathParams = op.params.filter((p) => p.in === 'path');
   const queryParams = op.params.filter((p) => p.in === 'query');
   const headerParams = op.params.filter((p) => p.in === 'header');
-  const isMedia = op.operationId === 'downloadMedia';
+  const linkArb = domain.link?.(op);
 
   const pathArb = fc.record(
-    Object.fromEntries(
-      pathParams.map((p) => [
-        p.name,
-        p.name === 'id' && op.template.startsWith('/conversations')
-          ? conversationIdArb(world, op)
-          : fc.oneof({ weight: 5, arbitrary: valid(p.schema).map((v) => pctEncode(String(v))) }, { weight: 1, arbitrary: oddString.map(pctEncode) }),
-      ]),
-    ) as Record<string, fc.Arbitrary<string>>,
+    Object.fromEntries(pathParams.map((p) => [p.name, domain.pathParam?.(op, p) ?? schemaSegment(p)])) as Record<string, fc.Arbitrary<string>>,
   );
 
-  // The media operation: an id and a signed link taken together, as a client has them.
-  const links = [...world.a.media.map((m) => ({ ...m, site: 'A' })), ...world.b.media.map((m) => ({ ...m, site: 'B' }))];
-  const mediaArb = isMedia
-    ? fc
-        .record({
-          pick: fc.constantFrom(...links),
-          other: fc.constantFrom(...links),
-          mode: fc.constantFrom('no link', 'own link', 'own link', 'other link', 'expired', 'tampered', 'schema values'),
-          randomQuery: fc.tuple(
-            valid(queryParams.find((p) => p.name === 'expires')?.schema ?? {}),
-            valid(queryParams.find((p) => p.name === 'signature')?.schema ?? {}),
+  const paramArb = (p: Parameter) =>
+    domain.paramValue?.(op, p) ??
+    (p.name.toLowerCase() === 'idempotency-key'
+      ? fc.oneof(valid(p.schema).map(String), fc.constantFrom('fuzz-key-1', 'fuzz-key-2', 'fuzz-key-3'), fc.uuid())
+      : valid(p.schema).map(String));
+  const someOf = (params: Parameter[]) =>
+    fc
+      .tuple(
+        ...params.map((p) =>
+          fc.option(
+            paramArb(p).map((v): [string, string] => [p.name, v]),
+            { freq: 2 },
           ),
-        })
-        .map(({ pick, other, mode, randomQuery }) => {
-          const linkQuery = (url: string): [string, string][] => [...new URL(url).searchParams.entries()];
-          const own = linkQuery(pick.url);
-          let query: [string, string][] = [];
-          if (mode === 'own link') query = own;
-          if (mode === 'other link') query = linkQuery(other.url);
-          if (mode === 'expired') query = [['expires', '1'], own[1]];
-          if (mode === 'tampered') query = [own[0], ['signature', own[1][1].replace(/^./, (c) => (c === '0' ? '1' : '0'))]];
-          if (mode === 'schema values')
-            query = [
-              ['expires', String(randomQuery[0])],
-              ['signature', String(randomQuery[1])],
-            ];
-          return { id: pick.id, query, label: `media of site ${pick.site}, ${mode}` };
-        })
-    : fc.constant(null);
-
-  const queryArb = isMedia
-    ? fc.constant<[string, string][]>([])
-    : fc
-        .tuple(
-          ...queryParams.map((p) =>
-            fc.option(
-              queryValueArb(world, p).map((v): [string, string] => [p.name, v]),
-              { freq: 2 },
-            ),
-          ),
-        )
-        .map((pairs) => pairs.filter((p): p is [string, string] => p !== null));
-
-  const headersArb = fc
-    .tuple(
-      ...headerParams.map((p) =>
-        fc.option(
-          (p.name.toLowerCase() === 'idempotency-key'
-            ? fc.oneof(valid(p.schema).map(String), fc.constantFrom('fuzz-key-1', 'fuzz-key-2', 'fuzz-key-3'), fc.uuid())
-            : valid(p.schema).map(String)
-          ).map((v): [string, string] => [p.name, v]),
-          { freq: 2 },
         ),
-      ),
-    )
-    .map((pairs) => pairs.filter((p): p is [string, string] => p !== null));
+      )
+      .map((pairs) => pairs.filter((p): p is [string, string] => p !== null));
+  // With a link the query is the link's.
+  const queryArb = linkArb ? fc.constant<[string, string][]>([]) : someOf(queryParams);
+  const headersArb = someOf(headerParams);
 
   const bodyChoices: fc.Arbitrary<Parts['body']>[] = [];
   for (const [type, schema] of Object.entries(op.bodies)) {
-    if (type === 'application/json') bodyChoices.push(valid(schema).map((json) => ({ contentType: type, bytes: null, json })));
-    else if (type === 'multipart/form-data') bodyChoices.push(multipartArb(schema).map((multipart) => ({ contentType: type, bytes: null, multipart })));
+    if (type === 'application/json') {
+      const domainJson = domain.jsonBody?.(op);
+      const json = domainJson ? fc.oneof(valid(schema), domainJson) : valid(schema);
+      bodyChoices.push(json.map((value) => ({ contentType: type, bytes: null, json: value })));
+    } else if (type === 'multipart/form-data') bodyChoices.push(multipartArb(schema).map((multipart) => ({ contentType: type, bytes: null, multipart })));
   }
   const bodyArb: fc.Arbitrary<Parts['body']> = bodyChoices.length ? fc.oneof(...bodyChoices) : fc.constant(null);
 
@@ -889,13 +841,13 @@ function operationArb(op: Operation, world: World, basePath: string, limits: Fuz
 
   return fc
     .record({
-      auth: authArb(world, op.scopes === null),
+      auth: domain.credential(op),
       pathParams: pathArb,
       query: queryArb,
       headers: headersArb,
       body: bodyArb,
       mutations: mutationsArb,
-      media: mediaArb,
+      link: linkArb ?? fc.constant(null),
     })
     .map((parts: Parts) => buildCase(op, parts, basePath, limits));
 }
@@ -916,12 +868,12 @@ function buildCase(op: Operation, parts: Parts, basePath: string, limits: FuzzLi
     delivery: { kind: 'whole' },
     recipe: [op.operationId, parts.auth.label],
   };
-  if (parts.media) {
-    d.pathParams.id = parts.media.id;
-    d.query = [...parts.media.query];
-    d.recipe.push(parts.media.label);
+  if (parts.link) {
+    Object.assign(d.pathParams, parts.link.pathParams);
+    d.query = [...parts.link.query];
+    d.recipe.push(parts.link.label);
   }
-  if (parts.auth.header !== null) d.headers.push(['Authorization', parts.auth.header]);
+  d.headers.push(...parts.auth.headers);
   if (parts.body?.multipart) {
     const m = serialiseMultipart(parts.body.multipart, limits);
     d.body = m.body;
@@ -953,9 +905,9 @@ function buildCase(op: Operation, parts: Parts, basePath: string, limits: FuzzLi
 }
 
 /** Every operation, equally likely, each with its own generators. */
-export function requestArb(operations: Operation[], world: World, basePath: string, limits: FuzzLimits): fc.Arbitrary<FuzzCase> {
+export function requestArb(operations: Operation[], domain: FuzzDomain, basePath: string, limits: FuzzLimits): fc.Arbitrary<FuzzCase> {
   return fc
-    .oneof(...operations.map((op) => operationArb(op, world, basePath, limits)))
+    .oneof(...operations.map((op) => operationArb(op, domain, basePath, limits)))
     .map((c) => Object.assign(c, { [fc.toStringMethod]: () => describeCase(c) }));
 }
 

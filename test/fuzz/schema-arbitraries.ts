@@ -67,9 +67,13 @@ function validString(schema: Schema): fc.Arbitrary<string> {
   const minLength = (schema.minLength as number | undefined) ?? 0;
   const maxLength = Math.max(minLength, Math.min((schema.maxLength as number | undefined) ?? STRING_CAP, STRING_CAP));
   if (schema.format === 'date-time') return isoDate;
+  if (schema.format === 'email') return fc.emailAddress({ size: 'xsmall' }).filter((s) => s.length >= minLength && s.length <= maxLength);
   if (typeof schema.pattern === 'string') {
+    // An open repetition (`+`, `*`) at the end yields short strings: give it the length bounds, or
+    // a minimum length above what it makes would filter forever.
+    const pattern = minLength > 1 ? schema.pattern.replace(/(\]|\.)[+*]\$$/, `$1{${minLength},${maxLength}}$`) : schema.pattern;
     return fc
-      .stringMatching(new RegExp(schema.pattern), { size: 'xsmall' })
+      .stringMatching(new RegExp(pattern), { size: 'xsmall' })
       .filter((s) => s.length >= minLength && s.length <= ((schema.maxLength as number | undefined) ?? Infinity));
   }
   return fc.string({

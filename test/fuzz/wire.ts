@@ -24,6 +24,7 @@ export interface WireRequest {
 export interface WireAnswer {
   status: number;
   headers: Record<string, string | string[] | undefined>;
+  /** For an event stream, what arrived of it before the client hung up (see EVENT_STREAM_WAIT_MS). */
   body: Buffer;
 }
 
@@ -42,6 +43,11 @@ export interface FuzzServer {
 
 /** Longest a single request may take before it counts as a missing answer. */
 const ANSWER_TIMEOUT_MS = 15_000;
+/**
+ * An event stream never ends: the client keeps its start (up to the first blank line after an
+ * `event:` line, or what came within this time) and hangs up, as a closing browser tab does.
+ */
+const EVENT_STREAM_WAIT_MS = 2_000;
 
 /**
  * The app behind a real HTTPS listener (like listenHttps in the harness), plus a keep-alive client
@@ -52,6 +58,10 @@ const ANSWER_TIMEOUT_MS = 15_000;
 export async function startFuzzServer(app: Express): Promise<FuzzServer> {
   const tls = await makeSelfSignedCert();
   const server = https.createServer({ cert: tls.cert, key: tls.key }, app);
+  // The production listener's idle time-out (HTTP_KEEPALIVE_TIMEOUT_MS, 65 s), not Node's 5 s: with
+  // 5 s a pooled socket reused just as the server closed it read ECONNRESET before the request was
+  // seen (HTTP/1.1's idle-close race, which clients retry), after pauses such as the seeding.
+  server.keepAliveTimeout = 65_000;
   // Client port -> resolves when the server's side of that connection has closed. The server may
   // see the handshake end after the client does, so the entry is made on first ask.
   interface ServerSide {
@@ -134,6 +144,25 @@ export async function startFuzzServer(app: Express): Promise<FuzzServer> {
       );
       client.on('response', (res) => {
         const chunks: Buffer[] = [];
+        if (/^text\/event-stream/.test(res.headers['content-type'] ?? '')) {
+          const hangUp = () => {
+            finish({ kind: 'answer', answer: { status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }, ms: elapsed() });
+            client.destroy();
+          };
+          const wait = setTimeout(hangUp, EVENT_STREAM_WAIT_MS);
+          res.on('data', (c: Buffer) => {
+            chunks.push(c);
+            if (/(^|\n)event:[^\n]*\n(.*\n)*?\n/.test(Buffer.concat(chunks).toString('utf8'))) {
+              clearTimeout(wait);
+              hangUp();
+            }
+          });
+          res.on('end', () => {
+            clearTimeout(wait);
+            hangUp();
+          });
+          return;
+        }
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('error', (err) => finish({ kind: 'dropped', error: `answer cut off: ${err.message}`, ms: elapsed() }));
         res.on('aborted', () => finish({ kind: 'dropped', error: 'answer cut off (aborted)', ms: elapsed() }));

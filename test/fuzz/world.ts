@@ -1,4 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
+import type { Parameter } from './operations';
+import type { Credential, FuzzDomain, Link } from './requests';
+import { valid } from './schema-arbitraries';
 import type { Harness } from '../helpers/harness';
 import type { FuzzServer } from './wire';
 
@@ -98,4 +102,107 @@ export async function seedWorld(h: Harness, server: FuzzServer): Promise<World> 
     b,
     bMarkers: [...new Set(bMarkers)],
   };
+}
+
+/** The generators' view of the public API's world: site A's keys in every state, real ids, cursors and signed links. */
+export function publicDomain(world: World): FuzzDomain {
+  const { a, b } = world;
+  const k = world.keys;
+  const key = (label: string, value: string) => fc.constant<Credential>({ label, headers: [['Authorization', `Bearer ${value}`]] });
+  const bAll = [...b.replyConversations, ...b.closableConversations, ...b.closedConversations];
+  const from = (ids: string[]) => fc.constantFrom(...ids);
+  const links = [...a.media.map((m) => ({ ...m, site: 'A' })), ...b.media.map((m) => ({ ...m, site: 'B' }))];
+
+  return {
+    credential(op) {
+      const keyless = op.scopes === null;
+      return fc.oneof(
+        { weight: keyless ? 1 : 12, arbitrary: key('full key', k.full) },
+        { weight: keyless ? 8 : 2, arbitrary: fc.constant<Credential>({ label: 'no key', headers: [] }) },
+        { weight: 1, arbitrary: key('read-only key', k.readOnly) },
+        { weight: 1, arbitrary: key('write-only key', k.writeOnly) },
+        { weight: 1, arbitrary: key('media-only key', k.mediaOnly) },
+        { weight: 1, arbitrary: key('revoked key', k.revoked) },
+        {
+          weight: 1,
+          arbitrary: fc.stringMatching(/^wck_[A-Za-z0-9]{43}$/).map((s): Credential => ({ label: 'unknown key', headers: [['Authorization', `Bearer ${s}`]] })),
+        },
+      );
+    },
+
+    pathParam(op, param) {
+      if (param.name !== 'id' || !op.template.startsWith('/conversations')) return undefined;
+      const random = valid({ type: 'string', pattern: '^conv_[0-9a-hjkmnp-tv-z]{26}$' }) as fc.Arbitrary<string>;
+      if (op.operationId === 'closeConversation') {
+        // Replies keep their open conversations: close only ever targets its own set.
+        return fc.oneof(
+          { weight: 4, arbitrary: from(a.closableConversations) },
+          { weight: 1, arbitrary: from(a.closedConversations) },
+          { weight: 2, arbitrary: from(bAll) },
+          { weight: 1, arbitrary: random },
+        );
+      }
+      if (op.method === 'POST') {
+        return fc.oneof(
+          { weight: 8, arbitrary: from(a.replyConversations) },
+          { weight: 1, arbitrary: from(a.closedConversations) },
+          { weight: 2, arbitrary: from(bAll) },
+          { weight: 1, arbitrary: random },
+        );
+      }
+      return fc.oneof(
+        { weight: 6, arbitrary: from([...a.replyConversations, ...a.closableConversations, ...a.closedConversations]) },
+        { weight: 2, arbitrary: from(bAll) },
+        { weight: 1, arbitrary: random },
+      );
+    },
+
+    paramValue(_op, param) {
+      return param.name === 'cursor' ? cursorArb(a.cursors, b.cursors, param) : undefined;
+    },
+
+    // The media operation: an id and a signed link taken together, as a client has them.
+    link(op) {
+      if (op.operationId !== 'downloadMedia') return undefined;
+      const queryParams = op.params.filter((p) => p.in === 'query');
+      return fc
+        .record({
+          pick: fc.constantFrom(...links),
+          other: fc.constantFrom(...links),
+          mode: fc.constantFrom('no link', 'own link', 'own link', 'other link', 'expired', 'tampered', 'schema values'),
+          randomQuery: fc.tuple(
+            valid(queryParams.find((p) => p.name === 'expires')?.schema ?? {}),
+            valid(queryParams.find((p) => p.name === 'signature')?.schema ?? {}),
+          ),
+        })
+        .map(({ pick, other, mode, randomQuery }): Link => {
+          const linkQuery = (url: string): [string, string][] => [...new URL(url).searchParams.entries()];
+          const own = linkQuery(pick.url);
+          let query: [string, string][] = [];
+          if (mode === 'own link') query = own;
+          if (mode === 'other link') query = linkQuery(other.url);
+          if (mode === 'expired') query = [['expires', '1'], own[1]];
+          if (mode === 'tampered') query = [own[0], ['signature', own[1][1].replace(/^./, (c) => (c === '0' ? '1' : '0'))]];
+          if (mode === 'schema values')
+            query = [
+              ['expires', String(randomQuery[0])],
+              ['signature', String(randomQuery[1])],
+            ];
+          return { pathParams: { id: pick.id }, query, label: `media of site ${pick.site}, ${mode}` };
+        });
+    },
+  };
+}
+
+/** Real cursors of site A (mostly), of site B, A's with one character changed, and the schema's. */
+export function cursorArb(own: string[], other: string[], param: Parameter): fc.Arbitrary<string> {
+  return fc.oneof(
+    { weight: 4, arbitrary: fc.constantFrom(...own) },
+    { weight: 1, arbitrary: fc.constantFrom(...other) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(...own).chain((c) => fc.nat({ max: c.length - 1 }).map((i) => c.slice(0, i) + (c[i] === 'A' ? 'B' : 'A') + c.slice(i + 1))),
+    },
+    { weight: 1, arbitrary: valid(param.schema).map(String) },
+  );
 }

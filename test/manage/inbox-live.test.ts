@@ -174,6 +174,13 @@ describe('the inbox stream', () => {
     expect(positions).toEqual(Array.from({ length: 48 }, (_, i) => start + 1 + i));
   });
 
+  test('a stream requested with an empty JSON body (Content-Type and Content-Length: 0) opens', async () => {
+    // The body is read before the route; the stream must still answer (it once never did: found by the fuzz).
+    const s = await openSse(server, path('/events'), { Cookie: agent.cookie, 'Content-Type': 'application/json', 'Content-Length': '0' });
+    streams.push(s);
+    await ready(s);
+  }, 10_000);
+
   test("a Last-Event-ID the feed never had is 400; another site's stream is 404", async () => {
     const bad = await request(h.app).get(path('/events')).set('Cookie', owner.cookie).set('Last-Event-ID', '999999999');
     expect(bad.status).toBe(400);
