@@ -13,7 +13,7 @@ import { ErrorBanner } from '../components/ErrorBanner';
 import { TextInput } from '../components/Field';
 import { RelativeTime } from '../components/RelativeTime';
 import { ShownOnce } from '../components/ShownOnce';
-import { duration, EVENT_NAMES, keepDetails, Outcome } from './shared';
+import { duration, EVENT_NAMES, Excerpt, keepDetails, Outcome } from './shared';
 
 type Address = Schemas['EventAddress'];
 type Shown = { value: string; switchAt?: string };
@@ -293,7 +293,7 @@ function TestDelivery({ siteId }: { siteId: string }) {
               </>
             )}
             <dt>Answer</dt>
-            <dd>{result.response ? <pre class="excerpt">{result.response}</pre> : <span class="muted">empty</span>}</dd>
+            <dd>{result.response ? <Excerpt text={result.response} /> : <span class="muted">empty</span>}</dd>
           </dl>
         )}
       </div>

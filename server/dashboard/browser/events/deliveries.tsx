@@ -12,7 +12,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { RelativeTime } from '../components/RelativeTime';
-import { duration, EVENT_NAMES, isoOf, keepDetails, Outcome } from './shared';
+import { duration, EVENT_NAMES, Excerpt, isoOf, keepDetails, Outcome } from './shared';
 
 type Delivery = Schemas['Delivery'];
 type Detail = Schemas['DeliveryDetail'];
@@ -256,7 +256,7 @@ function DeliveryItem({ siteId, delivery: initial, onCheck }: { siteId: string; 
             <>
               <details>
                 <summary>Request body ({detail.requestBody.length} bytes, the same on every attempt)</summary>
-                <pre class="excerpt">{detail.requestBody}</pre>
+                <Excerpt text={detail.requestBody} />
               </details>
               {detail.attempts.length === 0 && <p class="muted">No attempt yet.</p>}
               <ol class="attempts">
@@ -295,15 +295,15 @@ function AttemptItem({ attempt: a, onCheck }: { attempt: Attempt; onCheck?: () =
           </>
         )}
         <dt>Answer</dt>
-        <dd>{a.response ? <pre class="excerpt">{a.response}</pre> : <span class="muted">empty</span>}</dd>
+        <dd>{a.response ? <Excerpt text={a.response} /> : <span class="muted">empty</span>}</dd>
         <dt>Request headers</dt>
         <dd>
           {a.requestHeaders ? (
-            <pre class="excerpt">
-              {Object.entries(a.requestHeaders)
+            <Excerpt
+              text={Object.entries(a.requestHeaders)
                 .map(([k, v]) => `${k}: ${v}`)
                 .join('\n')}
-            </pre>
+            />
           ) : (
             <span class="muted">not recorded</span>
           )}

@@ -45,3 +45,10 @@ export function isoOf(local: string): string | undefined {
 }
 
 export const EVENT_NAMES: Schemas['EventName'][] = ['conversation.started', 'message.created', 'conversation.closed'];
+
+/** Text from the wire (a body, an answer, headers), in a box that scrolls; focusable so a keyboard can scroll it. */
+export const Excerpt = ({ text }: { text: string }) => (
+  <pre class="excerpt" tabIndex={0}>
+    {text}
+  </pre>
+);
