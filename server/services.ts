@@ -30,6 +30,7 @@ import { createOutbox } from './webhooks/outbox';
 import { createAccountStore } from './accounts/store';
 import { createAccountsService } from './accounts/service';
 import { createSiteAdmin } from './sites/service';
+import { createEmbedCheck } from './sites/embed-check';
 import type { PasswordHasher } from './accounts/passwords';
 import { createTimeline } from './webhooks/timeline';
 import { createDeliveryTransport } from './webhooks/transport';
@@ -169,6 +170,15 @@ export function createServices(
     accounts,
     /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */
     siteAdmin: createSiteAdmin({ access, accounts, cursors, windowUrl: config.windowPublicUrl ?? config.publicUrl }),
+    /** Whether a page of a site carries its snippet and could show the window (owners, /manage/v1); fetched under the event addresses' SSRF rules and CAs. */
+    embedCheck: createEmbedCheck({
+      access,
+      accounts,
+      windowUrl: config.windowPublicUrl ?? config.publicUrl,
+      publicUrl: config.publicUrl,
+      allowPrivateNetworks: config.webhookAllowPrivateNetworks,
+      ca: config.webhookCaFile ? [fs.readFileSync(config.webhookCaFile, 'utf8')] : undefined,
+    }),
     /** The dashboard's inbox (/manage/v1): lists, replies, closes, assignments, read marks, and its live streams. */
     inbox: {
       service: createInboxService({

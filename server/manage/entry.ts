@@ -12,6 +12,7 @@ import { clearedSessionCookie, crossSiteRefusal, sessionCookieOf } from './guard
 import { manageRoutes } from './routes';
 import { siteAdminRoutes } from './sites-routes';
 import { eventRoutes } from './events-routes';
+import { embedCheckRoutes } from './embed-check-routes';
 import { inboxUploads } from './inbox-routes';
 
 export const MANAGE_BASE_PATH = '/manage/v1';
@@ -103,5 +104,6 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(manageRoutes(accounts, createSignInThrottle(limiter), services, opts.logger));
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));
+  router.use(embedCheckRoutes(services.embedCheck, limiter));
   return router;
 }

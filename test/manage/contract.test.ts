@@ -285,6 +285,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   removeAllowedOrigin: {},
   rotateIdentitySecret: {},
   getEmbedSnippet: {},
+  checkEmbed: {},
   listKeys: {},
   createKey: {},
   revokeKey: {},
@@ -476,6 +477,27 @@ function ownerScenarios() {
     ...ownerCommon('get', embed, 'embed'),
     ...ownerOnly('get', embed, '/embed'),
     200: () => call('get', embed, { cookie: owner.cookie }),
+  });
+  const embedCheck = `${siteOf}/embed/check`;
+  const PAGE = { url: 'https://shop.example/' };
+  Object.assign(scenarios.checkEmbed, {
+    ...common('post', embedCheck, 'me', PAGE),
+    ...writes('post', embedCheck, PAGE),
+    ...ownerOnly('post', embedCheck, '/embed/check', PAGE),
+    500: async () => {
+      const spy = jest.spyOn(h.runtime.services.embedCheck, 'check').mockImplementation(() => Promise.reject(new Error('boom: secret internal detail')));
+      try {
+        return await call('post', embedCheck, { cookie: owner.cookie, body: PAGE });
+      } finally {
+        spy.mockRestore();
+      }
+    },
+    // The local receiver's page is reachable (it answers text, so the check says `not_html`).
+    200: async () => {
+      await call('post', origins, { cookie: owner.cookie, body: { origin: new URL(receiver.url('/')).origin } });
+      return call('post', embedCheck, { cookie: owner.cookie, body: { url: receiver.url('/embed-page') } });
+    },
+    400: () => call('post', embedCheck, { cookie: owner.cookie, body: { url: 'https://not-allowed.example/' } }),
   });
   const keys = `${siteOf}/keys`;
   const KEY = { label: 'Zapier', scopes: ['conversations:read'] };

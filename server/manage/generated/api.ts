@@ -391,6 +391,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/embed/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check that a page carries the snippet
+         * @description Owners only. The service fetches `url`, a page of the site, and says whether the embed snippet is
+         *     on it and whether anything would stop the window there; `problems` says exactly what, each with
+         *     a stable `code` and a message for people (docs/manage.md, Checking the snippet on a page).
+         *
+         *     The page must be on one of the site's allowed origins (else `400`): the window opens only
+         *     there, and this bounds what the service fetches to the customer's own site. The fetch follows
+         *     the rules of event addresses: `http`/`https` only, no user name or password in the URL, hosts
+         *     that resolve to loopback, private, link-local or reserved IPs refused (unless
+         *     `WEBHOOK_ALLOW_PRIVATE_NETWORKS`), the connection made to the checked IP, TLS verified (with
+         *     `WEBHOOK_CA_FILE`'s CAs). At most 3 redirects are followed, each to an allowed origin and checked
+         *     again; the whole check ends within 10 s; at most 2 MB of the page is read, and reading stops as
+         *     soon as the snippet is seen. It sends no cookie and no credential, and
+         *     `User-Agent: chat-service-embed-check/1 (+<PUBLIC_URL>)`. At most 10 checks a minute per site and
+         *     30 per account (`429` past either, with `Retry-After`).
+         *
+         *     A page that cannot be reached is a `200` with `reachable: false` and the reason in `problems`:
+         *     it is the check's result, not a failure of this operation.
+         */
+        post: operations["checkEmbed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/event-address": {
         parameters: {
             query?: never;
@@ -1126,6 +1162,89 @@ export interface components {
          * @example ana@example.com
          */
         Email: string;
+        EmbedCheckProblem: {
+            /**
+             * @description Stable, for programs. Not reachable: `blocked_address` (the host resolves to a private or
+             *     reserved IP), `dns_failed`, `connection_failed`, `tls_failed` (certificate or handshake),
+             *     `timeout` (10 s for everything), `http_status` (not 2xx), `not_html`, `unreadable` (unknown
+             *     content encoding, body cut off); redirects: `too_many_redirects` (more than 3),
+             *     `redirect_loop`, `redirect_invalid` (not http(s), not a URL, credentials),
+             *     `origin_not_allowed` (to an origin the site does not allow: the window would refuse to open
+             *     there). The snippet: `loader_missing`, `loader_inert` (a `type` the browser does not run),
+             *     `site_id_mismatch` (another site's or no `data-site`), `loader_wrong_host` (not this
+             *     service's window URL, such as an old host). The page's Content-Security-Policy (header or
+             *     `<meta>`): `csp_blocks_script` (the loader), `csp_blocks_frame` (the chat panel).
+             * @enum {string}
+             */
+            code: "blocked_address" | "dns_failed" | "connection_failed" | "tls_failed" | "timeout" | "http_status" | "not_html" | "unreadable" | "too_many_redirects" | "redirect_loop" | "redirect_invalid" | "origin_not_allowed" | "loader_missing" | "loader_inert" | "site_id_mismatch" | "loader_wrong_host" | "csp_blocks_script" | "csp_blocks_frame";
+            /** @description What is wrong and what to do */
+            message: string;
+        };
+        EmbedCheckRequest: {
+            /**
+             * Format: uri
+             * @description A page of the site, on one of its allowed origins (`http` or `https`, no user name or password).
+             * @example https://shop.example/products/tea
+             */
+            url: string;
+        };
+        EmbedCheckResponse: {
+            data: {
+                /**
+                 * Format: int32
+                 * @description Bytes of the page read (after content decoding).
+                 */
+                bytesRead: number;
+                /** Format: int32 */
+                durationMs: number;
+                /**
+                 * Format: uri
+                 * @description The last URL fetched
+                 */
+                finalUrl: string;
+                /** @description A script tag with this site's `data-site` and this service's loader URL, of a type the browser runs, is in the page's HTML. */
+                found: boolean;
+                /** @description The loader tag judged (the right one, else the first with this site's id, else the first); `null` when there is none. */
+                loader: {
+                    /** @description Its `data-site` (cut at 200 characters, then `…`); `null` when it has none. */
+                    siteId: string | null;
+                    /** @description Its `src`, resolved against the page (cut at 2000 characters, then `…`). */
+                    src: string;
+                } | null;
+                /** @description Some script tag loading `/window/v1/loader.js` is on the page, whatever its site or host. */
+                loaderFound: boolean;
+                /** @description A loader tag loads from this service's window URL (`WINDOW_PUBLIC_URL`, else `PUBLIC_URL`); `null` when there is no loader tag. */
+                loaderHostMatches: boolean | null;
+                /** @description `found` and no problem at all: the window should show on this page. */
+                ok: boolean;
+                problems: components["schemas"]["EmbedCheckProblem"][];
+                /** @description The page answered 2xx with HTML, and it was read. */
+                reachable: boolean;
+                /** @description Each redirect answered, in order. */
+                redirects: {
+                    /** @description The `Location` header as sent. */
+                    location: string;
+                    /** Format: int32 */
+                    status: number;
+                    /** Format: uri */
+                    url: string;
+                }[];
+                /** @description A loader tag names this site; `null` when there is no loader tag. */
+                siteIdMatches: boolean | null;
+                /**
+                 * Format: int32
+                 * @description The last answer's HTTP status; `null` when none arrived.
+                 */
+                status: number | null;
+                /** @description Reading stopped at the 2 MB limit before the page ended. */
+                truncated: boolean;
+                /**
+                 * Format: uri
+                 * @description The URL checked (without its fragment).
+                 */
+                url: string;
+            };
+        };
         EmbedSnippetResponse: {
             data: {
                 /** @description The origins allowed to embed it; empty, the window shows nowhere yet. */
@@ -2840,6 +2959,86 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    checkEmbed: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://shop.example/products/tea"
+                 *     }
+                 */
+                "application/json": components["schemas"]["EmbedCheckRequest"];
+            };
+        };
+        responses: {
+            /** @description What the check found. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "url": "https://shop.example/products/tea",
+                     *         "finalUrl": "https://www.shop.example/products/tea",
+                     *         "status": 200,
+                     *         "reachable": true,
+                     *         "found": false,
+                     *         "ok": false,
+                     *         "loaderFound": true,
+                     *         "siteIdMatches": false,
+                     *         "loaderHostMatches": true,
+                     *         "loader": {
+                     *           "src": "https://chat.example.com/window/v1/loader.js",
+                     *           "siteId": "ws_01jd8x3r5k0000000000000001"
+                     *         },
+                     *         "redirects": [
+                     *           {
+                     *             "url": "https://shop.example/products/tea",
+                     *             "status": 301,
+                     *             "location": "https://www.shop.example/products/tea"
+                     *           }
+                     *         ],
+                     *         "bytesRead": 48213,
+                     *         "truncated": false,
+                     *         "durationMs": 212,
+                     *         "problems": [
+                     *           {
+                     *             "code": "site_id_mismatch",
+                     *             "message": "The loader tag names another site: data-site=\"ws_01jd8x3r5k0000000000000001\" instead of \"ws_01jd8x3r5k0000000000000000\" (a snippet copied from another site?)."
+                     *           }
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EmbedCheckResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
