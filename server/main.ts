@@ -28,6 +28,16 @@ async function main() {
     }
   }
 
+  // The first owner: while no account exists, every start prints a new one-time link (the older
+  // one stops). Only its hash is stored; the token is in the fragment, out of access logs.
+  const setup = await services.accounts.issueSetupLink();
+  if (setup) {
+    process.stdout.write(
+      `\nNo account exists yet. Make the first owner (of every site) with this one-time link, valid until ${setup.expiresAt}:\n\n  ${setup.url}\n\n` +
+        `Any account made another way (npm run admin -- account create) ends it; a restart prints a new one.\n\n`,
+    );
+  }
+
   const tls = await loadTls(config.dataDir, config.tlsCertFile, config.tlsKeyFile);
   if (tls.generatedAt) logger.warn({ cert: tls.generatedAt }, 'no TLS certificate configured: generated a self-signed one for localhost');
 

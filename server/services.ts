@@ -169,7 +169,7 @@ export function createServices(
     /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
     accounts,
     /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */
-    siteAdmin: createSiteAdmin({ access, accounts, cursors, windowUrl: config.windowPublicUrl ?? config.publicUrl }),
+    siteAdmin: createSiteAdmin({ access, accounts, visitorFiles, cursors, windowUrl: config.windowPublicUrl ?? config.publicUrl }),
     /** Whether a page of a site carries its snippet and could show the window (owners, /manage/v1); fetched under the event addresses' SSRF rules and CAs. */
     embedCheck: createEmbedCheck({
       access,

@@ -74,6 +74,22 @@ export function createAccessService(store: AccessStore, now: () => number = Date
     if (!trimmed || trimmed.length > 200) throw invalid('A site name is 1 to 200 characters.');
     return trimmed;
   };
+  const checkMode = (mode: IdentityMode | undefined) => {
+    if (mode !== undefined && !IDENTITY_MODES.includes(mode)) throw invalid(`The identity mode is one of ${IDENTITY_MODES.join(', ')}.`);
+  };
+  /** The identity mode and secret change inside the caller's transaction (see setIdentity). */
+  async function applyIdentity(trx: Knex.Transaction, siteId: string, opts: { mode?: IdentityMode; rotateSecret?: boolean }) {
+    const current = await windowSettings(siteId, trx);
+    const mode = opts.mode ?? current.mode;
+    let secret: string | null = null;
+    let sealed = current.sealed;
+    if (opts.rotateSecret || (mode !== 'off' && sealed === null)) {
+      secret = IDENTITY_SECRET_PREFIX + randomBase62(32);
+      sealed = encrypt(sealKey(), secret);
+    }
+    await store.saveWindowSettings({ site_id: siteId, identity_mode: mode, identity_secret_encrypted: sealed, updated_at: now() }, trx);
+    return { identityMode: mode, identitySecretSet: sealed !== null, ...(secret ? { identitySecret: secret } : {}) };
+  }
   /** A site with its chat window settings (never the identity secret itself). */
   async function siteWithSettings(s: SiteRow) {
     const settings = await windowSettings(s.id);
@@ -110,16 +126,6 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       return { id: row.id, name: row.name };
     },
 
-    async renameSite(siteId: string, name: string, also?: AlsoInTransaction) {
-      await mustFindSite(siteId);
-      const trimmed = checkName(name);
-      await runInTransaction(store.db, async (trx) => {
-        await store.renameSite(siteId, trimmed, trx);
-        await also?.(trx, siteId, siteId);
-      });
-      return { id: siteId, name: trimmed };
-    },
-
     /** Every site with its chat window settings (never the identity secret itself). */
     async listSites() {
       return Promise.all((await store.listSites()).map(siteWithSettings));
@@ -142,19 +148,27 @@ export function createAccessService(store: AccessStore, now: () => number = Date
      */
     async setIdentity(siteId: string, opts: { mode?: IdentityMode; rotateSecret?: boolean }, also?: AlsoInTransaction) {
       await mustFindSite(siteId);
-      if (opts.mode !== undefined && !IDENTITY_MODES.includes(opts.mode)) throw invalid(`The identity mode is one of ${IDENTITY_MODES.join(', ')}.`);
+      checkMode(opts.mode);
       return runInTransaction(store.db, async (trx) => {
-        const current = await windowSettings(siteId, trx);
-        const mode = opts.mode ?? current.mode;
-        let secret: string | null = null;
-        let sealed = current.sealed;
-        if (opts.rotateSecret || (mode !== 'off' && sealed === null)) {
-          secret = IDENTITY_SECRET_PREFIX + randomBase62(32);
-          sealed = encrypt(sealKey(), secret);
-        }
-        await store.saveWindowSettings({ site_id: siteId, identity_mode: mode, identity_secret_encrypted: sealed, updated_at: now() }, trx);
+        const r = await applyIdentity(trx, siteId, opts);
         await also?.(trx, siteId, siteId);
-        return { identityMode: mode, identitySecretSet: sealed !== null, ...(secret ? { identitySecret: secret } : {}) };
+        return r;
+      });
+    },
+
+    /**
+     * Renames the site and/or sets its identity mode in one transaction: both change or neither
+     * (a rename is never left behind by a failed mode change). `identitySecret` as in setIdentity.
+     */
+    async updateSite(siteId: string, change: { name?: string; identityMode?: IdentityMode }, also?: AlsoInTransaction) {
+      await mustFindSite(siteId);
+      const name = change.name === undefined ? undefined : checkName(change.name);
+      checkMode(change.identityMode);
+      return runInTransaction(store.db, async (trx) => {
+        if (name !== undefined) await store.renameSite(siteId, name, trx);
+        const identity = change.identityMode === undefined ? undefined : await applyIdentity(trx, siteId, { mode: change.identityMode });
+        await also?.(trx, siteId, siteId);
+        return { identitySecret: identity?.identitySecret };
       });
     },
 

@@ -10,6 +10,7 @@ import type { AccessStore } from '../access/store';
 import { createPasswordHasher, normaliseEmail, PasswordHasher, passwordProblem } from './passwords';
 import { cookieMaxAgeSeconds, sessionExpiry, sessionState, shouldTouch } from './session-rules';
 import { AuditActor, createAuditLog } from './audit';
+import { SETUP_LINK_ID } from './store';
 import type { AccountRow, AccountStore, InvitationRow, MemberRow, Role, SessionRow, SiteMembershipRow, TokenRow } from './store';
 
 export const MANAGEMENT_TOKEN_PREFIX = 'wcm_';
@@ -17,6 +18,10 @@ export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
 export const AUDIT_RETENTION_MS = 365 * 24 * 3600_000;
 /** Where an invitation link opens (the dashboard's page); the token is in the fragment, which browsers never send to a server. */
 export const INVITATION_PATH = '/dashboard/accept-invitation';
+/** Where the first-start setup link opens (the dashboard's page), the token in the fragment likewise. */
+export const SETUP_PATH = '/dashboard/setup';
+/** How long a setup link is valid; a start with still no account replaces it sooner. */
+export const SETUP_LINK_TTL_MS = 24 * 3600_000;
 
 /** Who is calling the management API: an account, by a session cookie or a management token. */
 export interface Manager {
@@ -159,13 +164,24 @@ export function createAccountsService(opts: AccountsOptions) {
     const at = now();
     return { id: newId('usr', at), email, password_hash: await hasher.hash(password), created_at: at, password_changed_at: at };
   }
-  async function insertAccount(row: AccountRow, trx = store.db) {
-    try {
-      await store.insertAccount(row, trx);
-    } catch (err) {
-      if (isUniqueViolation(err)) throw invalid('An account with this email already exists.', [{ path: '/body/email', message: 'is taken' }]);
-      throw err;
-    }
+  /**
+   * Inserts an account and, in the same transaction, ends the setup link: once any account exists
+   * the link must not make a first owner. The link's use takes the same row (a conditional delete),
+   * so of a setup and another account made at once, the setup either committed first or finds its
+   * link gone.
+   */
+  async function insertAccount(row: AccountRow, trx?: Knex.Transaction) {
+    const write = async (t: Knex.Transaction) => {
+      try {
+        await store.insertAccount(row, t);
+      } catch (err) {
+        if (isUniqueViolation(err)) throw invalid('An account with this email already exists.', [{ path: '/body/email', message: 'is taken' }]);
+        throw err;
+      }
+      await store.dropSetupLink(t);
+    };
+    if (trx) await write(trx);
+    else await runInTransaction(store.db, write);
     return row;
   }
 
@@ -237,6 +253,55 @@ export function createAccountsService(opts: AccountsOptions) {
       if (!account) throw new ApiError('not_found', 'No account has this email; create it first (account create).');
       await setMembership(actor, siteId, account.id, role, 'add');
       return { siteId, accountId: account.id, email: account.email, role };
+    },
+
+    // ---- The first owner: the setup link ----
+
+    /**
+     * On a start with no account yet: a new one-time setup link, valid SETUP_LINK_TTL_MS, that makes
+     * the first owner. It replaces any earlier link (one row under a fixed id: with several
+     * instances starting at once, the link written last is the valid one). Null once an account
+     * exists. The token (32 random bytes, base62) is returned once; only its SHA-256 is stored.
+     */
+    async issueSetupLink(): Promise<{ url: string; expiresAt: string } | null> {
+      const token = randomBase62(32);
+      const at = now();
+      const issued = await runInTransaction(store.db, async (trx) => {
+        if (await store.hasAccounts(trx)) return false;
+        await store.replaceSetupLink({ id: SETUP_LINK_ID, token_hash: sha256Hex(token), created_at: at, expires_at: at + SETUP_LINK_TTL_MS }, trx);
+        return true;
+      });
+      if (!issued) return null;
+      return { url: `${opts.publicUrl}${SETUP_PATH}#token=${token}`, expiresAt: toIsoRequired(at + SETUP_LINK_TTL_MS) };
+    },
+
+    /**
+     * Uses the setup link: a new account, owner of every site that exists, and its first session.
+     * Taking the link, checking that no account exists, the account and its memberships are one
+     * transaction, so two uses at once make one owner (the other finds the link gone) and an account
+     * made meanwhile by the CLI or an invitation (which ends the link) leaves it dead. An unknown,
+     * used, replaced or expired link is one answer, 404.
+     */
+    async completeSetup(token: string, rawEmail: string, password: string, meta: { userAgent?: string; clientIp?: string | null }) {
+      const gone = () => new ApiError('not_found', 'This setup link does not exist, was used, was replaced by a newer one or has expired.');
+      const hash = sha256Hex(token);
+      const link = await store.findSetupLink();
+      if (!link || !safeEqual(link.token_hash, hash) || link.expires_at <= now()) throw gone();
+      const email = checkEmail(rawEmail);
+      const row = await newAccountRow(email, password); // the slow hash, outside the transaction
+      const actor: Actor = { manager: { accountId: row.id, email, via: 'session' }, clientIp: meta.clientIp ?? null };
+      await runInTransaction(store.db, async (trx) => {
+        if (!(await store.takeSetupLink(hash, now(), trx))) throw gone();
+        if (await store.hasAccounts(trx)) throw gone();
+        await insertAccount(row, trx);
+        const sites = await store.allSiteIds(trx);
+        for (const siteId of sites) {
+          await store.insertMembership({ account_id: row.id, site_id: siteId, role: 'owner', created_at: now() }, trx);
+          await audit(actor, [siteId], 'member.added.owner', row.id, trx);
+        }
+      });
+      const session = await startSession(row, meta);
+      return { account: session.account, sites: (await store.listMembershipsOf(row.id)).map(siteToDto), session };
     },
 
     // ---- Sign-in and sessions ----

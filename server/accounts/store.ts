@@ -66,6 +66,16 @@ export interface AuditRow {
   client_ip: string | null;
 }
 
+/** The one setup link (migration 012): the SHA-256 of its token and its lifetime. */
+export interface SetupLinkRow {
+  id: typeof SETUP_LINK_ID;
+  token_hash: string;
+  created_at: number;
+  expires_at: number;
+}
+
+export const SETUP_LINK_ID = 'first-owner';
+
 /** A member of a site as the members list shows it: the membership with the account's email. */
 export interface MemberRow extends MembershipRow {
   email: string;
@@ -98,6 +108,25 @@ export function createAccountStore(db: Knex) {
   return {
     db,
     insertAccount: (row: AccountRow, trx: Knex = db) => trx('accounts').insert(row),
+    /** Whether any account exists (reads in the caller's transaction when given). */
+    hasAccounts: async (trx: Knex = db) => !!(await trx('accounts').first('id')),
+    /** Every site's id: the first owner, made by the setup link, owns them all. */
+    allSiteIds: async (trx: Knex = db): Promise<string[]> => (await trx('sites').orderBy('created_at').select('id')).map((r: { id: string }) => r.id),
+
+    /** Writes the setup link, replacing any earlier one (one row under a fixed id). */
+    replaceSetupLink: (row: SetupLinkRow, trx: Knex = db) => trx('setup_links').insert(row).onConflict('id').merge(['token_hash', 'created_at', 'expires_at']),
+    findSetupLink: async (trx: Knex = db) => {
+      const row = (await trx('setup_links').where({ id: SETUP_LINK_ID }).first('id', 'token_hash', 'created_at', 'expires_at')) as SetupLinkRow | undefined;
+      return row && withNumericColumns(row, ['created_at', 'expires_at']);
+    },
+    /**
+     * Takes the setup link once: removes it when it is still the one with this hash and not expired
+     * (a conditional delete: of two uses at once, one removes it). True when this call took it.
+     */
+    takeSetupLink: async (tokenHash: string, at: number, trx: Knex = db) =>
+      Number(await trx('setup_links').where({ id: SETUP_LINK_ID, token_hash: tokenHash }).andWhere('expires_at', '>', at).del()) === 1,
+    /** Any account made another way ends the setup link (in that account's transaction). */
+    dropSetupLink: (trx: Knex = db) => trx('setup_links').where({ id: SETUP_LINK_ID }).del(),
     findAccount: (id: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ id }).first(ACCOUNT_COLUMNS), mapAccount),
     findAccountByEmail: (email: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ email }).first(ACCOUNT_COLUMNS), mapAccount),
     listAccounts: async () => ((await db('accounts').orderBy('created_at').select(ACCOUNT_COLUMNS)) as AccountRow[]).map(mapAccount),

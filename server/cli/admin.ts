@@ -39,6 +39,7 @@ commands:
   account create --email E [--password-stdin]
   account list
   member add --site S --email E --role owner|agent
+  setup link
 ${Object.keys(commands)
   .filter((c) => c.startsWith('webhook'))
   .map((c) => `  ${c} ...`)

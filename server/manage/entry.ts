@@ -25,15 +25,15 @@ export interface ManageEntryOptions {
 }
 
 /** The operations that open without a credential: they are how a person gets one. */
-const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept');
+const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept' || req.path === '/setup');
 
 /**
  * The management API's entry, mounted at /manage/v1 (openapi/manage.yaml). In order:
  *  1. a change without a management token must come from the service's own origin (403
  *     `cross_site_request`), before anything is looked up;
  *  2. the credential: `Authorization: Bearer wcm_...` (a wrong one is 401 at once), else the
- *     `__Host-session` cookie; without a valid one, only signing in and accepting an invitation
- *     pass. A signed-in account is limited per account, everything else per client IP;
+ *     `__Host-session` cookie; without a valid one, only signing in, accepting an invitation and
+ *     the first-start setup pass. A signed-in account is limited per account, everything else per client IP;
  *  3. the JSON body and the document's validation;
  *  4. the operations (routes.ts), whose service checks membership and role on every site.
  * No answer carries CORS headers (a browser on another origin cannot read any of them).

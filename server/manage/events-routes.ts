@@ -60,6 +60,11 @@ export function eventRoutes(services: Pick<Services, 'accounts' | 'webhooks' | '
     send<'RolledSecretResponse'>(res, 200, { data: await webhooks.rollSecret(site(req), switchInHours, actor) });
   });
 
+  router.delete('/sites/:siteId/event-address/secret/roll', async (req, res) => {
+    const actor = await owner(req);
+    send<'EventAddressResponse'>(res, 200, { data: await webhooks.cancelSecretRoll(site(req), actor) });
+  });
+
   router.post('/sites/:siteId/event-address/secret/switch', async (req, res) => {
     const actor = await owner(req);
     send<'SwitchedSecretResponse'>(res, 200, { data: await webhooks.switchSecret(site(req), actor) });

@@ -143,6 +143,13 @@ export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle
     send<'AcceptInvitationResponse'>(res, 200, { data: { account: joined.account, site: joined.site, session: joined.session?.session ?? null } });
   });
 
+  router.post('/setup', async (req, res) => {
+    const { token, email, password } = req.body as Body<'SetupRequest'>;
+    const made = await accounts.completeSetup(token, email, password, meta(req));
+    res.setHeader('Set-Cookie', sessionCookie(made.session.token, made.session.cookieMaxAge));
+    send<'SetupResponse'>(res, 201, { data: { account: made.account, sites: made.sites, session: made.session.session } });
+  });
+
   router.get('/sites/:siteId/audit-log', async (req, res) => {
     const query = req.query as { limit?: number; cursor?: string };
     send<'AuditList'>(res, 200, await accounts.auditLog(signedIn(req), req.params.siteId, query));

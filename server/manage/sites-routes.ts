@@ -58,6 +58,21 @@ export function siteAdminRoutes(sites: SiteAdmin): Router {
     send<'EmbedSnippetResponse'>(res, 200, { data: await sites.embed(signedIn(req), req.params.siteId) });
   });
 
+  router.get('/sites/:siteId/visitor-files', async (req, res) => {
+    send<'VisitorFilesResponse'>(res, 200, { data: await sites.visitorFiles(signedIn(req), req.params.siteId) });
+  });
+
+  router.patch('/sites/:siteId/visitor-files', async (req, res) => {
+    const change = req.body as Body<'UpdateVisitorFilesRequest'>;
+    send<'VisitorFilesResponse'>(res, 200, { data: await sites.updateVisitorFiles(actor(req), req.params.siteId, change) });
+  });
+
+  router.post('/sites/:siteId/visitor-revocations', async (req, res) => {
+    // The document admits exactly one of visitorId and all (true).
+    const { visitorId } = req.body as Body<'RevokeVisitorsRequest'>;
+    send<'VisitorRevocationResponse'>(res, 200, { data: await sites.revokeVisitors(actor(req), req.params.siteId, visitorId ?? null) });
+  });
+
   router.get('/sites/:siteId/keys', async (req, res) => {
     const query = req.query as { limit?: number; cursor?: string };
     send<'ApiKeyList'>(res, 200, await sites.listKeys(signedIn(req), req.params.siteId, query));

@@ -14,6 +14,7 @@ import {
   VisitorFileLimits,
 } from './quota';
 import { storableMimeType } from './service';
+import { runInTransaction } from '../db/transaction';
 
 /** A site's row of `site_visitor_files` (migration 007); none means files on, any type, nothing stored. */
 interface VisitorFilesRow {
@@ -106,16 +107,27 @@ export function createVisitorFiles(deps: { db: Knex; limits: VisitorFileLimits; 
       return { settings: settingsOf(row), room: siteRoom(usageOf(row), limits, now()) };
     },
 
-    /** The operator's change (CLI `site update --visitor-files on|off --visitor-file-types ...`). */
-    async update(siteId: string, change: { enabled?: boolean; types?: string }): Promise<VisitorFileSettings> {
+    /**
+     * The owner's change (CLI `site update --visitor-files on|off --visitor-file-types ...`, and
+     * `PATCH /manage/v1/sites/{siteId}/visitor-files`). `types` is the comma-separated list ("" or
+     * "any": every type); `also` runs in the change's transaction (the management API's audit entry).
+     */
+    async update(
+      siteId: string,
+      change: { enabled?: boolean; types?: string },
+      also?: (trx: Knex.Transaction) => Promise<unknown>,
+    ): Promise<VisitorFileSettings> {
       if (!(await db('sites').where({ id: siteId }).first('id'))) throw new ApiError('not_found', `Site ${siteId} not found.`);
       const types = change.types === undefined ? undefined : parseTypePatterns(change.types);
       const set: Partial<VisitorFilesRow> = { updated_at: now() };
       if (change.enabled !== undefined) set.files_enabled = change.enabled;
       if (types !== undefined) set.allowed_types = types === null ? null : types.join(',');
       const fresh: VisitorFilesRow = { ...newRow(siteId, now()), ...set };
-      await db('site_visitor_files').insert(fresh).onConflict('site_id').merge(Object.keys(set));
-      return settingsOf(await find(db, siteId));
+      return runInTransaction(db, async (trx) => {
+        await trx('site_visitor_files').insert(fresh).onConflict('site_id').merge(Object.keys(set));
+        await also?.(trx);
+        return settingsOf(await find(trx, siteId));
+      });
     },
 
     /**

@@ -5,7 +5,7 @@ import type { components as manageComponents } from '../manage/generated/api';
 export type PublicErrorCode = components['schemas']['Error']['code'];
 /**
  * Every code the service answers: the public API's and the management API's own (`forbidden`,
- * `cross_site_request`), the `enum` of `Error.code` in openapi/manage.yaml.
+ * `cross_site_request`, `conflict`), the `enum` of `Error.code` in openapi/manage.yaml.
  */
 export type ErrorCode = PublicErrorCode | manageComponents['schemas']['Error']['code'];
 
@@ -22,6 +22,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   method_not_allowed: 405,
   conversation_closed: 409,
+  conflict: 409,
   idempotency_key_in_use: 409,
   payload_too_large: 413,
   unsupported_media_type: 415,

@@ -9,12 +9,14 @@ import type { IdentityMode } from '../access/store';
 import type { Scope } from '../access/scopes';
 import { CLI_ACTOR } from '../accounts/service';
 import type { AccountsService, Actor, Manager } from '../accounts/service';
+import type { VisitorFiles } from '../media/visitor-files';
 
 type Owner = Actor & { manager: Manager };
 
 export interface SiteAdminOptions {
   access: AccessService;
   accounts: AccountsService;
+  visitorFiles: VisitorFiles;
   cursors: CursorCodec;
   /** Where the chat window's loader is served (WINDOW_PUBLIC_URL, else PUBLIC_URL). */
   windowUrl: string;
@@ -68,12 +70,13 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
      */
     async updateSite(actor: Owner, siteId: string, change: { name?: string; identityMode?: IdentityMode }) {
       await owner(actor.manager, siteId);
-      if (change.name !== undefined) await access.renameSite(siteId, change.name, audited(actor, siteId, 'site.renamed'));
-      let identitySecret: string | undefined;
-      if (change.identityMode !== undefined) {
-        const r = await access.setIdentity(siteId, { mode: change.identityMode }, audited(actor, siteId, `site.identity_mode_changed.${change.identityMode}`));
-        identitySecret = r.identitySecret;
-      }
+      const actions = [
+        ...(change.name !== undefined ? ['site.renamed'] : []),
+        ...(change.identityMode !== undefined ? [`site.identity_mode_changed.${change.identityMode}`] : []),
+      ];
+      const { identitySecret } = await access.updateSite(siteId, change, async (trx, objectId) => {
+        for (const action of actions) await accounts.audit(actor, [siteId], action, objectId, trx);
+      });
       const site = await access.getSite(siteId);
       return identitySecret ? { ...site, identitySecret } : site;
     },
@@ -115,6 +118,32 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
       await owner(manager, siteId);
       const site = await access.getSite(siteId);
       return { siteId, ...embedSnippet(opts.windowUrl, siteId), allowedOrigins: site.allowedOrigins };
+    },
+
+    async visitorFiles(manager: Manager, siteId: string) {
+      await owner(manager, siteId);
+      return opts.visitorFiles.settings(siteId);
+    },
+    /** Visitor files on or off and their types (`null`: any type); a field left out is unchanged. */
+    async updateVisitorFiles(actor: Owner, siteId: string, change: { enabled?: boolean; types?: string[] | null }) {
+      await owner(actor.manager, siteId);
+      const types = change.types === undefined ? undefined : change.types === null ? '' : change.types.join(',');
+      return opts.visitorFiles.update(siteId, { enabled: change.enabled, types }, (trx) =>
+        accounts.audit(actor, [siteId], 'site.visitor_files_changed', siteId, trx),
+      );
+    },
+
+    /**
+     * Voids one visitor's chat window access (`visitorId`) or every visitor's (null): an owner
+     * through the API, or the operator (the CLI's `visitor revoke`, no role to check). The audit
+     * entry follows the revocation (a time moved forward, which a retry repeats harmlessly), not in
+     * its transaction: the access store writes it on its own.
+     */
+    async revokeVisitors(actor: Actor, siteId: string, visitorId: string | null) {
+      if (actor.manager) await owner(actor.manager, siteId);
+      const r = await access.revokeVisitors(siteId, visitorId);
+      await accounts.audit(actor, [siteId], visitorId === null ? 'visitor.revoked_all' : 'visitor.revoked', visitorId ?? siteId);
+      return r;
     },
 
     /** A key of the site, issued by the caller's account; its value is in this answer only. */

@@ -51,6 +51,13 @@ const deliveryToDto = (d: LoggedDelivery) => ({
   updatedAt: toIsoRequired(d.updated_at),
 });
 
+/** A roll while one is pending: the owner decides what happens to the pending one first. */
+const rollPending = (switchAt: number) =>
+  new ApiError(
+    'conflict',
+    `A secret roll is pending until ${toIsoRequired(switchAt)}: switch it now or cancel it, then roll again. Its new secret stays the one your receiver was given.`,
+  );
+
 /** Parses `e1,e2`; every name must be one of the three events. No list means all of them. */
 export function parseEventNames(value: string | undefined): EventName[] {
   if (value === undefined) return [...EVENT_NAMES];
@@ -229,8 +236,9 @@ export function createWebhookService(deps: {
     /**
      * The planned roll: a new secret, shown now, that starts signing at the switch time
      * (`switchInHours` from now, 24 by default); until then attempts stay signed with the current
-     * one, and at the switch the old one is dropped. A roll while one is pending replaces its new
-     * secret and switch time (the pending secret never signed anything).
+     * one, and at the switch the old one is dropped. While a roll is pending another is refused
+     * (409 `conflict`): replacing its secret silently would break a receiver already given it;
+     * the owner switches it now or cancels it first.
      */
     async rollSecret(
       siteId: string,
@@ -241,12 +249,38 @@ export function createWebhookService(deps: {
         throw invalid(`switchInHours must be 1 to ${MAX_SWITCH_IN_HOURS}.`, [{ path: '/body/switchInHours', message: `must be 1 to ${MAX_SWITCH_IN_HOURS}` }]);
       }
       const row = await requireEndpoint(siteId);
+      if (row.secret_switch_at !== null && row.secret_next_encrypted !== null) throw rollPending(row.secret_switch_at);
       const secret = newSecret();
       const at = now();
       const switchAt = at + Math.round(switchInHours * 3600_000);
       const fields = { secret_next_encrypted: encrypt(deps.secretKey, secret), secret_switch_at: switchAt, updated_at: at };
-      await audited(actor, siteId, 'event_address.secret_roll_started', row.id, (trx) => store.updateEndpoint(row.id, fields, trx));
+      await audited(actor, siteId, 'event_address.secret_roll_started', row.id, async (trx) => {
+        if (!(await store.startSecretRoll(row.id, fields, trx))) {
+          // Another roll was written since the read above.
+          const current = await store.findEndpoint(siteId);
+          throw rollPending(current?.secret_switch_at ?? switchAt);
+        }
+      });
       return { id: row.id, secret, switchAt: toIsoRequired(switchAt) };
+    },
+
+    /**
+     * Cancels a pending roll: its new secret is dropped unused and the current one keeps signing.
+     * Refused (409) once the switch is under way (SWITCH_SETTLE_MS or less away, e.g. after a
+     * switch-now): a worker may already have read the address and sign with the new secret at the
+     * switch time, so only a roll that cannot have reached any attempt is taken back.
+     */
+    async cancelSecretRoll(siteId: string, actor: AuditActor = CLI_ACTOR) {
+      const row = await requireEndpoint(siteId);
+      if (row.secret_next_encrypted === null || row.secret_switch_at === null) throw invalid('No secret roll is pending.');
+      const at = now();
+      if (row.secret_switch_at - at <= SWITCH_SETTLE_MS)
+        throw new ApiError('conflict', `The roll is switching at ${toIsoRequired(row.secret_switch_at)}; it can no longer be cancelled.`);
+      await audited(actor, siteId, 'event_address.secret_roll_cancelled', row.id, async (trx) => {
+        if (!(await store.cancelSecretRoll(row.id, row.secret_switch_at!, at, trx)))
+          throw new ApiError('conflict', 'The roll changed while it was being cancelled; read the address and try again.');
+      });
+      return endpointToDto({ ...row, secret_next_encrypted: null, secret_switch_at: null, updated_at: at });
     },
 
     /**

@@ -206,6 +206,26 @@ export function createEventStore(db: Knex) {
       await trx('webhook_endpoints').where({ id }).update(fields);
     },
 
+    /**
+     * Starts a planned roll unless one is pending (a conditional update: of two rolls at once, one
+     * writes); false when one is.
+     */
+    async startSecretRoll(id: string, fields: { secret_next_encrypted: string; secret_switch_at: number; updated_at: number }, trx: Knex = db) {
+      return Number(await trx('webhook_endpoints').where({ id }).whereNull('secret_next_encrypted').update(fields)) === 1;
+    },
+
+    /** Drops the pending roll that switches at `switchAt` (and no other: a roll changed meanwhile stays); false when there is none such. */
+    async cancelSecretRoll(id: string, switchAt: number, at: number, trx: Knex = db) {
+      return (
+        Number(
+          await trx('webhook_endpoints')
+            .where({ id, secret_switch_at: switchAt })
+            .whereNotNull('secret_next_encrypted')
+            .update({ secret_next_encrypted: null, secret_switch_at: null, updated_at: at }),
+        ) === 1
+      );
+    },
+
     async findEvent(id: string): Promise<EventRow | undefined> {
       const r = await db('events').where({ id }).first();
       return r && mapEventRow(r);

@@ -130,6 +130,12 @@ async function ensureAddress() {
   await webhooks.setEnabled(site, true);
 }
 
+/** The main site's address without a pending roll (a rotation drops one). */
+async function noRoll() {
+  await ensureAddress();
+  await h.runtime.services.webhooks.rotateSecret(site);
+}
+
 /** A real (not test) event of the main site with a pending delivery, and its conversation. */
 async function pendingEvent() {
   await ensureAddress();
@@ -147,6 +153,7 @@ const CROSS_SITE = { 'Sec-Fetch-Site': 'cross-site' };
 const TOO_BIG = { label: 'x'.repeat(70 * 1024) };
 const OTHER_SITE = 'ws_00000000000000000000000000';
 const NO_ACCOUNT = 'usr_00000000000000000000000000';
+const SETUP = { token: 'A'.repeat(43), email: 'first@example.com', password: PASSWORD };
 
 /** Every operation's answers that are made the same way: bad query, no credential, limits, failures, no database. */
 function common(method: Method, path: string, service: AccountsMethod, body?: object): Record<string, Scenario> {
@@ -274,6 +281,30 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     500: failing('acceptInvitation', () => call('post', '/invitations/accept', { cookie: owner.cookie, body: { token: 'A'.repeat(43) } })),
     503: () => call('post', '/invitations/accept', { app: broken.app, body: { token: 'A'.repeat(43), email: 'x@example.com', password: PASSWORD } }),
   },
+  completeSetup: {
+    201: async () => {
+      // A service with no account yet: a first start.
+      const first = await manageHarness();
+      try {
+        const link = (await first.runtime.services.accounts.issueSetupLink())!;
+        const token = new URL(link.url).hash.replace('#token=', '');
+        return await call('post', '/setup', { app: first.app, body: { token, email: 'first@example.com', password: PASSWORD } });
+      } finally {
+        await first.close();
+      }
+    },
+    400: () => call('post', '/setup', { body: { token: 'A'.repeat(43), email: 'first@example.com' } }),
+    403: () => call('post', '/setup', { body: SETUP, headers: CROSS_SITE }),
+    404: () => call('post', '/setup', { body: SETUP }),
+    413: () => call('post', '/setup', { body: { ...SETUP, password: 'x'.repeat(70 * 1024) } }),
+    415: () => call('post', '/setup', { body: 'token=x' }),
+    429: async () => {
+      await call('post', '/setup', { app: limited.app, body: SETUP });
+      return call('post', '/setup', { app: limited.app, body: SETUP });
+    },
+    500: failing('completeSetup', () => call('post', '/setup', { body: SETUP })),
+    503: () => call('post', '/setup', { app: broken.app, body: SETUP }),
+  },
   listAuditLog: {},
   // An owner's sites and keys (ownerScenarios).
   createSite: {},
@@ -285,6 +316,9 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   removeAllowedOrigin: {},
   rotateIdentitySecret: {},
   getEmbedSnippet: {},
+  getVisitorFiles: {},
+  updateVisitorFiles: {},
+  revokeVisitors: {},
   checkEmbed: {},
   listKeys: {},
   createKey: {},
@@ -294,6 +328,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   changeEventAddressState: {},
   rotateEventSecret: {},
   rollEventSecret: {},
+  cancelEventSecretRoll: {},
   switchEventSecret: {},
   sendTestEvent: {},
   listDeliveries: {},
@@ -499,6 +534,29 @@ function ownerScenarios() {
     },
     400: () => call('post', embedCheck, { cookie: owner.cookie, body: { url: 'https://not-allowed.example/' } }),
   });
+  const files = `${siteOf}/visitor-files`;
+  const FILES = { enabled: true, types: ['image/*'] };
+  Object.assign(scenarios.getVisitorFiles, {
+    ...ownerCommon('get', files, 'visitorFiles'),
+    ...ownerOnly('get', files, '/visitor-files'),
+    200: () => call('get', files, { bearer: ownerToken }),
+  });
+  Object.assign(scenarios.updateVisitorFiles, {
+    ...ownerCommon('patch', files, 'updateVisitorFiles', FILES),
+    ...writes('patch', files, FILES),
+    ...ownerOnly('patch', files, '/visitor-files', FILES),
+    200: () => call('patch', files, { cookie: owner.cookie, body: { types: null } }),
+    400: () => call('patch', files, { cookie: owner.cookie, body: { types: ['not a type'] } }),
+  });
+  const revocations = `${siteOf}/visitor-revocations`;
+  const VISITOR = { visitorId: 'visitor-42' };
+  Object.assign(scenarios.revokeVisitors, {
+    ...ownerCommon('post', revocations, 'revokeVisitors', VISITOR),
+    ...writes('post', revocations, VISITOR),
+    ...ownerOnly('post', revocations, '/visitor-revocations', VISITOR),
+    200: () => call('post', revocations, { bearer: ownerToken, body: { all: true } }),
+    400: () => call('post', revocations, { cookie: owner.cookie, body: { visitorId: 'v', all: true } }),
+  });
   const keys = `${siteOf}/keys`;
   const KEY = { label: 'Zapier', scopes: ['conversations:read'] };
   Object.assign(scenarios.listKeys, {
@@ -585,17 +643,44 @@ function eventScenarios() {
     ...commonEvents('post', roll, 'rollSecret', { switchInHours: 24 }),
     ...writes('post', roll, { switchInHours: 24 }),
     200: async () => {
-      await ensureAddress();
+      await noRoll();
       return call('post', roll, { cookie: owner.cookie, body: { switchInHours: 48 } });
     },
     404: () => call('post', `${other}/secret/roll`, { cookie: owner.cookie, body: {} }),
+    409: async () => {
+      await noRoll();
+      await h.runtime.services.webhooks.rollSecret(site);
+      return call('post', roll, { cookie: owner.cookie, body: {} });
+    },
     429: () => exhausted('post', (s) => `/sites/${s}/event-address/secret/roll`, {}),
+  });
+  Object.assign(scenarios.cancelEventSecretRoll, {
+    ...commonEvents('delete', roll, 'cancelSecretRoll'),
+    200: async () => {
+      await noRoll();
+      await h.runtime.services.webhooks.rollSecret(site);
+      return call('delete', roll, { cookie: owner.cookie });
+    },
+    400: async () => {
+      await noRoll();
+      return call('delete', roll, { cookie: owner.cookie });
+    },
+    403: ownerOnly('delete', roll),
+    404: () => call('delete', `${other}/secret/roll`, { cookie: owner.cookie }),
+    409: async () => {
+      // Switching now: too late to take the roll back.
+      await noRoll();
+      await h.runtime.services.webhooks.rollSecret(site);
+      await h.runtime.services.webhooks.switchSecret(site);
+      return call('delete', roll, { cookie: owner.cookie });
+    },
+    429: () => exhausted('delete', (s) => `/sites/${s}/event-address/secret/roll`),
   });
   const switchNow = `${address}/secret/switch`;
   Object.assign(scenarios.switchEventSecret, {
     ...commonEvents('post', switchNow, 'switchSecret'),
     200: async () => {
-      await ensureAddress();
+      await noRoll();
       await h.runtime.services.webhooks.rollSecret(site);
       return call('post', switchNow, { cookie: owner.cookie });
     },

@@ -218,6 +218,59 @@ test('switch now: a pending roll switches within the settle time, answered as sw
   secret = next;
 });
 
+test('a roll while one is pending is 409 (API and CLI alike); cancelling drops the new secret and the current one keeps signing', async () => {
+  const roll = `/sites/${site}/event-address/secret/roll`;
+  const first = await api('post', roll, { switchInHours: 48 });
+  expect(first.status).toBe(200);
+  const pending: string = first.body.data.secret;
+
+  const again = await api('post', roll, {});
+  expect(again.status).toBe(409);
+  expect(again.body.error.code).toBe('conflict');
+  expect(again.body.error.message).toContain(`pending until ${first.body.data.switchAt}`);
+  // The CLI's `webhook roll-secret` is the same service call: the same refusal.
+  await expect(h.runtime.services.webhooks.rollSecret(site)).rejects.toMatchObject({ code: 'conflict', status: 409 });
+  // Nothing was replaced: the pending secret is still the one first answered.
+  const row = await h.runtime.db('webhook_endpoints').where({ site_id: site }).first();
+  expect(decrypt(h.runtime.services.keys.webhookSecrets, row.secret_next_encrypted)).toBe(pending);
+  expect(Number(row.secret_switch_at)).toBe(Date.parse(first.body.data.switchAt));
+
+  // Two rolls at once after a cancel: one starts, the other is refused.
+  expect((await request(h.app).delete(`${M}${roll}`).set('Authorization', `Bearer ${agentToken}`)).status).toBe(403);
+  const cancelled = await request(h.app).delete(`${M}${roll}`).set('Authorization', `Bearer ${ownerToken}`);
+  expect(cancelled.status).toBe(200);
+  expect(cancelled.body.data.secretRoll).toBeNull();
+  expect((await api('get', `/sites/${site}/event-address`)).body.data.secretRoll).toBeNull();
+  expect((await request(h.app).delete(`${M}${roll}`).set('Authorization', `Bearer ${ownerToken}`)).status).toBe(400); // none pending
+  const race = await Promise.all([api('post', roll, {}), api('post', roll, {})]);
+  expect(race.map((r) => r.status).sort()).toEqual([200, 409]);
+  const winner: string = race.find((r) => r.status === 200)!.body.data.secret;
+  const stored = await h.runtime.db('webhook_endpoints').where({ site_id: site }).first();
+  expect(decrypt(h.runtime.services.keys.webhookSecrets, stored.secret_next_encrypted)).toBe(winner);
+
+  // Once switching (switch now), the roll can no longer be taken back.
+  expect((await api('post', `/sites/${site}/event-address/secret/switch`)).status).toBe(200);
+  const late = await request(h.app).delete(`${M}${roll}`).set('Authorization', `Bearer ${ownerToken}`);
+  expect(late.status).toBe(409);
+  expect(late.body.error.code).toBe('conflict');
+  // Undo that switch for the tests below: a fresh secret at once.
+  const rotated = await api('post', `/sites/${site}/event-address/secret/rotate`);
+  secret = rotated.body.data.secret;
+
+  // A cancelled roll's secret never signs: deliveries after the cancel carry the current secret.
+  const cancelledRoll = await api('post', roll, { switchInHours: 1 });
+  expect((await h.runtime.services.webhooks.cancelSecretRoll(site)).secretRoll).toBeNull(); // the CLI's `webhook cancel-roll`
+  const [id] = (await visitorEvent('v-cancelled')).ids.filter((x) => x.startsWith('message.created'));
+  const [r] = receivedFor(id);
+  expect(signatureValid(secret, r.headers, r.body)).toBe(true);
+  expect(signatureValid(cancelledRoll.body.data.secret, r.headers, r.body)).toBe(false);
+
+  const actions = ((await api('get', `/sites/${site}/audit-log?limit=100`)).body.data as { action: string; actor: { type: string } }[])
+    .filter((e) => e.action === 'event_address.secret_roll_cancelled')
+    .map((e) => e.actor.type);
+  expect(actions.sort()).toEqual(['operator', 'token']);
+});
+
 test('a signed test delivery: sent once, signed like a real one, in the log as a test, never redelivered or recovered', async () => {
   await api('put', `/sites/${site}/event-address`, { url: receiver.url('/test-ok'), events: ['message.created'] });
   const sent = await api('post', `/sites/${site}/event-address/test`, { event: 'conversation.closed' });

@@ -125,6 +125,38 @@ test('rename and identity mode: a new secret shows once, only when one is made',
   );
 });
 
+test('a rename with an identity mode is one change: when the mode cannot be written, the name stays too', async () => {
+  const siteId = (await as(owner, 'post', '/sites', { name: 'Atomic' })).body.data.id;
+  const before = (await audit(siteId)).length;
+  // The window settings' write (the second part) fails after the rename was written.
+  const store = h.runtime.services.stores.access;
+  const spy = jest.spyOn(store, 'saveWindowSettings').mockImplementationOnce(async () => {
+    throw new Error('disk on fire');
+  });
+  try {
+    const res = await as(owner, 'patch', `/sites/${siteId}`, { name: 'Atomic renamed', identityMode: 'optional' });
+    expect(res.status).toBe(500);
+    expect(spy).toHaveBeenCalledTimes(1);
+  } finally {
+    spy.mockRestore();
+  }
+  const site = (await as(owner, 'get', `/sites/${siteId}`)).body.data;
+  expect(site).toMatchObject({ name: 'Atomic', identityMode: 'off', identitySecretSet: false });
+  // Neither change is in the audit log either.
+  expect((await audit(siteId)).length).toBe(before);
+
+  // Both parts written: one answer, both changes, both entries.
+  const both = await as(owner, 'patch', `/sites/${siteId}`, { name: 'Atomic renamed', identityMode: 'optional' });
+  expect(both.status).toBe(200);
+  expect(both.body.data).toMatchObject({ name: 'Atomic renamed', identityMode: 'optional', identitySecret: expect.stringMatching(/^wis_/) });
+  expect(
+    (await audit(siteId))
+      .slice(0, 2)
+      .map((e) => e.action)
+      .sort(),
+  ).toEqual(['site.identity_mode_changed.optional', 'site.renamed']);
+});
+
 test("allowed origins: each change takes effect on the window's gateway at once", async () => {
   const siteId = (await as(owner, 'post', '/sites', { name: 'Origins' })).body.data.id;
   const origins = `/sites/${siteId}/allowed-origins`;

@@ -1,6 +1,6 @@
 /**
  * The real server process (`npm start` = tsx server/main.ts) over real HTTPS: self-signed
- * certificate on first start, no plaintext listener, the demo site, Swagger UI, graceful SIGTERM.
+ * certificate on first start, no plaintext listener, the demo site, the first owner's setup link, Swagger UI, graceful SIGTERM.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -129,6 +129,35 @@ onSqlite('npm start on an empty DATA_DIR', () => {
     expect(typeof body.error.message).toBe('string');
   });
 
+  test('the first start prints a one-time setup link; it makes the owner of the demo site', async () => {
+    const [, url, token] = await server.waitFor(/(https:\/\/localhost:\d+\/dashboard\/setup)#token=([0-9A-Za-z]{43})/);
+    expect(url).toBe(`https://localhost:${port}/dashboard/setup`);
+    const body = JSON.stringify({ token, email: 'first@example.com', password: 'correct horse battery staple' });
+    const made = await new Promise<Answer>((resolve, reject) => {
+      const req = https.request(
+        {
+          host: 'localhost',
+          port,
+          path: '/manage/v1/setup',
+          method: 'POST',
+          ca,
+          headers: { 'Content-Type': 'application/json', 'Sec-Fetch-Site': 'same-origin' },
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, body: text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(made.status).toBe(201);
+    expect(String(made.headers['set-cookie'])).toMatch(/^__Host-session=/);
+    const sites = JSON.parse(made.body).data.sites;
+    expect(sites).toEqual([expect.objectContaining({ name: 'Demo site', role: 'owner' })]);
+  }, 30_000);
+
   test('Swagger UI and the document are served', async () => {
     const page = await get(port, ca, '/docs/');
     expect(page.status).toBe(200);
@@ -145,6 +174,8 @@ onSqlite('npm start on an empty DATA_DIR', () => {
     try {
       await again.waitFor(/listening \(HTTPS\)/);
       expect(again.stdout()).not.toContain('Demo API key');
+      // An account exists (the setup link above made it): no new link.
+      expect(again.stdout()).not.toContain('/dashboard/setup');
     } finally {
       again.child.kill('SIGTERM');
       await again.exited();
@@ -199,6 +230,8 @@ onSqlite('production mode', () => {
     try {
       await server.waitFor(/listening \(HTTPS\)/);
       expect(server.stdout()).not.toContain('Demo API key');
+      // No demo site, but no account either: the first owner's setup link is printed all the same.
+      expect(server.stdout()).toMatch(/\/dashboard\/setup#token=[0-9A-Za-z]{43}/);
     } finally {
       server.child.kill('SIGTERM');
       await server.exited();

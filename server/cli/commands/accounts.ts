@@ -37,6 +37,15 @@ export const accountCommands: Record<string, Command> = {
       text: accounts.map((a) => `${a.id}  ${a.email}  ${a.sites.map((s) => `${s.id}:${s.role}`).join(',') || '(no sites)'}`).join('\n') || '(no accounts)',
     };
   },
+  /**
+   * A new setup link while no account exists (the one a start prints, for when it expired or
+   * several instances printed theirs): the earlier link stops.
+   */
+  'setup link': async (rt) => {
+    const link = await rt.services.accounts.issueSetupLink();
+    if (!link) throw new CliError('an account exists already: its owners invite the others (or: account create, member add)');
+    return { json: link, text: `one-time setup link for the first owner, valid until ${link.expiresAt}:\n\n  ${link.url}\n` };
+  },
   'member add': async (rt, args) => {
     const role = required(args, 'role');
     if (!ROLES.includes(role as Role)) throw new CliError(`--role is one of ${ROLES.join(', ')}`);

@@ -24,7 +24,9 @@ async function updateVisitorFiles(rt: Runtime, siteId: string, files: string | t
   if (files === undefined && types === undefined) return;
   if (files !== undefined && files !== 'on' && files !== 'off') throw new CliError('--visitor-files is on or off');
   if (types === true) throw new CliError('--visitor-file-types needs a value');
-  await rt.services.visitorFiles.update(siteId, { enabled: files === undefined ? undefined : files === 'on', types });
+  await rt.services.visitorFiles.update(siteId, { enabled: files === undefined ? undefined : files === 'on', types }, (trx) =>
+    rt.services.siteAdmin.byOperator('site.visitor_files_changed')(trx, siteId, siteId),
+  );
 }
 
 export const siteCommands: Record<string, Command> = {

@@ -1,4 +1,5 @@
 import { CliError, Command, required } from '../args';
+import { CLI_ACTOR } from '../../accounts/service';
 
 export const visitorCommands: Record<string, Command> = {
   /**
@@ -11,7 +12,8 @@ export const visitorCommands: Record<string, Command> = {
     const all = args.flags.all === true;
     if (all === (visitor !== undefined)) throw new CliError('give --visitor V or --all');
     if (visitor === true || visitor === '') throw new CliError('--visitor needs a value');
-    const r = await rt.services.access.revokeVisitors(siteId, all ? null : (visitor as string));
+    // The management API's revocation, by the operator (audited as such).
+    const r = await rt.services.siteAdmin.revokeVisitors(CLI_ACTOR, siteId, all ? null : (visitor as string));
     const who = r.visitorId === null ? `every visitor of ${r.siteId}` : `visitor ${r.visitorId} of ${r.siteId}`;
     return { json: r, text: `${who}: window credentials and sessions begun at or before ${r.revokedBefore} are void` };
   },

@@ -37,6 +37,11 @@ export const webhookCommands: Record<string, Command> = {
     return { json: result, text: `attempts of ${result.id} signed from ${result.switchAt} on carry the new secret; the old one is dropped then` };
   },
 
+  'webhook cancel-roll': async (rt, args) => {
+    const result = await rt.services.webhooks.cancelSecretRoll(required(args, 'site'));
+    return { json: result, text: `the pending roll of ${result.id} is cancelled; the current secret keeps signing` };
+  },
+
   'webhook deliveries': async (rt, args) => {
     const limit = optional(args.flags, 'limit');
     const deliveries = await rt.services.webhooks.deliveries(required(args, 'site'), {

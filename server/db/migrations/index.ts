@@ -10,6 +10,7 @@ import * as m008 from './008_accounts';
 import * as m009 from './009_key_creators';
 import * as m010 from './010_event_address_roll';
 import * as m011 from './011_inbox';
+import * as m012 from './012_setup_link';
 import * as m014 from './014_invitation_list';
 
 interface Migration {
@@ -30,6 +31,7 @@ const migrations: Record<string, Migration> = {
   '009_key_creators': m009,
   '010_event_address_roll': m010,
   '011_inbox': m011,
+  '012_setup_link': m012,
   '014_invitation_list': m014,
 };
 

@@ -140,6 +140,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/setup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make the first owner with the setup link
+         * @description While no account exists, each start of the server prints a one-time setup link,
+         *     `{PUBLIC_URL}/dashboard/setup#token=...` (the token in the fragment, which never reaches a
+         *     server's logs); the dashboard's page posts the token here with the first owner's email and
+         *     password. The new account becomes owner of every site that exists (on a first start with the
+         *     demo, the demo site) and is signed in: the answer sets the session cookie.
+         *
+         *     The link is valid 24 hours and once; a start with still no account prints a new one and the
+         *     old one stops; an account made any other way (the CLI's `account create`, an invitation) ends
+         *     it. Of two uses at once, one makes the owner. An unknown, used, replaced or expired link is
+         *     one answer, `404`. Like signing in, it needs `Sec-Fetch-Site: same-origin` (or, without
+         *     Fetch Metadata, the service's `Origin`).
+         */
+        post: operations["completeSetup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites": {
         parameters: {
             query?: never;
@@ -474,11 +504,22 @@ export interface paths {
          * @description Owners only. A new secret is shown once, now; attempts stay signed with the current secret until
          *     the switch (`switchInHours`, 24 by default), then with the new one, and the old one is dropped.
          *     An attempt signed at or after `switchAt` carries the new secret. Configure the receiver with both
-         *     (the SDK's `verifyWebhook({ secrets: [old, new] })`) and nothing is lost. A roll while one is
-         *     pending replaces its new secret.
+         *     (the SDK's `verifyWebhook({ secrets: [old, new] })`) and nothing is lost. While a roll is
+         *     pending another is refused, `409 conflict` (its message says until when): switch the pending
+         *     one now (`POST …/secret/switch`) or cancel it (`DELETE …/secret/roll`) first, so the secret a
+         *     receiver was given is never replaced behind its back. The CLI's `webhook roll-secret` follows
+         *     the same rule.
          */
         post: operations["rollEventSecret"];
-        delete?: never;
+        /**
+         * Cancel a pending secret roll
+         * @description Owners only. The pending roll's new secret is dropped unused; the current secret keeps signing
+         *     (remove the new one from the receiver at leisure). `400` when no roll is pending; `409
+         *     conflict` when its switch is 10 seconds or less away (after a switch-now, or at the end of its
+         *     wait): a worker may already sign with the new secret then. Audited as
+         *     `event_address.secret_roll_cancelled`; the CLI's `webhook cancel-roll`.
+         */
+        delete: operations["cancelEventSecretRoll"];
         options?: never;
         head?: never;
         patch?: never;
@@ -907,6 +948,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/visitor-files": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether visitors may send files
+         * @description Owners only. Whether the chat window takes files from visitors, and of which types (`null`: any
+         *     type). A site never set takes any type. The CLI's `site list` shows the same.
+         */
+        get: operations["getVisitorFiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Turn visitor files on or off, or limit their types
+         * @description Owners only. `enabled` turns files from visitors on or off; `types` lists the MIME types
+         *     (`type/subtype` or `type/*`, at most 20) the window takes, `null` any type. A field left out
+         *     is unchanged. Applies to the next upload. The CLI's `site update --visitor-files on|off
+         *     --visitor-file-types ...`. Audited as `site.visitor_files_changed`.
+         */
+        patch: operations["updateVisitorFiles"];
+        trace?: never;
+    };
+    "/sites/{siteId}/visitor-revocations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Void a visitor's (or every visitor's) chat window access
+         * @description Owners only. `{"visitorId": "..."}` voids that visitor's window credentials and open sessions;
+         *     `{"all": true}` every visitor's of the site. Each is refused at its next request (a verified
+         *     visitor whose page vouches for it again starts afresh). The CLI's `visitor revoke`. Audited as
+         *     `visitor.revoked` (object: the visitor id) or `visitor.revoked_all` (object: the site).
+         */
+        post: operations["revokeVisitors"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/tokens": {
         parameters: {
             query?: never;
@@ -1264,13 +1356,14 @@ export interface components {
         };
         Error: {
             /**
-             * @description The public API's codes (`Error.code` in openapi.yaml) and two of this API:
-             *     `forbidden` (the role does not allow it) and `cross_site_request` (a change from
-             *     another site). A later version may add codes: treat one you do not know by its status.
+             * @description The public API's codes (`Error.code` in openapi.yaml) and three of this API:
+             *     `forbidden` (the role does not allow it), `cross_site_request` (a change from
+             *     another site) and `conflict` (409: the object's state does not allow the change now,
+             *     e.g. a second secret roll while one is pending). A later version may add codes: treat one you do not know by its status.
              * @example forbidden
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "forbidden" | "cross_site_request" | "not_found" | "method_not_allowed" | "conversation_closed" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "quota_exceeded" | "internal_error" | "service_unavailable" | "insufficient_storage";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "forbidden" | "cross_site_request" | "not_found" | "method_not_allowed" | "conversation_closed" | "conflict" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "quota_exceeded" | "internal_error" | "service_unavailable" | "insufficient_storage";
             details?: components["schemas"]["ErrorDetail"][];
             /** @description Human-readable explanation. */
             message: string;
@@ -1546,6 +1639,13 @@ export interface components {
         };
         /** @description The first 1 KiB of the answer's body. */
         ResponseExcerpt: string | null;
+        /** @description Exactly one of `visitorId` and `all`. */
+        RevokeVisitorsRequest: {
+            /** @constant */
+            all?: true;
+            /** @description The visitor id the site's page gave the window. */
+            visitorId?: string;
+        };
         /**
          * @description `owner`: everything on the site. `agent`: the inbox (read, reply, close, assign).
          * @enum {string}
@@ -1618,6 +1718,20 @@ export interface components {
                 address: components["schemas"]["EventAddress"];
                 /** @description The signing secret when the address was just made (shown once); `null` otherwise. */
                 secret: components["schemas"]["SigningSecret"] | null;
+            };
+        };
+        SetupRequest: {
+            email: components["schemas"]["Email"];
+            password: components["schemas"]["Password"];
+            /** @description The `token` of the setup link's fragment. */
+            token: string;
+        };
+        SetupResponse: {
+            data: {
+                account: components["schemas"]["Account"];
+                session: components["schemas"]["Session"];
+                /** @description The sites it owns (every site that existed). */
+                sites: components["schemas"]["MySite"][];
             };
         };
         /** @description `whsec_` and 32 random bytes in base62; shown once. */
@@ -1745,6 +1859,27 @@ export interface components {
         UpdateSiteRequest: {
             identityMode?: components["schemas"]["IdentityMode"];
             name?: components["schemas"]["SiteName"];
+        };
+        UpdateVisitorFilesRequest: {
+            enabled?: boolean;
+            types?: components["schemas"]["VisitorFileTypes"];
+        };
+        VisitorFiles: {
+            enabled: boolean;
+            types: components["schemas"]["VisitorFileTypes"];
+        };
+        VisitorFilesResponse: {
+            data: components["schemas"]["VisitorFiles"];
+        };
+        /** @description MIME types (`type/subtype` or `type/*`) the chat window takes from visitors; `null` any type. */
+        VisitorFileTypes: string[] | null;
+        VisitorRevocationResponse: {
+            data: {
+                revokedBefore: components["schemas"]["Timestamp"];
+                siteId: components["schemas"]["SiteIdValue"];
+                /** @description The visitor; `null` for every visitor of the site. */
+                visitorId: string | null;
+            };
         };
     };
     responses: {
@@ -1904,6 +2039,27 @@ export interface components {
                  *       "error": {
                  *         "code": "rate_limit_exceeded",
                  *         "message": "Too many sign-in attempts; retry in 840 s."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description `conflict`: a secret roll is pending (roll), or its switch is under way (cancel); the message says until when. */
+        RollConflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "conflict",
+                 *         "message": "A secret roll is pending until 2026-11-27T09:00:00.000Z: switch it now or cancel it, then roll again."
                  *       }
                  *     }
                  */
@@ -2250,6 +2406,40 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    completeSetup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetupRequest"];
+            };
+        };
+        responses: {
+            /** @description The first owner, made and signed in; the session cookie is set. */
+            201: {
+                headers: {
+                    "Set-Cookie": components["headers"]["Set-Session-Cookie"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SetupResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3204,8 +3394,44 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["RollConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    cancelEventSecretRoll: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The address, without a pending roll. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EventAddressResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["RollConflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4145,6 +4371,131 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVisitorFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The setting. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "enabled": true,
+                     *         "types": [
+                     *           "image/*",
+                     *           "application/pdf"
+                     *         ]
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["VisitorFilesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateVisitorFiles: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateVisitorFilesRequest"];
+            };
+        };
+        responses: {
+            /** @description The setting as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VisitorFilesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeVisitors: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RevokeVisitorsRequest"];
+            };
+        };
+        responses: {
+            /** @description Credentials and sessions begun at or before `revokedBefore` are void. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VisitorRevocationResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
