@@ -244,6 +244,22 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
     await checkPage(page);
     await page.getByRole('button', { name: 'I have copied it' }).click();
 
+    // A second roll while one is pending is refused (409): the envelope's message is shown, no secret.
+    await page.getByRole('button', { name: 'Start planned roll' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /pending/i })
+      .waitFor();
+    expect(await page.getByRole('textbox', { name: 'Signing secret' }).count()).toBe(0);
+    // Cancelled, then rolled again: the new secret of the second roll is the one that switches.
+    await page.getByRole('button', { name: 'Cancel roll' }).click();
+    await page.getByRole('dialog', { name: 'Cancel the planned roll?' }).getByRole('button', { name: 'Cancel roll' }).click();
+    await page.getByText('A planned roll is pending.').waitFor({ state: 'detached' });
+    expect((await h.runtime.db('webhook_endpoints').where({ site_id: site }).first()).secret_next_encrypted).toBeNull();
+    await page.getByRole('button', { name: 'Start planned roll' }).click();
+    secret2 = await page.getByRole('textbox', { name: 'Signing secret' }).inputValue();
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+
     // Before the switch, the current secret still signs.
     const before = await testDelivery(page);
     expect(await sdkRefusal(before, [secret1])).toBeNull();

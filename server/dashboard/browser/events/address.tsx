@@ -2,7 +2,7 @@
  * The event address: its URL and events (validation problems shown by field), enabled or disabled
  * (by an owner, or by the service after persistent failure, and why), a signed test delivery with
  * its result, and the signing secret: a planned roll with its overlap explained, switching it now,
- * or rotating at once. A new secret is shown once (ShownOnce) and dropped when dismissed.
+ * cancelling it, or rotating at once. A new secret is shown once (ShownOnce) and dropped when dismissed.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { ApiFailure, call, client, type Schemas } from '../api';
@@ -301,7 +301,7 @@ function TestDelivery({ siteId }: { siteId: string }) {
   );
 }
 
-type Confirm = 'rotate' | 'switch' | null;
+type Confirm = 'rotate' | 'switch' | 'cancel' | null;
 
 function Secret({ siteId, address, onSecret, reload }: { siteId: string; address: Address; onSecret: (s: Shown) => void; reload: () => Promise<void> }) {
   const [hours, setHours] = useState('24');
@@ -348,6 +348,7 @@ function Secret({ siteId, address, onSecret, reload }: { siteId: string; address
           </p>
           <div class="row">
             <Button onClick={() => setConfirm('switch')}>Switch now</Button>
+            <Button onClick={() => setConfirm('cancel')}>Cancel roll</Button>
           </div>
         </div>
       )}
@@ -406,6 +407,21 @@ function Secret({ siteId, address, onSecret, reload }: { siteId: string; address
           }}
         >
           <p>The old secret stops signing at once. Deliveries fail at your receiver until it checks with the new one. For a planned change, use the roll.</p>
+        </ConfirmDialog>
+      )}
+      {confirm === 'cancel' && (
+        <ConfirmDialog
+          title="Cancel the planned roll?"
+          confirm="Cancel roll"
+          danger
+          onCancel={() => setConfirm(null)}
+          onConfirm={async () => {
+            await call(() => client.DELETE('/sites/{siteId}/event-address/secret/roll', path));
+            setConfirm(null);
+            await reload();
+          }}
+        >
+          <p>The new secret is dropped unused and the current one keeps signing. Remove the new one from your receiver when convenient.</p>
         </ConfirmDialog>
       )}
       {confirm === 'switch' && (
