@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { build } from 'esbuild';
 import { fromProjectRoot } from '../server/platform/project-root';
 import type { DashboardManifest } from '../server/dashboard/routes';
-import { sizeOf, writeAssetDir } from './build-assets';
+import { onlyOutput, sizeOf, writeAssetDir } from './build-assets';
 
 const SOURCES = fromProjectRoot('server', 'dashboard', 'browser');
 
@@ -34,7 +34,7 @@ export async function bundleDashboard(): Promise<{ js: Buffer; css: Buffer }> {
     }),
     build({ ...common, entryPoints: [path.join(SOURCES, 'dashboard.css')] }),
   ]);
-  return { js: Buffer.from(js.outputFiles[0].contents), css: Buffer.from(css.outputFiles[0].contents) };
+  return { js: onlyOutput(js, 'the dashboard script'), css: onlyOutput(css, 'the dashboard stylesheet') };
 }
 
 const hashName = (body: Buffer, ext: string) => `${createHash('sha256').update(body).digest('hex').slice(0, 20)}.${ext}`;

@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { build } from 'esbuild';
 import { fromProjectRoot } from '../server/platform/project-root';
 import type { WindowManifest } from '../server/window/assets';
-import { sizeOf, writeAssetDir } from './build-assets';
+import { onlyOutput, sizeOf, writeAssetDir } from './build-assets';
 
 const SOURCES = fromProjectRoot('server', 'window', 'browser');
 
@@ -41,7 +41,7 @@ async function bundle(entry: string, format: 'iife' | 'esm'): Promise<Buffer> {
     charset: 'utf8',
     logLevel: 'silent',
   });
-  return Buffer.from(out.outputFiles[0].contents);
+  return onlyOutput(out, entry);
 }
 
 export async function bundleWindow(): Promise<WindowFiles> {
@@ -50,7 +50,7 @@ export async function bundleWindow(): Promise<WindowFiles> {
     bundle('panel.ts', 'iife'),
     // A CSS entry goes through esbuild's CSS minifier (the text loader is for the loader's import).
     build({ entryPoints: [path.join(SOURCES, 'panel.css')], bundle: true, minify: true, write: false, logLevel: 'silent' }).then((r) =>
-      Buffer.from(r.outputFiles[0].contents),
+      onlyOutput(r, 'panel.css'),
     ),
   ]);
   return { 'loader.js': loaderJs, 'panel.js': panelJs, 'panel.css': panelCss };

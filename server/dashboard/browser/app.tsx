@@ -11,6 +11,7 @@ import { SITE_PAGES } from './pages';
 import { useConnection, type ConnectionState } from './connection';
 import { SignInForm, SignInPage, type SignedIn } from './pages/sign-in';
 import { AcceptInvitationPage } from './pages/accept-invitation';
+import { SetupPage } from './pages/setup';
 import { Button } from './components/Button';
 import { Dialog } from './components/Dialog';
 import { EmptyState } from './components/EmptyState';
@@ -73,6 +74,7 @@ export function App() {
       </main>
     );
   else if (path === '/accept-invitation') content = <AcceptInvitationPage me={session.kind === 'signed-in' ? session.me : null} onJoined={refresh} />;
+  else if (path === '/setup') content = <SetupPage onDone={refresh} />;
   else if (session.kind === 'signed-out') content = <SignInPage onSignedIn={refresh} />;
   else content = <SignedInShell me={session.me} path={path} onSignOut={signOut} />;
 

@@ -6,17 +6,7 @@ import { ErrorBanner } from '../components/ErrorBanner';
 import { EmptyState } from '../components/EmptyState';
 import { navigate } from '../router';
 import { useAction } from '../use-action';
-
-/**
- * The token from the invitation link: in the fragment (`#token=...`, which browsers never send to a
- * server nor in Referer), or `?token=` from an older link. Read once, then dropped from the address
- * bar and the history, so it does not linger where the page was.
- */
-function takeToken(): string {
-  const token = new URLSearchParams(location.hash.slice(1)).get('token') ?? new URLSearchParams(location.search).get('token') ?? '';
-  if (location.hash || location.search) history.replaceState(null, '', location.pathname);
-  return token;
-}
+import { takeToken, TOKEN_SHAPE } from '../link-token';
 
 /** Joins a site by an invitation link: as the signed-in account, or with the invited email and a password. */
 export function AcceptInvitationPage({ me, onJoined }: { me: Me | null; onJoined: () => Promise<void> }) {
@@ -32,7 +22,7 @@ export function AcceptInvitationPage({ me, onJoined }: { me: Me | null; onJoined
   return (
     <main id="main" class="narrow">
       <h1>Accept an invitation</h1>
-      {!/^[0-9A-Za-z]{20,100}$/.test(token) ? (
+      {!TOKEN_SHAPE.test(token) ? (
         <EmptyState title="This link has no invitation in it.">Open the whole link from the invitation, or ask the owner for a new one.</EmptyState>
       ) : (
         <form class="stack" onSubmit={submit}>

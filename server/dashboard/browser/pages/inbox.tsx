@@ -1,4 +1,2 @@
-import type { PageProps } from '../types';
-import { Placeholder } from '../components/Placeholder';
-
-export const InboxPage = (_props: PageProps) => <Placeholder what="The inbox" />;
+/** The inbox page: its parts are in ../inbox/ (InboxPage.tsx and what it uses). */
+export { InboxPage } from '../inbox/InboxPage';

@@ -1,0 +1,353 @@
+import type { RefObject } from 'preact';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
+import { call, callPage, client, type MySite } from '../api';
+import { Button } from '../components/Button';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { ErrorBanner } from '../components/ErrorBanner';
+import { Link } from '../components/Link';
+import { RelativeTime } from '../components/RelativeTime';
+import { Composer } from './Composer';
+import { Markdown } from './Markdown';
+import { safeHref } from '../../../window/browser/markdown';
+import { formatSize, mergeMessages, visitorOf, type Conversation, type Member, type Message } from './model';
+
+/** Messages per page of the history: the newest page first, older ones as the agent scrolls up. */
+export const HISTORY_PAGE = 30;
+
+export interface ConversationViewProps {
+  site: MySite;
+  me: string;
+  conversation: Conversation;
+  members: Member[];
+  onChange: (c: Conversation) => void;
+  onBack: () => void;
+  /** Registers for this conversation's new messages from the live stream. */
+  subscribe: (listener: (m: Message) => void) => () => void;
+  /** Changes when the live stream could not resume exactly: the newest page is read again. */
+  resyncTick: number;
+  askClose: boolean;
+  setAskClose: (ask: boolean) => void;
+  replyField: RefObject<HTMLTextAreaElement>;
+  onManageCanned: () => void;
+  cannedVersion: number;
+}
+
+/** The open conversation: who the visitor is, what can be done with it, its history and the reply. */
+export function ConversationView(p: ConversationViewProps) {
+  const c = p.conversation;
+  const siteId = p.site.id;
+  const [messages, setMessages] = useState<Message[] | null>(null);
+  const [older, setOlder] = useState<string | null>(null);
+  const [loadingOlder, setLoadingOlder] = useState(false);
+  const [error, setError] = useState<unknown>(null);
+  const [actionError, setActionError] = useState<unknown>(null);
+  const [assignTo, setAssignTo] = useState('');
+  const [busy, setBusy] = useState(false);
+  const emails = new Map(p.members.map((m) => [m.accountId, m.email]));
+  const path = { params: { path: { siteId, conversationId: c.id } } };
+
+  const markRead = async () => {
+    try {
+      await call(() => client.POST('/sites/{siteId}/inbox/conversations/{conversationId}/read', path));
+      p.onChange({ ...latest.current, unreadCount: 0 });
+    } catch {
+      // The count stays; the next open or reply marks it again.
+    }
+  };
+  const latest = useRef(c);
+  latest.current = c;
+
+  // The newest page (again after a resync, merged so nothing on screen moves).
+  useEffect(() => {
+    let stale = false;
+    void (async () => {
+      try {
+        const page = await callPage(() =>
+          client.GET('/sites/{siteId}/inbox/conversations/{conversationId}/messages', {
+            params: { path: { siteId, conversationId: c.id }, query: { order: 'desc', limit: HISTORY_PAGE } },
+          }),
+        );
+        if (stale) return;
+        setMessages((before) => mergeMessages(before ?? [], [...page.items].reverse()));
+        setOlder((before) => (p.resyncTick && before !== null ? before : page.nextCursor));
+        setError(null);
+        void markRead();
+      } catch (err) {
+        if (!stale) setError(err);
+      }
+    })();
+    return () => {
+      stale = true;
+    };
+  }, [c.id, p.resyncTick]);
+
+  // New messages as they arrive; the conversation is on screen, so they are read (when the tab is seen).
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const readSoon = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => document.visibilityState === 'visible' && void markRead(), 400);
+    };
+    const off = p.subscribe((m) => {
+      setMessages((before) => (before ? mergeMessages(before, [m]) : before));
+      if (m.authorId !== p.me) readSoon();
+    });
+    const onVisible = () => document.visibilityState === 'visible' && latest.current.unreadCount > 0 && readSoon();
+    document.addEventListener('visibilitychange', onVisible);
+    return () => {
+      off();
+      clearTimeout(timer);
+      document.removeEventListener('visibilitychange', onVisible);
+    };
+  }, [c.id]);
+
+  const loadOlder = async () => {
+    if (!older || loadingOlder) return;
+    setLoadingOlder(true);
+    try {
+      const page = await callPage(() =>
+        client.GET('/sites/{siteId}/inbox/conversations/{conversationId}/messages', {
+          params: { path: { siteId, conversationId: c.id }, query: { order: 'desc', limit: HISTORY_PAGE, cursor: older } },
+        }),
+      );
+      setMessages((before) => mergeMessages([...page.items].reverse(), before ?? []));
+      setOlder(page.nextCursor);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setLoadingOlder(false);
+    }
+  };
+
+  const act = async (run: () => Promise<Conversation>) => {
+    setBusy(true);
+    setActionError(null);
+    try {
+      p.onChange(await run());
+    } catch (err) {
+      setActionError(err);
+    } finally {
+      setBusy(false);
+    }
+  };
+  const assign = (assigneeId: string | null) =>
+    act(() => call(() => client.POST('/sites/{siteId}/inbox/conversations/{conversationId}/assignee', { ...path, body: { assigneeId } })));
+
+  const v = visitorOf(c);
+  const owner = p.site.role === 'owner';
+  const assigneeName = c.assigneeId === null ? 'nobody' : c.assigneeId === p.me ? 'you' : (emails.get(c.assigneeId) ?? c.assigneeId);
+
+  return (
+    <section class="inbox-conv" aria-labelledby="inbox-conv-title">
+      <div class="inbox-conv-head">
+        <Button variant="link" class="inbox-back" onClick={p.onBack}>
+          ← Conversations
+        </Button>
+        <h2 id="inbox-conv-title">
+          {v.verified ? 'Verified user' : 'Visitor'} <span class="inbox-visitor-id">{v.label}</span>
+        </h2>
+        <dl class="inbox-facts">
+          <div>
+            <dt>Identity</dt>
+            <dd>{v.verified ? 'verified by the site' : 'anonymous (the chat window’s id)'}</dd>
+          </div>
+          <div>
+            <dt>Started</dt>
+            <dd>
+              <RelativeTime at={c.createdAt} />
+            </dd>
+          </div>
+          <div>
+            <dt>State</dt>
+            <dd>{c.state}</dd>
+          </div>
+          <div>
+            <dt>Assigned to</dt>
+            <dd>{assigneeName}</dd>
+          </div>
+        </dl>
+        <div class="inbox-actions">
+          {c.assigneeId !== p.me && (
+            <Button busy={busy} onClick={() => void assign(p.me)}>
+              Assign to me
+            </Button>
+          )}
+          {c.assigneeId !== null && (owner || c.assigneeId === p.me) && (
+            <Button busy={busy} onClick={() => void assign(null)}>
+              Unassign
+            </Button>
+          )}
+          {owner && p.members.length > 0 && (
+            <form
+              class="inbox-assign"
+              onSubmit={(e) => {
+                e.preventDefault();
+                if (assignTo) void assign(assignTo);
+              }}
+            >
+              <label for="inbox-assign-to">Assign to</label>
+              <select id="inbox-assign-to" value={assignTo} onChange={(e) => setAssignTo(e.currentTarget.value)}>
+                <option value="">Choose a member</option>
+                {p.members.map((m) => (
+                  <option key={m.accountId} value={m.accountId}>
+                    {m.email}
+                    {m.accountId === p.me ? ' (you)' : ''}
+                  </option>
+                ))}
+              </select>
+              <Button submit busy={busy} disabled={!assignTo}>
+                Assign
+              </Button>
+            </form>
+          )}
+          {c.state === 'open' && (
+            <Button variant="danger" onClick={() => p.setAskClose(true)}>
+              Close conversation
+            </Button>
+          )}
+          <Link to={`/sites/${siteId}/timeline?conversation=${c.id}`}>Timeline</Link>
+        </div>
+        <ErrorBanner error={actionError} />
+      </div>
+      <History
+        messages={messages}
+        hasOlder={older !== null}
+        loadingOlder={loadingOlder}
+        onOlder={loadOlder}
+        error={error}
+        label={(m) =>
+          m.direction === 'incoming'
+            ? 'Visitor'
+            : m.authorId === p.me
+              ? 'You'
+              : m.authorId
+                ? (emails.get(m.authorId) ?? 'A member')
+                : m.origin === 'api'
+                  ? 'API'
+                  : 'Team'
+        }
+      />
+      {c.state === 'open' ? (
+        <Composer
+          key={c.id}
+          siteId={siteId}
+          conversationId={c.id}
+          accountId={p.me}
+          field={p.replyField}
+          onManageCanned={p.onManageCanned}
+          cannedVersion={p.cannedVersion}
+          onSent={(m) => {
+            setMessages((before) => mergeMessages(before ?? [], [m]));
+            // Replying marks read on the server; the row follows.
+            p.onChange({ ...latest.current, unreadCount: 0, lastMessageAt: m.createdAt });
+          }}
+        />
+      ) : (
+        <p class="inbox-closed-note">This conversation is closed: the visitor starts a new one by writing again.</p>
+      )}
+      {p.askClose && c.state === 'open' && (
+        <ConfirmDialog
+          title="Close this conversation?"
+          confirm="Close conversation"
+          danger
+          onCancel={() => p.setAskClose(false)}
+          onConfirm={async () => {
+            p.onChange(await call(() => client.POST('/sites/{siteId}/inbox/conversations/{conversationId}/close', path)));
+            p.setAskClose(false);
+          }}
+        >
+          <p>The chat window shows it closed, and replies are no longer accepted. This cannot be undone.</p>
+        </ConfirmDialog>
+      )}
+    </section>
+  );
+}
+
+interface HistoryProps {
+  messages: Message[] | null;
+  hasOlder: boolean;
+  loadingOlder: boolean;
+  onOlder: () => void;
+  error: unknown;
+  label: (m: Message) => string;
+}
+
+/**
+ * The messages in their own scroll region, opened at the newest. Scrolling near the top loads the
+ * previous page, and the view stays where it was (the added height goes above); new messages at the
+ * bottom follow only when the view was at the bottom already.
+ */
+function History({ messages, hasOlder, loadingOlder, onOlder, error, label }: HistoryProps) {
+  const box = useRef<HTMLDivElement>(null);
+  const atBottom = useRef(true);
+  const before = useRef<{ height: number; first: string | undefined }>({ height: 0, first: undefined });
+  const older = useRef(onOlder);
+  older.current = onOlder;
+  const canOlder = hasOlder && !loadingOlder;
+
+  useLayoutEffect(() => {
+    const el = box.current;
+    if (!el || !messages) return;
+    const first = messages[0]?.id;
+    const prepended = before.current.first !== undefined && first !== before.current.first;
+    if (prepended) el.scrollTop += el.scrollHeight - before.current.height;
+    else if (atBottom.current) el.scrollTop = el.scrollHeight;
+    before.current = { height: el.scrollHeight, first };
+  }, [messages]);
+
+  // A first page that does not fill the region cannot be scrolled: the next one is loaded.
+  useEffect(() => {
+    const el = box.current;
+    if (el && messages && canOlder && el.scrollHeight <= el.clientHeight) older.current();
+  }, [messages, canOlder]);
+
+  const onScroll = () => {
+    const el = box.current!;
+    atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
+    if (el.scrollTop < 80 && canOlder) older.current();
+  };
+
+  return (
+    <div ref={box} class="inbox-history" role="log" aria-label="Messages" tabIndex={0} onScroll={onScroll}>
+      <ErrorBanner error={error} />
+      {messages === null ? (
+        !error && <p class="loading">Loading messages…</p>
+      ) : (
+        <>
+          <div class="inbox-history-start">
+            {hasOlder ? (
+              <Button variant="link" busy={loadingOlder} onClick={onOlder}>
+                {loadingOlder ? 'Loading older messages…' : 'Load older messages'}
+              </Button>
+            ) : (
+              <p class="muted">The beginning of the conversation.</p>
+            )}
+          </div>
+          <ol class="messages">
+            {messages.map((m) => (
+              <li key={m.id} class={`msg msg-${m.direction}`} data-message={m.id}>
+                <p class="msg-meta">
+                  <span class="msg-author">{label(m)}</span> <RelativeTime at={m.createdAt} />
+                </p>
+                {m.content && <Markdown content={m.content} format={m.format} class="msg-body" />}
+                {m.attachments.length > 0 && (
+                  <ul class="msg-files">
+                    {m.attachments.map((a) => (
+                      <li key={a.id}>
+                        {/* The service signs these links; http(s) is all a file link may be anyway. */}
+                        <a href={safeHref(a.url) ?? undefined} target="_blank" rel="noopener noreferrer">
+                          {a.name}
+                        </a>{' '}
+                        <span class="muted">{formatSize(a.size)}</span>
+                      </li>
+                    ))}
+                  </ul>
+                )}
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,329 @@
+/**
+ * The inbox (issue 19, items 2, 9's link and 10): the conversation list with the member's unread
+ * counts and filters, paged as it scrolls; the open conversation (`?conversation=<id>` in the
+ * address, so a reload or a link opens it) with its history paged upwards, the visitor, assign,
+ * close and the reply; live updates from live/inbox-stream.ts; keyboard shortcuts. Two panes from
+ * 48em, one pane with a way back on a phone.
+ */
+import { useEffect, useRef, useState } from 'preact/hooks';
+import { call, callPage, client } from '../api';
+import type { PageProps } from '../types';
+import { navigate } from '../router';
+import { Button } from '../components/Button';
+import { EmptyState } from '../components/EmptyState';
+import { ErrorBanner } from '../components/ErrorBanner';
+import { onResync, subscribeInbox, type InboxLiveEvent } from '../live/inbox-stream';
+import { announce, NotificationSettings, setUnreadTotal } from '../live/notifications';
+import { CannedEditor } from './CannedEditor';
+import { ConversationList } from './ConversationList';
+import { ConversationView } from './ConversationView';
+import { isTyping, ShortcutsSheet } from './Shortcuts';
+import {
+  applyToRow,
+  conversationIdOf,
+  DEFAULT_FILTERS,
+  matches,
+  messageOf,
+  visitorOf,
+  type Conversation,
+  type Filters,
+  type Member,
+  type Message,
+} from './model';
+
+/** Conversations per page of the list. */
+export const LIST_PAGE = 25;
+
+const selectedFromUrl = () => {
+  const id = new URLSearchParams(location.search).get('conversation');
+  return id && /^conv_[0-9a-z]{26}$/.test(id) ? id : null;
+};
+
+export function InboxPage({ site, me }: PageProps) {
+  const myId = me.account.id;
+  const [filters, setFilters] = useState<Filters>(DEFAULT_FILTERS);
+  const [items, setItems] = useState<Conversation[] | null>(null);
+  const [cursor, setCursor] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  const [listError, setListError] = useState<unknown>(null);
+  const [selectedId, setSelectedId] = useState<string | null>(selectedFromUrl);
+  const [open, setOpen] = useState<Conversation | null>(null);
+  const [openError, setOpenError] = useState<unknown>(null);
+  const [members, setMembers] = useState<Member[]>([]);
+  const [askClose, setAskClose] = useState(false);
+  const [sheet, setSheet] = useState(false);
+  const [editingCanned, setEditingCanned] = useState(false);
+  const [cannedVersion, setCannedVersion] = useState(0);
+  const [resyncTick, setResyncTick] = useState(0);
+  const replyField = useRef<HTMLTextAreaElement>(null);
+
+  // The newest state for the live handler and the key handler, which are registered once.
+  const now = useRef({ filters, items, selectedId, open });
+  now.current = { filters, items, selectedId, open };
+
+  // The member's unread count per conversation this page has seen: their sum is the tab title's count.
+  const unread = useRef(new Map<string, number>());
+  const countUnread = (rows: Conversation[]) => {
+    for (const c of rows) unread.current.set(c.id, c.unreadCount);
+    let total = 0;
+    for (const n of unread.current.values()) total += n;
+    setUnreadTotal(total);
+  };
+
+  // Each list load is numbered: an answer for filters changed meanwhile is dropped.
+  const generation = useRef(0);
+  const loadList = async (from: string | null) => {
+    const mine = from === null ? ++generation.current : generation.current;
+    const f = now.current.filters;
+    setLoading(true);
+    setListError(null);
+    try {
+      const page = await callPage(() =>
+        client.GET('/sites/{siteId}/inbox/conversations', {
+          params: {
+            path: { siteId: site.id },
+            query: { state: f.state, assignee: f.assignee, ...(f.unread ? { unread: true } : {}), limit: LIST_PAGE, ...(from ? { cursor: from } : {}) },
+          },
+        }),
+      );
+      if (mine !== generation.current) return;
+      setItems((before) => {
+        if (!from || !before) return page.items;
+        const have = new Set(before.map((c) => c.id));
+        return [...before, ...page.items.filter((c) => !have.has(c.id))];
+      });
+      setCursor(page.nextCursor);
+      countUnread(page.items);
+    } catch (err) {
+      if (mine === generation.current) setListError(err);
+    } finally {
+      if (mine === generation.current) setLoading(false);
+    }
+  };
+
+  useEffect(() => {
+    setItems(null);
+    setCursor(null);
+    void loadList(null);
+  }, [filters, resyncTick]);
+
+  useEffect(() => {
+    call(() => client.GET('/sites/{siteId}/members', { params: { path: { siteId: site.id } } })).then(setMembers, () => undefined);
+  }, [site.id]);
+
+  // The open conversation follows the address (links, back and forward).
+  useEffect(() => {
+    const follow = () => {
+      const id = selectedFromUrl();
+      if (!id) entered.current = false;
+      setSelectedId(id);
+    };
+    addEventListener('popstate', follow);
+    addEventListener('dashboard:navigate', follow);
+    return () => {
+      removeEventListener('popstate', follow);
+      removeEventListener('dashboard:navigate', follow);
+    };
+  }, []);
+
+  useEffect(() => {
+    setAskClose(false);
+    setOpenError(null);
+    if (!selectedId) return setOpen(null);
+    setOpen(now.current.items?.find((c) => c.id === selectedId) ?? null);
+    let stale = false;
+    call(() => client.GET('/sites/{siteId}/inbox/conversations/{conversationId}', { params: { path: { siteId: site.id, conversationId: selectedId } } })).then(
+      (c) => !stale && setOpen(c),
+      (err) => !stale && setOpenError(err),
+    );
+    return () => {
+      stale = true;
+    };
+  }, [selectedId, resyncTick]);
+
+  // Whether the open conversation was entered from the list in this page (a history entry of ours).
+  const entered = useRef(false);
+  const select = (id: string | null) => {
+    const base = `/sites/${site.id}/inbox`;
+    if (!id && entered.current) {
+      // Back to the list is the browser's Back: the phone's back gesture and this button agree.
+      entered.current = false;
+      return history.back();
+    }
+    // From the list into a conversation is a step Back undoes; between conversations it is not.
+    entered.current ||= Boolean(id && !now.current.selectedId);
+    navigate(id ? `${base}?conversation=${id}` : base, Boolean(!id || now.current.selectedId));
+  };
+
+  /** A conversation changed here (read, assigned, closed, replied): its row and the open card follow. */
+  const changed = (c: Conversation) => {
+    setItems((rows) => rows?.map((r) => (r.id === c.id ? c : r)) ?? rows);
+    setOpen((o) => (o?.id === c.id ? c : o));
+    countUnread([c]);
+  };
+
+  // Live: the open conversation's view registers here for its messages.
+  const messageListeners = useRef(new Set<(m: Message) => void>());
+  useEffect(() => {
+    const onEvent = async (e: InboxLiveEvent) => {
+      // A conversation open in a hidden tab is not being read: its new messages count as unread
+      // (the title shows them) until the tab is seen and marks it read.
+      const ctx = { me: myId, openId: document.visibilityState === 'visible' ? now.current.selectedId : null };
+      const m = messageOf(e);
+      if (m && m.conversationId === now.current.selectedId) for (const l of messageListeners.current) l(m);
+      if (m && m.direction === 'incoming') {
+        const row = now.current.items?.find((c) => c.id === m.conversationId);
+        announce({
+          conversationId: m.conversationId,
+          title: `New message from ${row ? visitorOf(row).label : 'a visitor'}`,
+          body: m.content.slice(0, 140) || `${m.attachments.length} file(s)`,
+          replayed: e.replayed,
+        });
+      }
+      if (m && m.conversationId !== ctx.openId && m.authorId !== myId) {
+        unread.current.set(m.conversationId, (unread.current.get(m.conversationId) ?? 0) + 1);
+      }
+      setItems((rows) => rows?.map((c) => applyToRow(c, e, ctx)) ?? rows);
+      setOpen((o) => (o ? applyToRow(o, e, ctx) : o));
+      const id = conversationIdOf(e);
+      if (e.name === 'conversation.read' && id) unread.current.set(id, 0);
+      if (e.name === 'conversation.started' && id && !now.current.items?.some((c) => c.id === id)) {
+        try {
+          const c = await call(() =>
+            client.GET('/sites/{siteId}/inbox/conversations/{conversationId}', { params: { path: { siteId: site.id, conversationId: id } } }),
+          );
+          unread.current.set(c.id, c.unreadCount);
+          if (matches(c, now.current.filters, myId)) setItems((rows) => (rows && !rows.some((r) => r.id === c.id) ? [c, ...rows] : rows));
+        } catch {
+          // Not readable (gone, or no longer a member): the list stays as it is.
+        }
+      }
+      countUnread([]);
+    };
+    const offEvents = subscribeInbox(site.id, (e) => void onEvent(e));
+    const offResync = onResync(site.id, () => setResyncTick((n) => n + 1));
+    return () => {
+      offEvents();
+      offResync();
+      setUnreadTotal(0);
+    };
+  }, [site.id]);
+
+  // Keyboard shortcuts (the `?` sheet lists them); never while typing in a field or with a dialog open.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey) return;
+      if (isTyping(e.target)) {
+        if (e.key === 'Escape' && e.target === replyField.current) document.querySelector<HTMLElement>('.inbox-history')?.focus();
+        return;
+      }
+      if (document.querySelector('dialog[open]')) return;
+      const { items: rows, selectedId: sel, open: o } = now.current;
+      switch (e.key) {
+        case 'j':
+        case 'k': {
+          if (!rows?.length) return;
+          const at = rows.findIndex((c) => c.id === sel);
+          const next = at < 0 ? 0 : Math.min(rows.length - 1, Math.max(0, at + (e.key === 'j' ? 1 : -1)));
+          const inList = document.activeElement?.closest('.inbox-rows');
+          select(rows[next].id);
+          requestAnimationFrame(() => {
+            const row = document.querySelector<HTMLElement>(`[data-conversation="${rows[next].id}"]`);
+            row?.scrollIntoView({ block: 'nearest' });
+            if (inList) row?.focus();
+          });
+          break;
+        }
+        case 'r':
+          if (!replyField.current) return;
+          replyField.current.focus();
+          break;
+        case 'e':
+          if (o?.state !== 'open') return;
+          setAskClose(true);
+          break;
+        case '?':
+          setSheet(true);
+          break;
+        default:
+          return;
+      }
+      e.preventDefault();
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
+
+  const subscribeMessages = (l: (m: Message) => void) => {
+    messageListeners.current.add(l);
+    return () => void messageListeners.current.delete(l);
+  };
+
+  return (
+    <div class={`inbox${selectedId ? ' inbox-has-open' : ''}`}>
+      <div class="inbox-bar">
+        <NotificationSettings />
+        <Button variant="link" class="inbox-keys" onClick={() => setSheet(true)} aria-keyshortcuts="?">
+          Keyboard shortcuts
+        </Button>
+      </div>
+      <div class="inbox-panes">
+        <ConversationList
+          siteId={site.id}
+          me={myId}
+          items={items}
+          selectedId={selectedId}
+          filters={filters}
+          onFilters={setFilters}
+          hasMore={cursor !== null}
+          loading={loading}
+          error={listError}
+          onLoadMore={() => cursor && !loading && void loadList(cursor)}
+          onSelect={select}
+          emails={new Map(members.map((m) => [m.accountId, m.email]))}
+        />
+        <div class="inbox-main">
+          {openError ? (
+            <div class="stack">
+              <Button variant="link" class="inbox-back" onClick={() => select(null)}>
+                ← Conversations
+              </Button>
+              <ErrorBanner error={openError} />
+            </div>
+          ) : open ? (
+            <ConversationView
+              key={open.id}
+              site={site}
+              me={myId}
+              conversation={open}
+              members={members}
+              onChange={changed}
+              onBack={() => select(null)}
+              subscribe={subscribeMessages}
+              resyncTick={resyncTick}
+              askClose={askClose}
+              setAskClose={setAskClose}
+              replyField={replyField}
+              onManageCanned={() => setEditingCanned(true)}
+              cannedVersion={cannedVersion}
+            />
+          ) : selectedId ? (
+            <p class="loading">Loading the conversation…</p>
+          ) : (
+            <EmptyState title="No conversation open.">Choose one in the list, or press j. Press ? for the keyboard shortcuts.</EmptyState>
+          )}
+        </div>
+      </div>
+      {sheet && <ShortcutsSheet onClose={() => setSheet(false)} />}
+      {editingCanned && (
+        <CannedEditor
+          accountId={myId}
+          onClose={() => {
+            setEditingCanned(false);
+            setCannedVersion((n) => n + 1);
+          }}
+        />
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,130 @@
+/**
+ * The inbox's data rules, without the page: which conversations a filter shows, how a live event
+ * changes a row of the list, and the small formatting the rows and messages share. Pure functions,
+ * so the unit tier checks them (test/dashboard/inbox-model.unit.test.ts).
+ */
+import type { Schemas } from '../api';
+import type { InboxLiveEvent } from '../live/inbox-stream';
+
+export type Conversation = Schemas['InboxConversation'];
+export type Message = Schemas['Message'];
+export type Member = Schemas['Member'];
+
+export interface Filters {
+  state: 'open' | 'closed';
+  assignee: 'me' | 'unassigned' | 'any';
+  unread: boolean;
+}
+
+export const DEFAULT_FILTERS: Filters = { state: 'open', assignee: 'any', unread: false };
+
+/** Whether the list under `f` would hold `c` (for a conversation that arrives live). */
+export function matches(c: Conversation, f: Filters, me: string): boolean {
+  if (c.state !== f.state) return false;
+  if (f.assignee === 'me' && c.assigneeId !== me) return false;
+  if (f.assignee === 'unassigned' && c.assigneeId !== null) return false;
+  if (f.unread && c.unreadCount === 0) return false;
+  return true;
+}
+
+/** The public card the stream's conversation events carry. */
+interface PublicCard {
+  id: string;
+  state: 'open' | 'closed';
+  updatedAt: string;
+  lastMessageAt: string | null;
+  closedAt: string | null;
+}
+
+/** What a live event changes in the list, given who is signed in and which conversation is open. */
+export interface LiveContext {
+  me: string;
+  /** The open conversation: its new messages are read as they arrive, so they add no unread. */
+  openId: string | null;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null;
+}
+
+/** The message of a `message.created` event, if the event is one. */
+export function messageOf(e: InboxLiveEvent): Message | null {
+  if (e.name !== 'message.created' || !isObject(e.data) || !isObject(e.data.message)) return null;
+  const m = e.data.message as unknown as Message;
+  return typeof m.id === 'string' && typeof m.conversationId === 'string' ? m : null;
+}
+
+/** The conversation an event is about. */
+export function conversationIdOf(e: InboxLiveEvent): string | null {
+  if (!isObject(e.data)) return null;
+  if (isObject(e.data.conversation) && typeof e.data.conversation.id === 'string') return e.data.conversation.id;
+  return typeof e.data.conversationId === 'string' ? e.data.conversationId : null;
+}
+
+/** A message counts as unread for `me` when someone else wrote it (the API's rule). */
+export const unreadFor = (m: Message, me: string) => m.authorId !== me;
+
+/**
+ * The row after a live event (the same object when nothing changed). `conversation.started` is not
+ * here: the page reads the new conversation's inbox card (assignee, unread) from the API.
+ */
+export function applyToRow(c: Conversation, e: InboxLiveEvent, ctx: LiveContext): Conversation {
+  const card = isObject(e.data) && isObject(e.data.conversation) ? (e.data.conversation as unknown as PublicCard) : null;
+  switch (e.name) {
+    case 'message.created': {
+      const m = messageOf(e);
+      if (!m || m.conversationId !== c.id) return c;
+      const unread = c.id !== ctx.openId && unreadFor(m, ctx.me) ? c.unreadCount + 1 : c.unreadCount;
+      return {
+        ...c,
+        unreadCount: unread,
+        lastMessageAt: card?.lastMessageAt ?? m.createdAt,
+        updatedAt: card?.updatedAt ?? c.updatedAt,
+        state: card?.state ?? c.state,
+      };
+    }
+    case 'conversation.closed':
+      if (!card || card.id !== c.id) return c;
+      return { ...c, state: card.state, closedAt: card.closedAt, updatedAt: card.updatedAt };
+    case 'conversation.assigned': {
+      const d = e.data as { conversationId?: unknown; assigneeId?: unknown };
+      if (d.conversationId !== c.id) return c;
+      return { ...c, assigneeId: typeof d.assigneeId === 'string' ? d.assigneeId : null };
+    }
+    case 'conversation.read': {
+      const d = e.data as { conversationId?: unknown; accountId?: unknown; lastReadAt?: unknown };
+      if (d.conversationId !== c.id || d.accountId !== ctx.me) return c;
+      return { ...c, unreadCount: 0, lastReadAt: typeof d.lastReadAt === 'string' ? d.lastReadAt : c.lastReadAt };
+    }
+    default:
+      return c;
+  }
+}
+
+/** Messages merged by id, oldest first: a page loaded, a reply sent and the same reply arriving live meet once. */
+export function mergeMessages(a: Message[], b: Message[]): Message[] {
+  const byId = new Map<string, Message>();
+  for (const m of a) byId.set(m.id, m);
+  for (const m of b) byId.set(m.id, m);
+  // Ids are ULIDs (time-ordered); createdAt first, the id breaks ties like the API's order.
+  return [...byId.values()].sort((x, y) => (x.createdAt === y.createdAt ? (x.id < y.id ? -1 : 1) : x.createdAt < y.createdAt ? -1 : 1));
+}
+
+/** The visitor as far as the API knows them: a verified user (`user:<id>`) or an anonymous id. */
+export function visitorOf(c: Pick<Conversation, 'visitorId'>): { label: string; verified: boolean } {
+  if (c.visitorId.startsWith('user:')) return { label: c.visitorId.slice(5), verified: true };
+  return { label: c.visitorId, verified: false };
+}
+
+/** "1.2 MB": sizes of files for people. */
+export function formatSize(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KB', 'MB', 'GB'];
+  let v = bytes / 1024;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+}

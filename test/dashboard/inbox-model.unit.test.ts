@@ -1,0 +1,121 @@
+/**
+ * The inbox page's data rules without a browser (server/dashboard/browser/inbox/model.ts and
+ * canned.ts): which rows a filter holds, what each live event does to a row, messages merged
+ * once in order, and the canned replies' filter.
+ */
+import { applyToRow, matches, mergeMessages, formatSize, visitorOf, type Conversation, type Message } from '../../server/dashboard/browser/inbox/model';
+import { DEFAULT_CANNED, filterCanned } from '../../server/dashboard/browser/inbox/canned';
+import type { InboxLiveEvent } from '../../server/dashboard/browser/live/inbox-stream';
+
+const ME = 'usr_01jd8x3r5k0000000000000001';
+const OTHER = 'usr_01jd8x3r5k0000000000000002';
+const conv = (over: Partial<Conversation> = {}): Conversation => ({
+  id: 'conv_01jd8x3r5k0000000000000001',
+  state: 'open',
+  visitorId: 'v-1',
+  createdAt: '2026-11-26T06:00:00.000Z',
+  updatedAt: '2026-11-26T06:00:00.000Z',
+  lastMessageAt: '2026-11-26T06:00:00.000Z',
+  closedAt: null,
+  assigneeId: null,
+  unreadCount: 1,
+  lastReadAt: null,
+  ...over,
+});
+const msg = (id: string, createdAt: string, over: Partial<Message> = {}): Message => ({
+  id,
+  conversationId: conv().id,
+  direction: 'incoming',
+  origin: 'widget',
+  apiKeyId: null,
+  authorId: null,
+  content: id,
+  format: 'plain',
+  attachments: [],
+  createdAt,
+  ...over,
+});
+const event = (name: InboxLiveEvent['name'], data: unknown): InboxLiveEvent => ({ id: '1', name, data, replayed: false });
+
+describe('filters', () => {
+  test('state, assignee and unread each narrow the list', () => {
+    const f = { state: 'open', assignee: 'any', unread: false } as const;
+    expect(matches(conv(), f, ME)).toBe(true);
+    expect(matches(conv({ state: 'closed' }), f, ME)).toBe(false);
+    expect(matches(conv({ assigneeId: ME }), { ...f, assignee: 'me' }, ME)).toBe(true);
+    expect(matches(conv({ assigneeId: OTHER }), { ...f, assignee: 'me' }, ME)).toBe(false);
+    expect(matches(conv({ assigneeId: OTHER }), { ...f, assignee: 'unassigned' }, ME)).toBe(false);
+    expect(matches(conv({ unreadCount: 0 }), { ...f, unread: true }, ME)).toBe(false);
+  });
+});
+
+describe('live events on a row', () => {
+  const ctx = { me: ME, openId: null };
+  const created = (m: Message) =>
+    event('message.created', {
+      conversation: { id: m.conversationId, state: 'open', updatedAt: m.createdAt, lastMessageAt: m.createdAt, closedAt: null },
+      message: m,
+    });
+
+  test("someone else's message adds one unread and moves the times; my own and the open conversation's do not", () => {
+    const m = msg('msg_01jd8x3r5k0000000000000009', '2026-11-26T07:00:00.000Z');
+    const after = applyToRow(conv(), created(m), ctx);
+    expect(after).toMatchObject({ unreadCount: 2, lastMessageAt: m.createdAt, updatedAt: m.createdAt });
+    expect(applyToRow(conv(), created({ ...m, direction: 'outgoing', origin: 'messenger', authorId: ME }), ctx).unreadCount).toBe(1);
+    expect(applyToRow(conv(), created(m), { me: ME, openId: conv().id }).unreadCount).toBe(1);
+    const row = conv();
+    expect(applyToRow(row, created({ ...m, conversationId: 'conv_01jd8x3r5k0000000000000002' }), ctx)).toBe(row);
+  });
+
+  test('another conversation’s event leaves the row as it is (the same object)', () => {
+    const row = conv();
+    expect(applyToRow(row, event('conversation.assigned', { conversationId: 'conv_01jd8x3r5k0000000000000002', assigneeId: ME }), ctx)).toBe(row);
+  });
+
+  test('closed, assigned, and read (mine only)', () => {
+    const closed = applyToRow(
+      conv(),
+      event('conversation.closed', { conversation: { id: conv().id, state: 'closed', updatedAt: 'T2', lastMessageAt: null, closedAt: 'T2' } }),
+      ctx,
+    );
+    expect(closed).toMatchObject({ state: 'closed', closedAt: 'T2' });
+    expect(applyToRow(conv(), event('conversation.assigned', { conversationId: conv().id, assigneeId: OTHER, assignedBy: ME }), ctx).assigneeId).toBe(OTHER);
+    expect(
+      applyToRow(conv({ assigneeId: ME }), event('conversation.assigned', { conversationId: conv().id, assigneeId: null, assignedBy: ME }), ctx).assigneeId,
+    ).toBeNull();
+    const read = { conversationId: conv().id, accountId: ME, lastReadAt: 'T3', lastReadMessageId: null };
+    expect(applyToRow(conv({ unreadCount: 5 }), event('conversation.read', read), ctx)).toMatchObject({ unreadCount: 0, lastReadAt: 'T3' });
+    expect(applyToRow(conv({ unreadCount: 5 }), event('conversation.read', { ...read, accountId: OTHER }), ctx).unreadCount).toBe(5);
+  });
+
+  test('malformed data changes nothing', () => {
+    const row = conv();
+    expect(applyToRow(row, event('message.created', null), ctx)).toBe(row);
+    expect(applyToRow(row, event('conversation.closed', 'x'), ctx)).toBe(row);
+  });
+});
+
+test('messages merge by id, oldest first, the id breaking ties', () => {
+  const a = msg('msg_01jd8x3r5k000000000000000a', '2026-11-26T06:00:00.000Z');
+  const b = msg('msg_01jd8x3r5k000000000000000b', '2026-11-26T06:00:00.000Z');
+  const c = msg('msg_01jd8x3r5k000000000000000c', '2026-11-26T06:00:01.000Z');
+  expect(mergeMessages([c, b], [a, c]).map((m) => m.id)).toEqual([a.id, b.id, c.id]);
+});
+
+test('the visitor, sizes and canned replies', () => {
+  expect(visitorOf({ visitorId: 'user:42' })).toEqual({ label: '42', verified: true });
+  expect(visitorOf({ visitorId: 'anon-1' })).toEqual({ label: 'anon-1', verified: false });
+  expect([formatSize(12), formatSize(2048), formatSize(20 * 1024 * 1024 + 1)]).toEqual(['12 B', '2.0 KB', '20 MB']);
+  expect(filterCanned(DEFAULT_CANNED, '')).toBe(DEFAULT_CANNED);
+  expect(filterCanned(DEFAULT_CANNED, 'ORDER').map((r) => r.title)).toEqual(['Order number']);
+  // Titles that start with the query come before those that only contain it.
+  expect(
+    filterCanned(
+      [
+        { title: 'Say thanks', body: '' },
+        { title: 'Thanks', body: '' },
+      ],
+      'thanks',
+    ).map((r) => r.title),
+  ).toEqual(['Thanks', 'Say thanks']);
+});
