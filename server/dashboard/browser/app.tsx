@@ -163,7 +163,7 @@ function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOu
       {site && (
         <nav class="sitenav" aria-label="Site pages">
           <ul>
-            {SITE_PAGES.filter((p) => !p.owners || site.role === 'owner').map((p) => (
+            {SITE_PAGES.filter((p) => p.nav !== false && (!p.owners || site.role === 'owner')).map((p) => (
               <li key={p.path}>
                 <Link to={`/sites/${site.id}/${p.path}`} aria-current={p === route ? 'page' : undefined}>
                   {p.title}

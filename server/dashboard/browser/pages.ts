@@ -11,12 +11,15 @@ import { KeysPage } from './pages/keys';
 import { EventsPage } from './pages/events';
 import { SettingsPage } from './pages/settings';
 import { TeamPage } from './pages/team';
+import { TimelinePage } from './pages/timeline';
 
 export interface SitePage {
   path: string;
   /** The navigation's label and the page's title. */
   title: string;
   owners: boolean;
+  /** false: opened by links only (the timeline, from the inbox), not listed in the navigation. */
+  nav?: false;
   component: FunctionComponent<PageProps>;
 }
 
@@ -26,4 +29,5 @@ export const SITE_PAGES: SitePage[] = [
   { path: 'events', title: 'Events', owners: true, component: EventsPage },
   { path: 'settings', title: 'Settings', owners: true, component: SettingsPage },
   { path: 'team', title: 'Team', owners: true, component: TeamPage },
+  { path: 'timeline', title: 'Timeline', owners: false, component: TimelinePage, nav: false },
 ];
