@@ -3,7 +3,7 @@ import { ApiError, invalid } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
 import { toIso, toIsoRequired } from '../platform/time';
-import type { CursorCodec } from '../platform/cursor';
+import { CursorCodec, toPage } from '../platform/cursor';
 import { isUniqueViolation } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
 import type { AccessStore } from '../access/store';
@@ -57,6 +57,18 @@ function sessionToDto(s: SessionRow, currentId?: string) {
     userAgent: s.user_agent,
     clientAddress: s.client_ip,
     current: s.id === currentId,
+  };
+}
+
+function pendingInvitationToDto(i: InvitationRow) {
+  return {
+    id: i.id,
+    siteId: i.site_id,
+    email: i.email,
+    role: i.role,
+    createdBy: i.created_by,
+    createdAt: toIsoRequired(i.created_at),
+    expiresAt: toIsoRequired(i.expires_at),
   };
 }
 
@@ -414,6 +426,26 @@ export function createAccountsService(opts: AccountsOptions) {
         await audit(actor, [siteId], `invitation.created.${role}`, row.id, trx);
       });
       return { id: row.id, siteId, email, role, expiresAt: toIsoRequired(row.expires_at), token, url: `${opts.publicUrl}${INVITATION_PATH}#token=${token}` };
+    },
+
+    /** An owner's view of the invitations still waiting to be taken (never their tokens), newest first. */
+    async listInvitations(manager: Manager, siteId: string, query: { limit?: number; cursor?: string }) {
+      await requireRole(manager, siteId, 'owner');
+      const limit = query.limit ?? 25;
+      const scope = { list: 'invitations', siteId };
+      const after = query.cursor ? opts.cursors.decode(query.cursor, scope) : undefined;
+      const rows = await store.listPendingInvitations(siteId, now(), limit + 1, after);
+      return toPage(rows, limit, (page) => page.map(pendingInvitationToDto), opts.cursors, scope);
+    },
+    /** An owner withdraws an invitation nobody has taken: its link stops working at once. */
+    async revokeInvitation(actor: Actor & { manager: Manager }, siteId: string, invitationId: string) {
+      await requireRole(actor.manager, siteId, 'owner');
+      await runInTransaction(store.db, async (trx) => {
+        if (!(await store.deletePendingInvitation(siteId, invitationId, now(), trx))) {
+          throw new ApiError('not_found', 'No pending invitation with this id: it was taken, has expired or never existed.');
+        }
+        await audit(actor, [siteId], 'invitation.revoked', invitationId, trx);
+      });
     },
 
     /**

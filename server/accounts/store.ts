@@ -190,6 +190,23 @@ export function createAccountStore(db: Knex) {
       Number(
         await trx('invitations').where({ id }).whereNull('accepted_at').andWhere('expires_at', '>', at).update({ accepted_at: at, accepted_by: accountId }),
       ) === 1,
+    /** The site's invitations nobody has taken yet and that still can be, newest first by (created_at, id). */
+    listPendingInvitations: async (siteId: string, at: number, limit: number, after?: { createdAt: number; id: string }) => {
+      const q = db('invitations').where({ site_id: siteId }).whereNull('accepted_at').andWhere('expires_at', '>', at);
+      if (after)
+        q.andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '<', after.id)));
+      const rows = (await q
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(limit)
+        .select(INVITATION_COLUMNS)) as InvitationRow[];
+      return rows.map(mapInvitation);
+    },
+    /** Withdraws a pending invitation of the site: true when there was one to withdraw. */
+    deletePendingInvitation: async (siteId: string, id: string, at: number, trx: Knex = db) =>
+      (await trx('invitations').where({ id, site_id: siteId }).whereNull('accepted_at').andWhere('expires_at', '>', at).del()) > 0,
     /** Invitations that expired (or were used) more than `before`: nothing can take them any more. */
     purgeInvitations: (before: number) => db('invitations').where('expires_at', '<', before).del(),
 

@@ -114,6 +114,16 @@ export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle
     send<'InvitationResponse'>(res, 201, { data: await accounts.createInvitation(actor(req), req.params.siteId, email, role) });
   });
 
+  router.get('/sites/:siteId/invitations', async (req, res) => {
+    const query = req.query as { limit?: number; cursor?: string };
+    send<'InvitationList'>(res, 200, await accounts.listInvitations(signedIn(req), req.params.siteId, query));
+  });
+
+  router.delete('/sites/:siteId/invitations/:invitationId', async (req, res) => {
+    await accounts.revokeInvitation(actor(req), req.params.siteId, req.params.invitationId);
+    res.status(204).end();
+  });
+
   router.post('/invitations/accept', async (req, res) => {
     const { token, email, password } = req.body as Body<'AcceptInvitationRequest'>;
     let who: Parameters<AccountsService['acceptInvitation']>[1];

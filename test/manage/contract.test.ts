@@ -170,7 +170,7 @@ function writes(method: Method, path: string, body: object): Record<string, Scen
 }
 
 async function invitation(email: string, role: 'owner' | 'agent' = 'agent') {
-  return (await call('post', `/sites/${site}/invitations`, { cookie: owner.cookie, body: { email, role } })).body.data as { token: string };
+  return (await call('post', `/sites/${site}/invitations`, { cookie: owner.cookie, body: { email, role } })).body.data as { id: string; token: string };
 }
 
 let counter = 0;
@@ -249,6 +249,8 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   removeMember: {},
   endMemberSessions: {},
   createInvitation: {},
+  listInvitations: {},
+  revokeInvitation: {},
   acceptInvitation: {
     200: async () =>
       call('post', '/invitations/accept', {
@@ -356,6 +358,23 @@ function siteScenarios() {
     201: () => call('post', invitations, { cookie: owner.cookie, body: { email: fresh('new'), role: 'agent' } }),
     404: () => call('post', `/sites/${OTHER_SITE}/invitations`, { cookie: owner.cookie, body: { email: 'x@example.com', role: 'agent' } }),
     429: () => exhausted('post', (s) => `/sites/${s}/invitations`, { email: 'x@example.com', role: 'agent' }),
+  });
+  Object.assign(scenarios.listInvitations, {
+    ...common('get', invitations, 'listInvitations'),
+    200: () => call('get', `${invitations}?limit=2`, { cookie: owner.cookie }),
+    400: () => call('get', `${invitations}?limit=0`, { cookie: owner.cookie }),
+    403: () => call('get', invitations, { cookie: agent.cookie }),
+    404: () => call('get', `/sites/${OTHER_SITE}/invitations`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/invitations`),
+  });
+  const NO_INVITATION = `${invitations}/inv_00000000000000000000000000`;
+  Object.assign(scenarios.revokeInvitation, {
+    ...common('delete', NO_INVITATION, 'revokeInvitation'),
+    204: async () => call('delete', `${invitations}/${(await invitation(fresh('withdrawn'))).id}`, { cookie: owner.cookie }),
+    400: () => call('delete', `${invitations}/not-an-id`, { cookie: owner.cookie }),
+    403: () => call('delete', NO_INVITATION, { cookie: agent.cookie }),
+    404: () => call('delete', NO_INVITATION, { cookie: owner.cookie }),
+    429: () => exhausted('delete', (s) => `/sites/${s}/invitations/inv_00000000000000000000000000`),
   });
   const audit = `/sites/${site}/audit-log`;
   Object.assign(scenarios.listAuditLog, {

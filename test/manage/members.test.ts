@@ -168,6 +168,51 @@ test('an invitation: shown once, hash stored, single use, for its email only', a
   expect(actions).toContain(`invitation.accepted.agent ${inv.id}`);
 });
 
+test('owners list pending invitations without their links, page by page, and withdraw one', async () => {
+  const made: { id: string; email: string; token: string; expiresAt: string }[] = [];
+  for (const email of ['pending-1@example.com', 'pending-2@example.com', 'pending-3@example.com']) {
+    made.push((await change('post', `/sites/${h.site.id}/invitations`, owner.cookie).send({ email, role: 'agent' })).body.data);
+  }
+  const taken = (await change('post', `/sites/${h.site.id}/invitations`, owner.cookie).send({ email: 'taker@example.com', role: 'agent' })).body.data;
+  const took = await request(h.app)
+    .post(`${M}/invitations/accept`)
+    .set(SAME_ORIGIN)
+    .send({ token: taken.token, email: 'taker@example.com', password: PASSWORD });
+  expect(took.status).toBe(200);
+  expect((await change('post', `/sites/${siteB.id}/invitations`, outsider.cookie).send({ email: 'other-site@example.com', role: 'agent' })).status).toBe(201);
+
+  const seen: { id: string; email: string }[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: request.Response = await get(`/sites/${h.site.id}/invitations?limit=2${cursor ? `&cursor=${cursor}` : ''}`, owner.cookie);
+    expect(page.status).toBe(200);
+    expect(JSON.stringify(page.body)).not.toMatch(/token|url/);
+    seen.push(...page.body.data);
+    cursor = page.body.page.nextCursor;
+  } while (cursor);
+  const emails = seen.map((i) => i.email);
+  // Pending ones of this site only, newest first; the taken one and the other site's are not there.
+  for (const inv of made) expect(emails).toContain(inv.email);
+  expect(emails).not.toContain('taker@example.com');
+  expect(emails).not.toContain('other-site@example.com');
+  expect(new Set(seen.map((i) => i.id)).size).toBe(seen.length);
+  expect(emails.indexOf('pending-3@example.com')).toBeLessThan(emails.indexOf('pending-1@example.com'));
+  expect(seen.find((i) => i.id === made[0].id)).toMatchObject({ siteId: h.site.id, role: 'agent', createdBy: owner.id, expiresAt: made[0].expiresAt });
+
+  // An agent may neither list nor withdraw; withdrawing the taken one, or one of another site, is 404.
+  expect((await get(`/sites/${h.site.id}/invitations`, agent.cookie)).status).toBe(403);
+  expect((await change('delete', `/sites/${h.site.id}/invitations/${made[1].id}`, agent.cookie)).status).toBe(403);
+  expect((await change('delete', `/sites/${h.site.id}/invitations/${taken.id}`, owner.cookie)).status).toBe(404);
+  expect((await change('delete', `/sites/${siteB.id}/invitations/${made[1].id}`, outsider.cookie)).status).toBe(404);
+
+  expect((await change('delete', `/sites/${h.site.id}/invitations/${made[1].id}`, owner.cookie)).status).toBe(204);
+  expect((await change('delete', `/sites/${h.site.id}/invitations/${made[1].id}`, owner.cookie)).status).toBe(404);
+  const dead = await request(h.app).post(`${M}/invitations/accept`).set(SAME_ORIGIN).send({ token: made[1].token, email: made[1].email, password: PASSWORD });
+  expect(dead.status).toBe(404);
+  expect((await get(`/sites/${h.site.id}/invitations?limit=100`, owner.cookie)).body.data.map((i: { id: string }) => i.id)).not.toContain(made[1].id);
+  expect(await auditActions(h.site.id)).toContain(`invitation.revoked ${made[1].id}`);
+});
+
 test('a signed-in account accepts as itself; an invitation expires after 7 days', async () => {
   const existing = await newMember(h, siteB.id, 'joiner@example.com', 'agent');
   const joiner = await signIn(h, 'joiner@example.com');

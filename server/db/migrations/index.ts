@@ -10,6 +10,7 @@ import * as m008 from './008_accounts';
 import * as m009 from './009_key_creators';
 import * as m010 from './010_event_address_roll';
 import * as m011 from './011_inbox';
+import * as m014 from './014_invitation_list';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -29,6 +30,7 @@ const migrations: Record<string, Migration> = {
   '009_key_creators': m009,
   '010_event_address_roll': m010,
   '011_inbox': m011,
+  '014_invitation_list': m014,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -711,7 +711,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List pending invitations
+         * @description Owners only. The invitations nobody has taken yet and that have not expired, newest first by
+         *     (`createdAt`, `id`), without their links (shown once, when made). Keyset paging with `limit` and
+         *     `cursor`.
+         */
+        get: operations["listInvitations"];
         put?: never;
         /**
          * Invite someone
@@ -721,6 +727,27 @@ export interface paths {
          */
         post: operations["createInvitation"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/invitations/{invitationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Withdraw an invitation
+         * @description Owners only. The link stops working at once. An invitation already taken or expired answers `404`
+         *     (the member it made is removed with `removeMember`).
+         */
+        delete: operations["revokeInvitation"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1249,6 +1276,10 @@ export interface components {
         };
         /** @example inv_01jd8x3r5k0000000000000000 */
         InvitationIdValue: string;
+        InvitationList: {
+            data: components["schemas"]["PendingInvitation"][];
+            page: components["schemas"]["PageInfo"];
+        };
         InvitationRequest: {
             email: components["schemas"]["Email"];
             role: components["schemas"]["Role"];
@@ -1354,6 +1385,15 @@ export interface components {
         };
         /** @description 12 to 256 characters, any Unicode; no composition rules. */
         Password: string;
+        PendingInvitation: {
+            createdAt: components["schemas"]["Timestamp"];
+            createdBy: components["schemas"]["AccountIdValue"];
+            email: components["schemas"]["Email"];
+            expiresAt: components["schemas"]["Timestamp"];
+            id: components["schemas"]["InvitationIdValue"];
+            role: components["schemas"]["Role"];
+            siteId: components["schemas"]["SiteIdValue"];
+        };
         /** @description The password as set. */
         PresentedPassword: string;
         ReadMark: {
@@ -1832,6 +1872,8 @@ export interface components {
          * @example 7f9c2d1e-6b0a-4a53-9f1e-2a4c8d3b5e71
          */
         IdempotencyKey: string;
+        /** @description Invitation identifier (not its token). */
+        InvitationId: components["schemas"]["InvitationIdValue"];
         /** @description Access key identifier (not the key). */
         KeyId: components["schemas"]["KeyIdValue"];
         /** @description Page size. */
@@ -3466,6 +3508,45 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listInvitations: {
+        parameters: {
+            query?: {
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of pending invitations. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     createInvitation: {
         parameters: {
             query?: never;
@@ -3501,6 +3582,40 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Invitation identifier (not its token). */
+                invitationId: components["parameters"]["InvitationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Withdrawn. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
