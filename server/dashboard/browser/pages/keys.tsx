@@ -156,7 +156,9 @@ function CreateKey({ siteId, onCreated }: { siteId: string; onCreated: (k: Schem
         {RIGHTS.map((r) => (
           <label key={r.scope} class="check">
             <input type="checkbox" checked={scopes.includes(r.scope)} onChange={(e) => toggle(r.scope, e.currentTarget.checked)} />
-            {r.label} <code>{r.scope}</code>
+            <span>
+              {r.label} <code>{r.scope}</code>
+            </span>
           </label>
         ))}
       </fieldset>
