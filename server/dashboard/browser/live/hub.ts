@@ -71,8 +71,8 @@ class SiteHub {
   readonly listeners = new Set<(e: InboxLiveEvent) => void>();
   readonly resyncListeners = new Set<() => void>();
   role: Role = 'waiting';
-  /** The highest id delivered in this tab: nothing at or below it is delivered again. */
-  private lastId = 0;
+  /** The highest id delivered in this tab (-1: none yet; 0 is a feed's position before its first change): nothing at or below it is delivered again. */
+  private lastId = -1;
   private state: ConnectionState = 'connecting';
   private closed = false;
   private channel: BroadcastChannel | undefined;
@@ -99,6 +99,7 @@ class SiteHub {
 
   constructor(readonly siteId: string) {
     this.setState('connecting');
+    this.mark();
     this.elect();
   }
 
@@ -207,7 +208,7 @@ class SiteHub {
     this.parked = false;
     this.setState(navigator.onLine === false ? 'offline' : this.everLive ? 'reconnecting' : 'connecting');
     let last: Response | undefined;
-    let resumeFrom = 0;
+    let resumeFrom = -1;
     let response: Response;
     try {
       // Through api.ts's `send`: a 401 opens the app's sign-in dialog and this request is sent
@@ -215,7 +216,7 @@ class SiteHub {
       response = await send<Response>(async () => {
         resumeFrom = this.lastId;
         const headers: Record<string, string> = { Accept: 'text/event-stream' };
-        if (resumeFrom > 0) headers['Last-Event-ID'] = String(resumeFrom);
+        if (resumeFrom >= 0) headers['Last-Event-ID'] = String(resumeFrom);
         this.watching = true;
         this.lastByteAt = Date.now();
         try {
@@ -261,10 +262,10 @@ class SiteHub {
   /** A connection the service refused or could not answer. */
   private refused(err: unknown, answer: Response | undefined, resumeFrom: number) {
     const status = err instanceof ApiFailure ? err.status : 0;
-    if (status === 400 && resumeFrom > 0) {
+    if (status === 400 && resumeFrom >= 0) {
       // The feed does not know our id: the position went backwards (a restored database). Start
       // at its end and let the lists reload.
-      this.lastId = 0;
+      this.lastId = -1;
       this.resyncPending = true;
       this.attempt = 0;
       return void this.connect();
@@ -340,12 +341,12 @@ class SiteHub {
     this.readyAt = Date.now();
     this.hasTail = Number.isFinite(tail);
     this.catchUpCount = 0;
-    this.resuming = resumeFrom > 0;
-    this.catchUpUntil = resumeFrom > 0 && this.hasTail ? tail : 0;
-    if (resumeFrom === 0 && Number.isFinite(at)) this.lastId = Math.max(this.lastId, at);
+    this.resuming = resumeFrom >= 0;
+    this.catchUpUntil = resumeFrom >= 0 && this.hasTail ? tail : 0;
+    if (resumeFrom < 0 && Number.isFinite(at)) this.lastId = Math.max(this.lastId, at);
     this.setState('live');
     clearTimeout(this.catchUpTimer);
-    if (resumeFrom > 0) this.catchUpTimer = setTimeout(() => this.endCatchUp(), CATCH_UP_SETTLE_MS);
+    if (resumeFrom >= 0) this.catchUpTimer = setTimeout(() => this.endCatchUp(), CATCH_UP_SETTLE_MS);
     // The feed lost what came after our id (rows past their week), or the service started over:
     // what the lists hold cannot be patched by events, they reload.
     if (r.gap === true || this.resyncPending) {
