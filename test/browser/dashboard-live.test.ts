@@ -13,6 +13,10 @@ import { DashboardHarness, dashboardHarness, Person, provokeViolation, screensho
 import { CutProxy, cutProxy } from './dashboard/cut-proxy';
 import { waitFor } from '../helpers/wait';
 import { createStreamRegistry } from '../../server/window/streams';
+import { openRuntime } from '../../server/runtime';
+import { listenHttps } from '../helpers/harness';
+import { testApp } from '../helpers/test-app';
+import { TEST_HASHER } from '../manage/helpers';
 
 interface LiveEvent {
   id: string;
@@ -227,6 +231,61 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     expect((await contents(page)).filter((c) => c === 'sent into the silence')).toHaveLength(1);
     await expectOrderedOnce(page);
     await ctx.close();
+  });
+
+  test('a restart (another process on the same database takes the address): the page resumes there by itself, then a purge gap asks for a resync', async () => {
+    const c = await liveContext();
+    const page = await openInbox(c, d.owner);
+    const visitor = newVisitor();
+    await say(visitor, 'before the restart');
+    await waitForContent(page, 'before the restart');
+    const before = (await events(page)).length;
+
+    proxy.down = true;
+    proxy.cut();
+    await say(visitor, 'during the restart 1');
+    await say(visitor, 'during the restart 2');
+    const next = await openRuntime(d.h.config, { passwordHasher: TEST_HASHER });
+    next.services.inbox.streams = createStreamRegistry({ heartbeatMs: 1_000 });
+    const server = await listenHttps(testApp(next.services));
+    proxy.target = Number(new URL(server.url).port);
+    proxy.down = false;
+    try {
+      // No help from the test: the page's own backoff finds the new process.
+      await waitForContent(page, 'during the restart 2', 15_000);
+      await state(page).filter({ hasText: 'Live' }).waitFor();
+      expect(next.services.inbox.streams.count()).toBe(1);
+      const caught = (await events(page)).slice(before);
+      expect(caught.map((e) => [e.data.message?.content, e.replayed])).toEqual([
+        ['during the restart 1', true],
+        ['during the restart 2', true],
+      ]);
+      await page.getByText('2 updates while offline').waitFor();
+      await expectOrderedOnce(page);
+    } finally {
+      proxy.target = Number(new URL(d.origin).port);
+      proxy.cut();
+      await server.close();
+      await next.close();
+    }
+
+    // Back on the first process, with the feed purged past the page's last id: the page is told to reload its lists.
+    await state(page).filter({ hasText: 'Live' }).waitFor({ timeout: 15_000 });
+    const last = Math.max(...(await events(page)).map((e) => Number(e.id)));
+    proxy.down = true;
+    proxy.cut();
+    await say(visitor, 'purged before it was read');
+    await say(visitor, 'after the purge');
+    await d.h.runtime
+      .db('inbox_activity')
+      .where({ site_id: d.site.id, position: last + 1 })
+      .del();
+    proxy.down = false;
+    await page.evaluate(() => dispatchEvent(new Event('online')));
+    await waitForContent(page, 'after the purge');
+    expect(await page.evaluate(() => (window as unknown as { __dashboardLive: { resyncs?: number } }).__dashboardLive.resyncs)).toBe(1);
+    expect(await contents(page)).not.toContain('purged before it was read');
+    await c.close();
   });
 
   test('two tabs share one stream; both get each event; closing the leader hands the stream to the other', async () => {

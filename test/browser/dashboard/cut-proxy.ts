@@ -10,6 +10,8 @@ import net from 'node:net';
 
 export interface CutProxy {
   port: number;
+  /** Where new connections go (another instance of the service after a "restart"). */
+  target: number;
   /** Refuse new connections while true. */
   down: boolean;
   /** Connections accepted so far. */
@@ -23,6 +25,7 @@ export async function cutProxy(targetPort: number): Promise<CutProxy> {
   const open = new Set<{ client: net.Socket; server: net.Socket; frozen: boolean }>();
   const proxy: CutProxy = {
     port: 0,
+    target: targetPort,
     down: false,
     accepted: 0,
     cut() {
@@ -44,7 +47,7 @@ export async function cutProxy(targetPort: number): Promise<CutProxy> {
   const listener = net.createServer((client) => {
     if (proxy.down) return void client.resetAndDestroy();
     proxy.accepted++;
-    const server = net.connect(targetPort, '127.0.0.1');
+    const server = net.connect(proxy.target, '127.0.0.1');
     const c = { client, server, frozen: false };
     open.add(c);
     const end = () => {

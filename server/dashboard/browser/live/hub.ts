@@ -46,6 +46,7 @@ interface TestHooks {
   tickMs?: number;
   events?: InboxLiveEvent[];
   role?: Record<string, Role>;
+  resyncs?: number;
 }
 const hooks = (): TestHooks | undefined => (globalThis as { __dashboardLive?: TestHooks }).__dashboardLive;
 
@@ -191,6 +192,8 @@ class SiteHub {
   }
 
   private resynced() {
+    const h = hooks();
+    if (h) h.resyncs = (h.resyncs ?? 0) + 1;
     for (const l of [...this.resyncListeners]) {
       try {
         l();
