@@ -127,6 +127,14 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     expect(await violations(page)).toEqual([]);
     expect(await seriousAxeFindings(page)).toEqual([]);
     await screenshot(page, 'live-settings');
+    // At a phone's width the header wraps and the settings panel stays on the screen.
+    await page.setViewportSize({ width: 375, height: 720 });
+    const panel = await page.locator('.live-settings-panel').boundingBox();
+    expect(panel!.x).toBeGreaterThanOrEqual(0);
+    expect(panel!.x + panel!.width).toBeLessThanOrEqual(375);
+    expect(await seriousAxeFindings(page)).toEqual([]);
+    await screenshot(page, 'live-settings-phone');
+    await page.setViewportSize({ width: 1280, height: 720 });
     await page.getByText('Notifications', { exact: true }).click();
 
     await page.evaluate(() => ((window as unknown as { __hidden: boolean }).__hidden = true));
