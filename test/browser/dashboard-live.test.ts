@@ -64,6 +64,13 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
             shown.push(title);
           }
         } as typeof Notification;
+        // Beeps counted: each is one oscillator.
+        w.__beeps = 0;
+        const osc = AudioContext.prototype.createOscillator;
+        AudioContext.prototype.createOscillator = function (this: AudioContext) {
+          (w.__beeps as number)++;
+          return osc.call(this);
+        };
         // The page behaves as a hidden tab when the test says so.
         Object.defineProperty(document, 'visibilityState', { get: () => (w.__hidden ? 'hidden' : 'visible') });
         if (noLocks)
@@ -102,6 +109,7 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
       content,
       { timeout, polling: 20 },
     );
+  const beeps = (page: Page): Promise<number> => page.evaluate(() => (window as unknown as { __beeps: number }).__beeps);
   const say = (visitor: string, content: string) => d.h.visitorSay(d.site.id, visitor, content);
   const newVisitor = () => `live-visitor-${++visitors}`;
 
@@ -122,7 +130,9 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     // Desktop notifications switched on by a click (permission granted to the profile).
     await page.getByText('Notifications', { exact: true }).click();
     await page.getByLabel('Desktop notifications while this tab is hidden').check();
+    expect(await beeps(page)).toBe(0);
     await page.getByLabel('Play a sound').check();
+    expect(await beeps(page)).toBe(1); // the click's preview
     expect(await page.getByLabel('Desktop notifications while this tab is hidden').isChecked()).toBe(true);
     expect(await violations(page)).toEqual([]);
     expect(await seriousAxeFindings(page)).toEqual([]);
@@ -151,6 +161,7 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     expect(await page.title()).toMatch(/^\(1\) Inbox · /);
     await page.waitForFunction(() => (window as unknown as { __notifications: string[] }).__notifications.length === 1);
     expect(await notifications(page)).toEqual(['New message from a visitor']);
+    expect(await beeps(page)).toBe(2);
 
     // The member's own reply is no notification; a navigation keeps the count in front of the new title.
     const conv = (await d.h.runtime.db('conversations').where({ site_id: d.site.id, visitor_id: visitor }).first('id')).id as string;
@@ -187,6 +198,7 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     await waitForContent(page, 'before the cut');
     await page.waitForFunction((n) => (window as unknown as { __notifications: string[] }).__notifications.length > n, shownLive);
     const shownBefore = shownLive + 1;
+    const beepsBefore = await beeps(page);
 
     proxy.down = true;
     proxy.cut();
@@ -217,9 +229,32 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     await page.waitForFunction((n) => (window as unknown as { __notifications: string[] }).__notifications.length > n, shownBefore);
     await new Promise((r) => setTimeout(r, 1_200));
     expect((await notifications(page)).slice(shownBefore)).toEqual(['3 new messages']);
+    expect(await beeps(page)).toBe(beepsBefore); // a catch-up never sounds
     // The same document: no reload happened.
     expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt);
     await screenshot(page, 'live-caught-up');
+  });
+
+  test('a 503 (the service at its total of streams) is retried after Retry-After, not in a loop', async () => {
+    const saved = d.h.runtime.services.inbox.streams;
+    d.h.runtime.services.inbox.streams = createStreamRegistry({ heartbeatMs: 1_000, total: 0 });
+    const answers: number[] = [];
+    const count = (r: import('playwright-core').Response) => r.url().endsWith('/inbox/events') && answers.push(r.status());
+    page.on('response', count);
+    try {
+      proxy.cut();
+      await waitFor('a 503', () => answers.includes(503), 5_000);
+      await new Promise((r) => setTimeout(r, 3_000)); // backoff alone would have tried twice more by now
+      expect(answers).toEqual([503]);
+      expect(await state(page).innerText()).toMatch(/Reconnecting/);
+    } finally {
+      saved.closeAll();
+      d.h.runtime.services.inbox.streams = createStreamRegistry({ heartbeatMs: 1_000 });
+    }
+    await page.evaluate(() => dispatchEvent(new Event('online')));
+    await state(page).filter({ hasText: 'Live' }).waitFor();
+    page.off('response', count);
+    expect(answers.at(-1)).toBe(200);
   });
 
   test('a stream gone silent (a proxy that stops forwarding) is replaced by the watchdog', async () => {
