@@ -1,6 +1,6 @@
 import { Request, Response, Router } from 'express';
 import { ApiError } from '../platform/errors';
-import { Asset, AssetManifest, builtAssetDir, IMMUTABLE, loadAssetDir, sendAsset } from '../http/static-assets';
+import { Asset, AssetManifest, builtAssetDir, IMMUTABLE, loadAssetDir, loadAtStart, sendAsset } from '../http/static-assets';
 import type { Logger } from '../platform/logger';
 
 /**
@@ -63,18 +63,15 @@ function shellHtml(m: DashboardManifest): string {
 
 export function dashboardRoutes(opts: { logger: Logger }): Router {
   const router = Router();
-  // Read now, at start; a missing or broken build is logged and answered 503 until a restart.
-  let assets: DashboardAssets | undefined;
-  try {
-    assets = loadDashboardAssets();
-  } catch (err) {
-    opts.logger.error({ err: { message: (err as Error).message } }, "the dashboard's files are missing from the build: run npm run build");
-  }
-  const ready = (): DashboardAssets => {
-    if (!assets) throw new ApiError('service_unavailable', 'The dashboard is not available on this instance.', undefined, { 'Retry-After': '60' });
-    return assets;
-  };
-  const shell = assets && shellHtml(assets.manifest);
+  // The shell is made once with the files: it only names them.
+  const ready = loadAtStart(
+    () => {
+      const assets = loadDashboardAssets();
+      return { ...assets, shell: shellHtml(assets.manifest) };
+    },
+    opts.logger,
+    'dashboard',
+  );
 
   router.get('/assets/:file', (req: Request, res: Response) => {
     const asset = ready().files.get(req.params.file as string);
@@ -87,7 +84,7 @@ export function dashboardRoutes(opts: { logger: Logger }): Router {
   });
 
   router.get('/{*route}', (_req: Request, res: Response) => {
-    ready();
+    const { shell } = ready();
     res.setHeader('Content-Security-Policy', DASHBOARD_CSP);
     // It names the current build's files: always revalidated, so a new build is picked up at once.
     res.setHeader('Cache-Control', 'no-cache');

@@ -3,6 +3,8 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
 import { fromProjectRoot } from '../platform/project-root';
+import { ApiError } from '../platform/errors';
+import type { Logger } from '../platform/logger';
 
 /**
  * Browser files made by the build (the chat window's, scripts/build-window.ts; the dashboard's,
@@ -131,3 +133,21 @@ export function sendAsset(req: Request, res: Response, asset: Asset, cacheContro
 
 /** What content-hashed files are served with: a new build gets new names, so a year is safe. */
 export const IMMUTABLE = 'public, max-age=31536000, immutable';
+
+/**
+ * Reads a build's files now, at start, and answers the function routes call to get them. A missing
+ * or broken build is logged once, and every request for them answers 503 until a restart; the rest
+ * of the service runs. `what` names them for people: "chat window", "dashboard".
+ */
+export function loadAtStart<T>(load: () => T, logger: Logger, what: string): () => T {
+  let assets: T | undefined;
+  try {
+    assets = load();
+  } catch (err) {
+    logger.error({ err: { message: (err as Error).message } }, `the ${what}'s files are missing from the build: run npm run build`);
+  }
+  return () => {
+    if (!assets) throw new ApiError('service_unavailable', `The ${what} is not available on this instance.`, undefined, { 'Retry-After': '60' });
+    return assets;
+  };
+}

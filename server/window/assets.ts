@@ -1,6 +1,6 @@
 import { Request, Response, Router } from 'express';
 import { ApiError } from '../platform/errors';
-import { Asset, AssetManifest, builtAssetDir, IMMUTABLE, loadAssetDir, sendAsset } from '../http/static-assets';
+import { Asset, AssetManifest, builtAssetDir, IMMUTABLE, loadAssetDir, loadAtStart, sendAsset } from '../http/static-assets';
 import { limitByClientIp } from '../http/rate-limit/answers';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
@@ -103,17 +103,7 @@ function panelHtml(siteId: string, version: string): string {
 
 export function windowAssetRoutes(opts: { services: Services; limiter: RateLimiter; logger: Logger }): Router {
   const router = Router();
-  // Read now, at start; a missing or broken build is logged and answered 503 until a restart.
-  let assets: WindowAssets | undefined;
-  try {
-    assets = windowAssets();
-  } catch (err) {
-    opts.logger.error({ err: { message: (err as Error).message } }, "the chat window's files are missing from the build: run npm run build");
-  }
-  const ready = (): WindowAssets => {
-    if (!assets) throw new ApiError('service_unavailable', 'The chat window is not available on this instance.', undefined, { 'Retry-After': '60' });
-    return assets;
-  };
+  const ready = loadAtStart(windowAssets, opts.logger, 'chat window');
 
   router.get('/loader.js', (req, res) => {
     // Loaded by other sites' pages as a script: cross-origin, or a CORP-strict browser refuses it.

@@ -98,8 +98,18 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
     await page.getByRole('row').filter({ hasText: 'Zapier from the dashboard' }).waitFor();
     expect(await page.content()).not.toContain(key);
 
-    await page.getByRole('button', { name: 'Revoke Zapier from the dashboard' }).click();
+    // Esc leaves the confirmation without revoking, and the focus returns to the button that opened it.
+    const revoke = page.getByRole('button', { name: 'Revoke Zapier from the dashboard' });
+    await revoke.click();
     const dialog = page.getByRole('dialog', { name: /Revoke/ });
+    await dialog.waitFor();
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Cancel'); // Enter does no harm
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'detached' });
+    expect(await revoke.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect((await api()).status).toBe(200);
+
+    await revoke.click();
     await dialog.waitFor();
     await checkPage(page, 'keys-revoke-confirm');
     await dialog.getByRole('button', { name: 'Revoke key' }).click();
@@ -142,6 +152,8 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
     // The page is still there behind the dialog, with what was typed.
     expect(await page.getByLabel('Label').inputValue()).toBe('Typed before the session ended');
     expect(await dialog.getByLabel('Email').inputValue()).toBe(d.owner.email);
+    // The password is what is left to type: it has the focus.
+    expect(await dialog.getByLabel('Password').evaluate((el) => el === document.activeElement)).toBe(true);
     await checkPage(page, 'session-ended-dialog');
     await dialog.getByLabel('Password').fill(PASSWORD);
     await dialog.getByRole('button', { name: 'Sign in' }).click();
@@ -157,7 +169,8 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
     const page = await (await d.newContext()).newPage();
     await page.goto(`${d.origin}/dashboard${keysPath()}`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
-    // The email field has the focus on arrival.
+    // The email field takes the focus on arrival (autofocus applies at the next frame after rendering).
+    await page.waitForFunction(() => document.activeElement?.getAttribute('autocomplete') === 'username');
     await page.keyboard.type(d.owner.email);
     await page.keyboard.press('Tab');
     await page.keyboard.type(PASSWORD);

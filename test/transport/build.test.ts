@@ -161,14 +161,25 @@ onSqlite('one build for every process', () => {
       'window/manifest.json',
       'window/loader.js.br',
       'window/loader.js.gz',
+      'dashboard/manifest.json',
     ]) {
       expect([f, fs.existsSync(path.join(dir, 'dist', f))]).toEqual([f, true]);
     }
     // The browser code is bundled into window/, not compiled for node; the server never loads esbuild.
     expect(fs.existsSync(path.join(dir, 'dist/server/window/browser'))).toBe(false);
+    // The dashboard's TSX likewise: bundled into dashboard/ as two content-hashed files with their variants.
+    expect(fs.existsSync(path.join(dir, 'dist/server/dashboard/browser'))).toBe(false);
+    const dashboard = JSON.parse(fs.readFileSync(path.join(dir, 'dist/dashboard/manifest.json'), 'utf8'));
+    for (const name of [dashboard.script, dashboard.style]) {
+      for (const f of [name, `${name}.br`, `${name}.gz`]) expect([f, fs.existsSync(path.join(dir, 'dist/dashboard', f))]).toEqual([f, true]);
+    }
     const serverFiles = fs.readdirSync(path.join(dir, 'dist/server'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.js'));
     expect(serverFiles.length).toBeGreaterThan(50);
-    expect(serverFiles.filter((f) => /require\("esbuild"\)|build-window/.test(fs.readFileSync(path.join(dir, 'dist/server', f), 'utf8')))).toEqual([]);
+    expect(
+      serverFiles.filter((f) =>
+        /require\("esbuild"\)|build-window|build-dashboard|require\("preact/.test(fs.readFileSync(path.join(dir, 'dist/server', f), 'utf8')),
+      ),
+    ).toEqual([]);
 
     // The same sources give the same build, switched to again; a fresh build changes nothing there.
     const stamp = fs.statSync(path.join(dir, 'dist/build.json')).mtimeMs;

@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useState } from 'preact/hooks';
+import { useAction } from '../use-action';
 import { Button } from './Button';
 import { Dialog } from './Dialog';
 import { ErrorBanner } from './ErrorBanner';
@@ -17,18 +17,7 @@ export interface ConfirmDialogProps {
 
 /** Asks before an action that cannot be undone. Cancel has the focus first, so Enter does no harm. */
 export function ConfirmDialog({ title, children, confirm, danger, onConfirm, onCancel }: ConfirmDialogProps) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const run = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      await onConfirm();
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useAction(onConfirm);
   return (
     <Dialog title={title} onClose={busy ? undefined : onCancel}>
       <div class="confirm-text">{children}</div>

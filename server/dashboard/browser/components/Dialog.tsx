@@ -26,7 +26,9 @@ export function Dialog({ title, onClose, children, class: cls }: DialogProps) {
     const dialog = ref.current!;
     const before = document.activeElement as HTMLElement | null;
     dialog.showModal();
-    const first = dialog.querySelector<HTMLElement>('[autofocus], input:not([type=hidden]), select, textarea, button:not(.dialog-close)');
+    const first =
+      dialog.querySelector<HTMLElement>('[autofocus]') ??
+      dialog.querySelector<HTMLElement>('input:not([type=hidden]), select, textarea, button:not(.dialog-close)');
     first?.focus();
     const onCancel = (e: Event) => {
       e.preventDefault(); // the component's owner decides; unmounting closes it

@@ -5,6 +5,7 @@ import { TextInput } from '../components/Field';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { EmptyState } from '../components/EmptyState';
 import { navigate } from '../router';
+import { useAction } from '../use-action';
 
 /**
  * The token from the invitation link: in the fragment (`#token=...`, which browsers never send to a
@@ -22,22 +23,12 @@ export function AcceptInvitationPage({ me, onJoined }: { me: Me | null; onJoined
   const [token] = useState(takeToken);
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const body = me ? { token } : { token, email, password };
-      const joined = await call(() => client.POST('/invitations/accept', { body }), { signIn: false });
-      await onJoined();
-      navigate(`/sites/${joined.site.id}/inbox`, true);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useAction(async () => {
+    const body = me ? { token } : { token, email, password };
+    const joined = await call(() => client.POST('/invitations/accept', { body }), { signIn: false });
+    await onJoined();
+    navigate(`/sites/${joined.site.id}/inbox`, true);
+  });
   return (
     <main id="main" class="narrow">
       <h1>Accept an invitation</h1>

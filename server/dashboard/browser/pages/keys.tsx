@@ -14,6 +14,7 @@ import { ErrorBanner } from '../components/ErrorBanner';
 import { RelativeTime } from '../components/RelativeTime';
 import { ShownOnce } from '../components/ShownOnce';
 import { Table } from '../components/Table';
+import { useAction } from '../use-action';
 
 type Key = Schemas['ApiKey'];
 type Scope = Schemas['Scope'];
@@ -130,21 +131,10 @@ export function KeysPage({ site, me }: PageProps) {
 function CreateKey({ siteId, onCreated }: { siteId: string; onCreated: (k: Schemas['CreatedApiKey']) => void }) {
   const [label, setLabel] = useState('');
   const [scopes, setScopes] = useState<Scope[]>(['conversations:read', 'conversations:write']);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      onCreated(await call(() => client.POST('/sites/{siteId}/keys', { params: { path: { siteId } }, body: { label, scopes } })));
-      setLabel('');
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useAction(async () => {
+    onCreated(await call(() => client.POST('/sites/{siteId}/keys', { params: { path: { siteId } }, body: { label, scopes } })));
+    setLabel('');
+  });
   const toggle = (scope: Scope, on: boolean) => setScopes((s) => (on ? [...s, scope] : s.filter((x) => x !== scope)));
   return (
     <form class="card stack" onSubmit={submit} aria-labelledby="create-key-title">

@@ -3,6 +3,7 @@ import { call, client, type Schemas } from '../api';
 import { Button } from '../components/Button';
 import { TextInput } from '../components/Field';
 import { ErrorBanner } from '../components/ErrorBanner';
+import { useAction } from '../use-action';
 
 export type SignedIn = Schemas['SignInResponse']['data'];
 
@@ -13,21 +14,11 @@ export type SignedIn = Schemas['SignInResponse']['data'];
 export function SignInForm({ email: initialEmail = '', onSignedIn }: { email?: string; onSignedIn: (s: SignedIn) => void | Promise<void> }) {
   const [email, setEmail] = useState(initialEmail);
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(null);
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const signedIn = await call(() => client.POST('/session', { body: { email, password } }), { signIn: false });
-      setPassword('');
-      await onSignedIn(signedIn);
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useAction(async () => {
+    const signedIn = await call(() => client.POST('/session', { body: { email, password } }), { signIn: false });
+    setPassword('');
+    await onSignedIn(signedIn);
+  });
   return (
     <form class="stack" onSubmit={submit} aria-label="Sign in">
       <ErrorBanner error={error} />
