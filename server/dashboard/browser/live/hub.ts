@@ -417,7 +417,8 @@ class SiteHub {
     removeEventListener('offline', this.wentOffline);
     document.removeEventListener('visibilitychange', this.shown);
     this.channel?.close();
-    setConnection('none');
+    // Another site's stream (the site picker moved on) owns the header now.
+    if (!hubs.size) setConnection('none');
   }
 }
 
