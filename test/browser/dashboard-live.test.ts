@@ -345,9 +345,17 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     expect((await roles()).sort()).toEqual(['leader', 'waiting']);
     const [leader, other] = (await roles())[0] === 'leader' ? [first, second] : [second, first];
 
+    // Desktop notifications on (the setting is the profile's), both tabs hidden: only the tab reading the stream notifies.
+    await other.getByText('Notifications', { exact: true }).click();
+    await other.getByLabel('Desktop notifications while this tab is hidden').check();
+    await other.getByText('Notifications', { exact: true }).click();
+    for (const p of [leader, other]) await p.evaluate(() => ((window as unknown as { __hidden: boolean }).__hidden = true));
     const visitor = newVisitor();
     await say(visitor, 'seen by both tabs');
     await Promise.all([waitForContent(leader, 'seen by both tabs'), waitForContent(other, 'seen by both tabs')]);
+    await leader.waitForFunction(() => (window as unknown as { __notifications: string[] }).__notifications.length === 1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await notifications(other)).toEqual([]);
     expect(await state(other).innerText()).toBe('Live');
 
     await leader.close();

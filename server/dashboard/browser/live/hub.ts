@@ -461,3 +461,14 @@ export function readsStream(siteId: string): boolean {
   const role = hubs.get(siteId)?.role;
   return role === 'leader' || role === 'solo';
 }
+
+/**
+ * Whether this tab should speak for new messages: it reads some site's stream itself, or it has no
+ * stream at all. A tab that only hears another tab's relay stays quiet, so several tabs (and several
+ * callers of `announce`) never beep or notify more than once.
+ */
+export function speaksForStreams(): boolean {
+  if (!hubs.size) return true;
+  for (const hub of hubs.values()) if (hub.role !== 'waiting') return true;
+  return false;
+}

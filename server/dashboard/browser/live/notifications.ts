@@ -7,6 +7,7 @@
  */
 import { h } from 'preact';
 import { useState } from 'preact/hooks';
+import { speaksForStreams } from './hub';
 
 const SOUND_KEY = 'dashboard.notify.sound';
 const DESKTOP_KEY = 'dashboard.notify.desktop';
@@ -132,8 +133,11 @@ function flushBacklog() {
  * (a catch-up) make at most one silent summary once they stop coming.
  */
 export function announce(n: { conversationId: string; title: string; body: string; replayed: boolean }): void {
+  // Another tab reads the stream and speaks for this browser.
+  if (!speaksForStreams()) return;
   const now = Date.now();
-  const key = `${n.conversationId}\n${n.body}`;
+  // Two callers may shorten or trim the same message differently: the start of it identifies it.
+  const key = `${n.conversationId}\n${n.body.trim().slice(0, 100)}`;
   if ((recent.get(key) ?? 0) > now - REPEAT_MS) return;
   recent.set(key, now);
   for (const [k, at] of recent) if (at <= now - REPEAT_MS) recent.delete(k);

@@ -7,6 +7,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { call, client } from '../api';
+import { usePath } from '../router';
 import { useCatchUp, useConnection, type ConnectionState } from '../connection';
 import { onResync, subscribeInbox, type InboxLiveEvent } from './inbox-stream';
 import { readsStream } from './hub';
@@ -50,6 +51,8 @@ async function countUnread(siteId: string): Promise<number> {
 
 export function LiveStatus({ siteId }: { siteId: string | undefined }) {
   const connection = useConnection();
+  const path = usePath();
+  const [recount, setRecount] = useState<(() => void) | null>(null);
   const catchUp = useCatchUp();
   const [shownCatchUp, setShownCatchUp] = useState<number | null>(null);
 
@@ -74,6 +77,7 @@ export function LiveStatus({ siteId }: { siteId: string | undefined }) {
       }, RECOUNT_AFTER_MS);
     };
     recount();
+    setRecount(() => recount);
     const stop = subscribeInbox(siteId, (e) => {
       if (e.name === 'message.created' || e.name === 'conversation.read' || e.name === 'conversation.closed') recount();
       const said = visitorMessage(e);
@@ -89,6 +93,10 @@ export function LiveStatus({ siteId }: { siteId: string | undefined }) {
       setUnreadTotal(0);
     };
   }, [siteId]);
+
+  // After a navigation the count is asked again: a page that set the title's count itself (and
+  // cleared it as it went) leaves it right.
+  useEffect(() => recount?.(), [path]);
 
   return (
     <span class="live">
