@@ -387,6 +387,14 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
 
   test('a 401 on the stream (the session deleted) opens the sign-in dialog; signed in, the stream resumes', async () => {
     const c = await liveContext();
+    const log: string[] = [];
+    c.on(
+      'request',
+      (r) =>
+        r.url().includes('/manage/') && log.push(`${Date.now() % 100000} > ${r.method()} ${r.url().split('/v1')[1]} ${r.headers()['last-event-id'] ?? ''}`),
+    );
+    c.on('response', (r) => r.url().includes('/manage/') && log.push(`${Date.now() % 100000} < ${r.status()} ${r.url().split('/v1')[1]}`));
+    c.on('requestfailed', (r) => r.url().includes('/manage/') && log.push(`${Date.now() % 100000} x ${r.url().split('/v1')[1]} ${r.failure()?.errorText}`));
     const page = await openInbox(c, d.agent);
     await d.h.runtime.db('sessions').where({ account_id: d.agent.id }).del();
     proxy.cut();
@@ -396,7 +404,10 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     await say(visitor, 'while signing in again');
     await signIn(page, d.agent);
     await dialog.waitFor({ state: 'detached' });
-    await waitForContent(page, 'while signing in again');
+    await waitForContent(page, 'while signing in again').catch(async (err) => {
+      console.log(log.join('\n'), await state(page).innerText(), JSON.stringify(await events(page)));
+      throw err;
+    });
     await state(page).filter({ hasText: 'Live' }).waitFor();
     expect(await violations(page)).toEqual([]);
     await c.close();

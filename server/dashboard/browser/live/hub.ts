@@ -32,6 +32,8 @@ const TICK_MS = 5_000;
 const FRESH_MS = 20_000;
 /** Backoff of reconnections: doubling from 1 s to this, each with jitter. */
 const MAX_BACKOFF_MS = 30_000;
+/** A stream that lasted this long was fine: its end starts the backoff over. */
+const STABLE_MS = 30_000;
 /** A session the person chose not to renew, or a membership gone: try again this much later (or at a wake-up). */
 const PARKED_MS = 5 * 60_000;
 /** Replayed events with ids past `ready`'s tail cannot come; this ends a catch-up whose last events were not for us. */
@@ -95,6 +97,7 @@ class SiteHub {
   private catchUpCount = 0;
   private catchUpTimer: ReturnType<typeof setTimeout> | undefined;
   private readyAt = 0;
+  private liveSince = 0;
   private hasTail = true;
   private resuming = false;
 
@@ -290,6 +293,10 @@ class SiteHub {
     this.abort?.abort();
     this.watching = false;
     clearTimeout(this.retryTimer);
+    // The backoff starts over only after a stream that lasted: one the server ends at once (this
+    // account's sixth stream elsewhere ending ours, over and over) keeps backing off.
+    if (this.liveSince && Date.now() - this.liveSince > STABLE_MS) this.attempt = 0;
+    this.liveSince = 0;
     const base = Math.min(MAX_BACKOFF_MS, 1000 * 2 ** this.attempt);
     this.attempt++;
     const delay = delayMs ?? base / 2 + (Math.random() * base) / 2;
@@ -339,7 +346,7 @@ class SiteHub {
     }
     const at = Number(r.lastEventId ?? m.id);
     const tail = r.tail === undefined ? NaN : Number(r.tail);
-    this.attempt = 0;
+    this.liveSince = Date.now();
     this.everLive = true;
     this.readyAt = Date.now();
     this.hasTail = Number.isFinite(tail);
