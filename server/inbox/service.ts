@@ -214,7 +214,16 @@ export function createInboxService(deps: {
           ]);
         from = n;
       }
+      // A resume is exact only if every position after `from` is still in the feed: positions are
+      // gapless, so a first row past `from + 1` (or none while the tail is ahead) means rows were
+      // purged, and the client reloads its lists instead of trusting the events.
+      let gap = false;
+      if (from < tail) {
+        const [first] = await store.after(siteId, from, 1);
+        gap = !first || first.position > from + 1;
+      }
       return {
+        readyData: { tail: String(tail), gap },
         holderKey: manager.accountId,
         from,
         encode: String,

@@ -53,6 +53,8 @@ export interface StreamSource<P> {
   busyMessage: string;
   /** Asked at every heartbeat: why the credential may no longer be used, or null. */
   refusal?: () => Promise<string | null>;
+  /** More of the `ready` event's data beside `lastEventId` (the inbox: its tail and whether the resume has a gap). */
+  readyData?: Record<string, unknown>;
   logger: Logger;
   now: () => number;
 }
@@ -188,7 +190,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
     res.on('close', () => stream.end());
 
     write('retry: 2000\n\n');
-    send({ id: source.encode(position), event: 'ready', data: { lastEventId: source.encode(position) } });
+    send({ id: source.encode(position), event: 'ready', data: { ...source.readyData, lastEventId: source.encode(position) } });
     void pump();
   }
 

@@ -8,7 +8,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, call, client, whenSignedOut, type Me, type MySite } from './api';
 import { matchSitePath, navigate, usePath } from './router';
 import { SITE_PAGES } from './pages';
-import { useConnection, type ConnectionState } from './connection';
+import { LiveStatus } from './live/status';
 import { SignInForm, SignInPage, type SignedIn } from './pages/sign-in';
 import { AcceptInvitationPage } from './pages/accept-invitation';
 import { SetupPage } from './pages/setup';
@@ -92,16 +92,7 @@ export function App() {
   );
 }
 
-const CONNECTION_LABEL: Record<ConnectionState, string> = {
-  none: '',
-  connecting: 'Connecting…',
-  live: 'Live',
-  reconnecting: 'Reconnecting…',
-  offline: 'Offline',
-};
-
 function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOut: () => Promise<void> }) {
-  const connection = useConnection();
   const match = matchSitePath(path);
   const site = match && me.sites.find((s) => s.id === match.siteId);
   const first = me.sites[0];
@@ -149,9 +140,7 @@ function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOu
           Dashboard
         </Link>
         {me.sites.length > 0 && <SitePicker sites={me.sites} current={site} page={match?.page ?? 'inbox'} />}
-        <span class={`connection connection-${connection}`} role="status">
-          {CONNECTION_LABEL[connection]}
-        </span>
+        <LiveStatus siteId={site?.id} />
         <span class="account">
           <span class="account-email">{me.account.email}</span>
           <Link to="/account" aria-current={account ? 'page' : undefined}>

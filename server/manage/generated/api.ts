@@ -770,8 +770,10 @@ export interface paths {
          *     carry the event's `data` as delivered to event addresses (`{conversation, message}`);
          *     `conversation.assigned` carries `{conversationId, assigneeId, assignedBy}`; `conversation.read`
          *     (the member's own read marks only) carries the read mark. The first event is `ready` with
-         *     the current position. Reconnect with `Last-Event-ID` to resume exactly after the last event
-         *     received. A comment line (`: ping`) every 15 s; the stream ends with `event: session-ended`
+         *     the position the stream starts after (`lastEventId`), the feed's newest position (`tail`:
+         *     on a resume, the events up to it are the catch-up) and `gap` (true when feed rows after
+         *     `Last-Event-ID` were purged, so the resume is not exact and lists should be reloaded).
+         *     Reconnect with `Last-Event-ID` to resume exactly after the last event received. A comment line (`: ping`) every 15 s; the stream ends with `event: session-ended`
          *     when the session or token ends or the membership does. At most 5 streams per account (a
          *     sixth ends the oldest); beyond the service's total, `503` with `Retry-After`.
          */
@@ -3944,7 +3946,7 @@ export interface operations {
                      *
                      *     id: 41
                      *     event: ready
-                     *     data: {"lastEventId":"41"}
+                     *     data: {"tail":"41","gap":false,"lastEventId":"41"}
                      *
                      *     id: 42
                      *     event: conversation.assigned

@@ -13,23 +13,11 @@ import { Button } from '../components/Button';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { onResync, subscribeInbox, type InboxLiveEvent } from '../live/inbox-stream';
-import { announce, NotificationSettings, setUnreadTotal } from '../live/notifications';
 import { CannedEditor } from './CannedEditor';
 import { ConversationList } from './ConversationList';
 import { ConversationView } from './ConversationView';
 import { isTyping, ShortcutsSheet } from './Shortcuts';
-import {
-  applyToRow,
-  conversationIdOf,
-  DEFAULT_FILTERS,
-  matches,
-  messageOf,
-  visitorOf,
-  type Conversation,
-  type Filters,
-  type Member,
-  type Message,
-} from './model';
+import { applyToRow, conversationIdOf, DEFAULT_FILTERS, matches, messageOf, type Conversation, type Filters, type Member, type Message } from './model';
 
 /** Conversations per page of the list. */
 export const LIST_PAGE = 25;
@@ -61,15 +49,6 @@ export function InboxPage({ site, me }: PageProps) {
   const now = useRef({ filters, items, selectedId, open });
   now.current = { filters, items, selectedId, open };
 
-  // The member's unread count per conversation this page has seen: their sum is the tab title's count.
-  const unread = useRef(new Map<string, number>());
-  const countUnread = (rows: Conversation[]) => {
-    for (const c of rows) unread.current.set(c.id, c.unreadCount);
-    let total = 0;
-    for (const n of unread.current.values()) total += n;
-    setUnreadTotal(total);
-  };
-
   // Each list load is numbered: an answer for filters changed meanwhile is dropped.
   const generation = useRef(0);
   const loadList = async (from: string | null) => {
@@ -93,7 +72,6 @@ export function InboxPage({ site, me }: PageProps) {
         return [...before, ...page.items.filter((c) => !have.has(c.id))];
       });
       setCursor(page.nextCursor);
-      countUnread(page.items);
     } catch (err) {
       if (mine === generation.current) setListError(err);
     } finally {
@@ -159,7 +137,6 @@ export function InboxPage({ site, me }: PageProps) {
   const changed = (c: Conversation) => {
     setItems((rows) => rows?.map((r) => (r.id === c.id ? c : r)) ?? rows);
     setOpen((o) => (o?.id === c.id ? c : o));
-    countUnread([c]);
   };
 
   // Live: the open conversation's view registers here for its messages.
@@ -171,41 +148,26 @@ export function InboxPage({ site, me }: PageProps) {
       const ctx = { me: myId, openId: document.visibilityState === 'visible' ? now.current.selectedId : null };
       const m = messageOf(e);
       if (m && m.conversationId === now.current.selectedId) for (const l of messageListeners.current) l(m);
-      if (m && m.direction === 'incoming') {
-        const row = now.current.items?.find((c) => c.id === m.conversationId);
-        announce({
-          conversationId: m.conversationId,
-          title: `New message from ${row ? visitorOf(row).label : 'a visitor'}`,
-          body: m.content.slice(0, 140) || `${m.attachments.length} file(s)`,
-          replayed: e.replayed,
-        });
-      }
-      if (m && m.conversationId !== ctx.openId && m.authorId !== myId) {
-        unread.current.set(m.conversationId, (unread.current.get(m.conversationId) ?? 0) + 1);
-      }
+      // The tab title's count and the notifications are the header's (live/status.tsx), on every page.
       setItems((rows) => rows?.map((c) => applyToRow(c, e, ctx)) ?? rows);
       setOpen((o) => (o ? applyToRow(o, e, ctx) : o));
       const id = conversationIdOf(e);
-      if (e.name === 'conversation.read' && id) unread.current.set(id, 0);
       if (e.name === 'conversation.started' && id && !now.current.items?.some((c) => c.id === id)) {
         try {
           const c = await call(() =>
             client.GET('/sites/{siteId}/inbox/conversations/{conversationId}', { params: { path: { siteId: site.id, conversationId: id } } }),
           );
-          unread.current.set(c.id, c.unreadCount);
           if (matches(c, now.current.filters, myId)) setItems((rows) => (rows && !rows.some((r) => r.id === c.id) ? [c, ...rows] : rows));
         } catch {
           // Not readable (gone, or no longer a member): the list stays as it is.
         }
       }
-      countUnread([]);
     };
     const offEvents = subscribeInbox(site.id, (e) => void onEvent(e));
     const offResync = onResync(site.id, () => setResyncTick((n) => n + 1));
     return () => {
       offEvents();
       offResync();
-      setUnreadTotal(0);
     };
   }, [site.id]);
 
@@ -262,7 +224,6 @@ export function InboxPage({ site, me }: PageProps) {
   return (
     <div class={`inbox${selectedId ? ' inbox-has-open' : ''}`}>
       <div class="inbox-bar">
-        <NotificationSettings />
         <Button variant="link" class="inbox-keys" onClick={() => setSheet(true)} aria-keyshortcuts="?">
           Keyboard shortcuts
         </Button>

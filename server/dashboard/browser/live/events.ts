@@ -1,0 +1,13 @@
+/** The inbox's live events as the dashboard's pages get them (re-exported by inbox-stream.ts, the pages' entry). */
+export type InboxLiveEventName = 'conversation.started' | 'message.created' | 'conversation.closed' | 'conversation.assigned' | 'conversation.read';
+
+/**
+ * `data` is as the stream sends it (operation streamInbox in openapi/manage.yaml); `replayed` is true
+ * for the catch-up of a reconnect (events up to the feed's position when it resumed), false for live ones.
+ */
+export interface InboxLiveEvent {
+  id: string;
+  name: InboxLiveEventName;
+  data: unknown;
+  replayed: boolean;
+}
