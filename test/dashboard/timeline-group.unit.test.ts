@@ -59,3 +59,17 @@ test('an unknown kind, and an attempt of an event not on the page, stay in the l
   expect(nodes.map((n) => n.kind)).toEqual(['message', 'other', 'other', 'message']);
   expect(nodes[1]).toEqual({ kind: 'other', entry: replay });
 });
+
+test('an idempotent replay is an entry of its own, where it came, with whose key and the fingerprint', () => {
+  const replay: AnyEntry = {
+    type: 'replayed',
+    at: at(3),
+    messageId: 'msg_1',
+    status: 201,
+    by: { type: 'api_key', apiKeyId: 'key_1', apiKeyLabel: 'CRM', accountId: null },
+    idempotencyKeyFingerprint: '0123456789abcdef',
+  };
+  const nodes = groupTimeline([message('msg_1', 0), event('message.created:1', 'msg_1', 1), replay, message('msg_2', 4)]);
+  expect(nodes.map((n) => n.kind)).toEqual(['message', 'replay', 'message']);
+  expect(nodes[1]).toEqual({ kind: 'replay', entry: replay });
+});

@@ -98,12 +98,13 @@ export async function callPage<D extends { data: unknown[]; page: { nextCursor: 
   return { items: body.data, nextCursor: body.page.hasMore ? body.page.nextCursor : null };
 }
 
-/** The sentence to show for a failure: the server's message, or ours for codes a person should read differently. */
+/**
+ * The sentence to show for a failure: the server's message, or ours for codes a person should read
+ * differently. `forbidden` keeps the server's: it says why (a role, the last owner, a wrong password).
+ */
 export function describeFailure(err: unknown): string {
   if (!(err instanceof ApiFailure)) return 'Something went wrong in the page. Reload it and try again.';
   switch (err.code) {
-    case 'forbidden':
-      return `Your role does not allow this: ${err.message}`;
     case 'cross_site_request':
       return 'The service refused this change as coming from another site. Open the dashboard from the service’s own address and try again.';
     case 'rate_limit_exceeded':

@@ -142,6 +142,30 @@ function Timeline({ site, me, conversationId }: PageProps & { conversationId: st
                   <EventItem siteId={site.id} node={n.node} owner={owner} />
                 </ul>
               </li>
+            ) : n.kind === 'replay' ? (
+              <li key={`replay-${i}`} class="tl-plain">
+                <p class="tl-head">
+                  <strong>Replayed</strong>{' '}
+                  <span class="muted">
+                    {n.entry.by.type === 'api_key'
+                      ? n.entry.by.apiKeyLabel
+                        ? `API key “${n.entry.by.apiKeyLabel}”`
+                        : 'an API key'
+                      : n.entry.by.accountId === me.account.id
+                        ? 'you'
+                        : (emails.get(n.entry.by.accountId ?? '') ?? 'a member')}{' '}
+                    retried with the same Idempotency-Key (fingerprint <code>{n.entry.idempotencyKeyFingerprint}</code>) and got the stored answer,{' '}
+                    {n.entry.status}
+                    {n.entry.messageId ? (
+                      <>
+                        {' '}
+                        for <code>{n.entry.messageId}</code>
+                      </>
+                    ) : null}
+                    ; nothing was written again · <RelativeTime at={n.entry.at} />
+                  </span>
+                </p>
+              </li>
             ) : (
               <li key={`other-${i}`} class="tl-other">
                 <OtherEntry entry={n.entry} />

@@ -9,6 +9,7 @@ export type Entry = Schemas['TimelineEntry'];
 export type MessageEntry = Extract<Entry, { type: 'message' }>;
 export type EventEntry = Extract<Entry, { type: 'event' }>;
 export type AttemptEntry = Extract<Entry, { type: 'attempt' }>;
+export type ReplayEntry = Extract<Entry, { type: 'replayed' }>;
 /** Any entry, including kinds unknown to this page. */
 export type AnyEntry = { type: string; at?: string } & Record<string, unknown>;
 
@@ -16,7 +17,11 @@ export interface EventNode {
   event: EventEntry;
   attempts: AttemptEntry[];
 }
-export type Node = { kind: 'message'; message: MessageEntry; events: EventNode[] } | { kind: 'event'; node: EventNode } | { kind: 'other'; entry: AnyEntry };
+export type Node =
+  | { kind: 'message'; message: MessageEntry; events: EventNode[] }
+  | { kind: 'event'; node: EventNode }
+  | { kind: 'replay'; entry: ReplayEntry }
+  | { kind: 'other'; entry: AnyEntry };
 
 export function groupTimeline(entries: AnyEntry[]): Node[] {
   const out: Node[] = [];
@@ -35,6 +40,7 @@ export function groupTimeline(entries: AnyEntry[]): Node[] {
       if (parent) parent.events.push(node);
       else out.push({ kind: 'event', node });
     } else if (entry.type === 'attempt' && events.has(entry.eventId)) events.get(entry.eventId)!.attempts.push(entry);
+    else if (entry.type === 'replayed') out.push({ kind: 'replay', entry });
     else out.push({ kind: 'other', entry: raw });
   }
   return out;
