@@ -598,6 +598,17 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     });
     await m('POST', `/sites/${site}/identity-secret/rotate`, 200, { op: 'rotateIdentitySecret', ...t(ownerToken) });
     await m('GET', `/sites/${site}/embed`, 200, { op: 'getEmbedSnippet', ...t(ownerToken) });
+    // A page outside the allowed origins is refused before anything is fetched.
+    await m('POST', `/sites/${site}/embed/check`, 400, {
+      op: 'checkEmbed',
+      code: 'invalid_request',
+      json: { url: 'https://not-allowed.example/' },
+      ...t(ownerToken),
+    });
+    await m('POST', `/sites/${site}/embed/check`, 403, { op: 'checkEmbed', code: 'forbidden', json: { url: 'https://shop.example/' }, ...t(agentToken) });
+    await m('GET', `/sites/${site}/visitor-files`, 200, { op: 'getVisitorFiles', ...t(ownerToken) });
+    await m('PATCH', `/sites/${site}/visitor-files`, 200, { op: 'updateVisitorFiles', json: { enabled: true, types: ['image/*'] }, ...t(ownerToken) });
+    await m('POST', `/sites/${site}/visitor-revocations`, 200, { op: 'revokeVisitors', json: { visitorId: 'prism-gone' }, ...t(ownerToken) });
     const key = await m('POST', `/sites/${site}/keys`, 201, { op: 'createKey', json: { label: 'Prism', scopes: ['conversations:read'] }, ...t(ownerToken) });
     await m('GET', `/sites/${site}/keys?limit=2`, 200, { op: 'listKeys', ...t(ownerToken) });
     await m('DELETE', `/sites/${site}/keys/${key.json.data.id}`, 200, { op: 'revokeKey', ...t(ownerToken) });
@@ -622,6 +633,22 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
       headers: SAME,
     });
     await m('POST', '/invitations/accept', 404, { op: 'acceptInvitation', code: 'not_found', json: { token: inv.json.data.token }, ...t(ownerToken) });
+    const pending = await m('POST', `/sites/${site}/invitations`, 201, {
+      op: 'createInvitation',
+      json: { email: 'prism-pending@example.com', role: 'agent' },
+      ...t(ownerToken),
+    });
+    await m('GET', `/sites/${site}/invitations?limit=5`, 200, { op: 'listInvitations', ...t(ownerToken) });
+    await m('GET', `/sites/${site}/invitations`, 403, { op: 'listInvitations', code: 'forbidden', ...t(agentToken) });
+    await m('DELETE', `/sites/${site}/invitations/${pending.json.data.id}`, 204, { op: 'revokeInvitation', ...t(ownerToken) });
+    await m('DELETE', `/sites/${site}/invitations/${pending.json.data.id}`, 404, { op: 'revokeInvitation', code: 'not_found', ...t(ownerToken) });
+    // Accounts exist here, so no setup link is valid: the one answer for any token.
+    await m('POST', '/setup', 404, {
+      op: 'completeSetup',
+      code: 'not_found',
+      json: { token: 'A'.repeat(43), email: 'prism-first@example.com', password: PASSWORD },
+      headers: SAME,
+    });
     await m('GET', `/sites/${site}/audit-log?limit=5`, 200, { op: 'listAuditLog', ...t(ownerToken) });
   });
 
@@ -654,6 +681,8 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     await m('GET', e, 403, { op: 'getEventAddress', code: 'forbidden', ...t(agentToken) });
     await m('PATCH', e, 200, { op: 'changeEventAddressState', json: { enabled: true }, ...t(ownerToken) });
     await m('POST', `${e}/secret/rotate`, 200, { op: 'rotateEventSecret', ...t(ownerToken) });
+    await m('POST', `${e}/secret/roll`, 200, { op: 'rollEventSecret', json: {}, ...t(ownerToken) });
+    await m('DELETE', `${e}/secret/roll`, 200, { op: 'cancelEventSecretRoll', ...t(ownerToken) });
     await m('POST', `${e}/secret/roll`, 200, { op: 'rollEventSecret', json: {}, ...t(ownerToken) });
     await m('POST', `${e}/secret/switch`, 200, { op: 'switchEventSecret', ...t(ownerToken) });
     await m('POST', `${e}/test`, 200, { op: 'sendTestEvent', json: { event: 'message.created' }, ...t(ownerToken) });
