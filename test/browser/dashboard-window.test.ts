@@ -12,7 +12,7 @@ import { describeInChromium } from '../helpers/chromium';
 import { freePort } from '../helpers/spawn';
 import { makeSelfSignedCert } from '../../server/platform/tls';
 import { allowOrigins } from '../window/helpers';
-import { DashboardHarness, dashboardHarness, screenshot, violations } from './dashboard/harness';
+import { DashboardHarness, dashboardHarness, provokeViolation, screenshot, violations } from './dashboard/harness';
 
 describeInChromium('a visitor in the window and an agent in the inbox (SQLite pass only)', () => {
   let d: DashboardHarness;
@@ -125,5 +125,8 @@ describeInChromium('a visitor in the window and an agent in the inbox (SQLite pa
     expect(await violations(inbox)).toEqual([]);
     expect(await allViolations(shopPage)).toEqual([]);
     expect(d.pageErrors).toEqual([]);
+    // The "zero" above means something only if the recorders hear a violation in both pages.
+    expect((await provokeViolation(inbox)).length).toBeGreaterThan(0);
+    expect((await provokeViolation(shopPage)).length).toBeGreaterThan(0);
   }, 40_000);
 });
