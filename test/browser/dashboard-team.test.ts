@@ -295,7 +295,9 @@ describeInChromium('settings, team and account pages in Chromium (SQLite pass on
   });
 
   test('an agent opening settings or team by address sees owners only, and no call is made', async () => {
-    const page = await d.signedIn(d.agent);
+    // Signed in on the settings address itself: the inbox (where a plain sign-in lands) asks for the
+    // members for its assignment picker, which would race the recorder below.
+    const page = await d.signedIn(d.agent, sitePath('settings'));
     const calls: string[] = [];
     page.on('request', (r) => {
       if (/\/manage\/v1\/sites\/[^/]+\/(members|invitations|audit-log|allowed-origins|embed)|\/manage\/v1\/sites\/[^/]+$/.test(r.url())) calls.push(r.url());
