@@ -294,6 +294,8 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       }
     },
     400: () => call('post', '/setup', { body: { token: 'A'.repeat(43), email: 'first@example.com' } }),
+    // No credential is needed, but one that is sent is checked like everywhere: a dead token is 401.
+    401: () => call('post', '/setup', { body: SETUP, bearer: 'wcm_notarealtoken0000000000000000000000000000' }),
     403: () => call('post', '/setup', { body: SETUP, headers: CROSS_SITE }),
     404: () => call('post', '/setup', { body: SETUP }),
     413: () => call('post', '/setup', { body: { ...SETUP, password: 'x'.repeat(70 * 1024) } }),
