@@ -5,6 +5,7 @@ import type { Receiver } from '../webhooks/helpers';
 import { PASSWORD } from '../manage/helpers';
 import { documentChecks } from '../helpers/openapi';
 import { manageDocument } from '../../server/http/openapi-document';
+import { ERROR_STATUS, type ErrorCode } from '../../server/platform/errors';
 import type { Operation } from './operations';
 import type { Credential, FuzzCase, FuzzDomain } from './requests';
 import { DECIDED_ERRORS, Expectations, header } from './checks';
@@ -410,7 +411,10 @@ export function manageDomain(world: ManageWorld): FuzzDomain {
  */
 export function manageExpectations(world: ManageWorld, operations: Operation[], basePath: string): Expectations {
   const { assertMatchesDocument } = documentChecks(manageDocument(), { requiredHeadersOnly: true });
-  const errors = { ...DECIDED_ERRORS, forbidden: 403, cross_site_request: 403 };
+  // The document's own codes (forbidden, cross_site_request, conflict, ...) with the status the service gives each.
+  const codes = (manageDocument() as { components: { schemas: { Error: { properties: { code: { enum: ErrorCode[] } } } } } }).components.schemas.Error
+    .properties.code.enum;
+  const errors = { ...DECIDED_ERRORS, ...Object.fromEntries(codes.map((c) => [c, ERROR_STATUS[c]])) };
   const routes = operations.map((op) => ({
     op,
     pattern: new RegExp(`^${basePath}${op.template.replace(/\{[^}]+\}/g, '[^/?#]+')}(\\?[^#]*)?$`),
