@@ -1158,7 +1158,7 @@ export interface components {
             clientAddress: string | null;
             createdAt: components["schemas"]["Timestamp"];
             id: string;
-            /** @description The id of what it was done to. */
+            /** @description The id of what it was done to; for `visitor.revoked`, the visitor id the site's page gave the window (any printable text). */
             objectId: string | null;
         };
         AuditList: {
