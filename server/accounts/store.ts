@@ -100,6 +100,18 @@ const mapToken = (r: TokenRow) => withNumericColumns(r, ['created_at', 'last_use
 const mapInvitation = (r: InvitationRow) => withNumericColumns(r, ['created_at', 'expires_at', 'accepted_at']);
 const mapAudit = (r: AuditRow) => withNumericColumns(r, ['created_at']);
 
+/** A keyset page newest first by (created_at, id): the rows strictly before `after`, when given. */
+function newestFirst(q: Knex.QueryBuilder, limit: number, after?: { createdAt: number; id: string }): Knex.QueryBuilder {
+  if (after)
+    q.andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '<', after.id)));
+  return q
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit);
+}
+
 export function createAccountStore(db: Knex) {
   const first = async <R>(q: Knex.QueryBuilder, map: (r: R) => R) => {
     const row = (await q) as R | undefined;
@@ -222,15 +234,7 @@ export function createAccountStore(db: Knex) {
     /** The site's invitations nobody has taken yet and that still can be, newest first by (created_at, id). */
     listPendingInvitations: async (siteId: string, at: number, limit: number, after?: { createdAt: number; id: string }) => {
       const q = db('invitations').where({ site_id: siteId }).whereNull('accepted_at').andWhere('expires_at', '>', at);
-      if (after)
-        q.andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '<', after.id)));
-      const rows = (await q
-        .orderBy([
-          { column: 'created_at', order: 'desc' },
-          { column: 'id', order: 'desc' },
-        ])
-        .limit(limit)
-        .select(INVITATION_COLUMNS)) as InvitationRow[];
+      const rows = (await newestFirst(q, limit, after).select(INVITATION_COLUMNS)) as InvitationRow[];
       return rows.map(mapInvitation);
     },
     /** Withdraws a pending invitation of the site: true when there was one to withdraw. */
@@ -243,15 +247,7 @@ export function createAccountStore(db: Knex) {
     /** One page of a site's log, newest first by (created_at, id), after `after` when given. */
     listAudit: async (siteId: string, limit: number, after?: { createdAt: number; id: string }) => {
       const q = db('audit_log').where({ site_id: siteId });
-      if (after)
-        q.andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere((x) => x.where('created_at', after.createdAt).andWhere('id', '<', after.id)));
-      const rows = (await q
-        .orderBy([
-          { column: 'created_at', order: 'desc' },
-          { column: 'id', order: 'desc' },
-        ])
-        .limit(limit)
-        .select(AUDIT_COLUMNS)) as AuditRow[];
+      const rows = (await newestFirst(q, limit, after).select(AUDIT_COLUMNS)) as AuditRow[];
       return rows.map(mapAudit);
     },
     purgeAudit: (before: number) => db('audit_log').where('created_at', '<', before).del(),
