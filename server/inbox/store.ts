@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { isUniqueViolation } from '../db/knex';
+import { forUpdate, isUniqueViolation } from '../db/knex';
 
 /** A row of a site's inbox feed: a public event it mirrors (`event_id`), or a private change (`body`). */
 export interface ActivityRow {
@@ -162,7 +162,9 @@ export function createInboxStore(db: Knex) {
           if (!isUniqueViolation(err)) throw err; // a mark at or past this one is there already
         }
       }
-      const stored: ReadMarkRow = await trx('inbox_reads').where(key).first();
+      // A locking read: a plain one on MySQL reads the transaction's snapshot, taken before a
+      // concurrent tab's mark committed, and would find no row where the insert just met one.
+      const stored: ReadMarkRow = await forUpdate(trx, trx('inbox_reads').where(key).first());
       return { ...stored, last_read_at: num(stored.last_read_at)!, updated_at: num(stored.updated_at)! };
     },
   };

@@ -181,6 +181,15 @@ describe('close, assign, read', () => {
     await h.visitorSay(site, `visitor-${visitors}`, 'c');
     expect((await get(inbox(`/${conv}`), agent.cookie)).body.data.unreadCount).toBe(1);
   });
+
+  test('the same member marking one conversation read from several tabs at once: every answer is the mark', async () => {
+    const conv = await newConversation('tabs');
+    const answers = await Promise.all(Array.from({ length: 8 }, () => post(inbox(`/${conv}/read`), agent2.cookie)));
+    expect(answers.map((r) => r.status)).toEqual(answers.map(() => 200));
+    const newest = (await get(inbox(`/${conv}/messages?order=desc&limit=1`), agent2.cookie)).body.data[0];
+    for (const r of answers) expect(r.body.data).toMatchObject({ conversationId: conv, accountId: agent2.id, lastReadMessageId: newest.id });
+    expect((await get(inbox(`/${conv}`), agent2.cookie)).body.data.unreadCount).toBe(0);
+  });
 });
 
 describe('filters and paging', () => {
