@@ -330,10 +330,8 @@ export function createAccountsService(opts: AccountsOptions) {
       const at = now();
       const times = { createdAt: s.created_at, lastSeenAt: s.last_seen_at };
       if (sessionState(times, at) !== 'active') throw new ApiError('unauthorized', 'The session has expired; sign in again.');
-      const account = await store.findAccount(s.account_id);
-      if (!account) throw notSignedIn();
       if (shouldTouch(times, at)) await store.touchSession(s.id, at, sessionExpiry({ createdAt: s.created_at, lastSeenAt: at }).idleExpiresAt);
-      return { accountId: account.id, email: account.email, via: 'session', sessionId: s.id, cookieMaxAge: cookieMaxAgeSeconds(times, at) };
+      return { accountId: s.account_id, email: s.email, via: 'session', sessionId: s.id, cookieMaxAge: cookieMaxAgeSeconds(times, at) };
     },
 
     /** The account behind a management token, looked up on every request so a revocation holds at once. */
@@ -343,11 +341,9 @@ export function createAccountsService(opts: AccountsOptions) {
       const fingerprint = sha256Hex(presented);
       const t = await store.findTokenByFingerprint(fingerprint);
       if (!t || !safeEqual(t.fingerprint, fingerprint) || t.revoked_at !== null) throw fail();
-      const account = await store.findAccount(t.account_id);
-      if (!account) throw fail();
       const at = now();
       if (t.last_used_at === null || t.last_used_at < at - 60_000) await store.touchToken(t.id, at);
-      return { accountId: account.id, email: account.email, via: 'token', tokenId: t.id };
+      return { accountId: t.account_id, email: t.email, via: 'token', tokenId: t.id };
     },
 
     async signOut(manager: Manager) {

@@ -95,8 +95,8 @@ const AUDIT_COLUMNS = ['id', 'site_id', 'created_at', 'actor_account_id', 'actor
 /** The one row mapping of each table (mysql2 may hand BIGINT back as a string). */
 const mapAccount = (r: AccountRow) => withNumericColumns(r, ['created_at', 'password_changed_at']);
 const mapMembership = <R extends MembershipRow>(r: R) => withNumericColumns(r, ['created_at']);
-const mapSession = (r: SessionRow) => withNumericColumns(r, ['created_at', 'last_seen_at', 'idle_expires_at', 'expires_at']);
-const mapToken = (r: TokenRow) => withNumericColumns(r, ['created_at', 'last_used_at', 'revoked_at']);
+const mapSession = <R extends SessionRow>(r: R) => withNumericColumns(r, ['created_at', 'last_seen_at', 'idle_expires_at', 'expires_at']);
+const mapToken = <R extends TokenRow>(r: R) => withNumericColumns(r, ['created_at', 'last_used_at', 'revoked_at']);
 const mapInvitation = (r: InvitationRow) => withNumericColumns(r, ['created_at', 'expires_at', 'accepted_at']);
 const mapAudit = (r: AuditRow) => withNumericColumns(r, ['created_at']);
 
@@ -175,7 +175,15 @@ export function createAccountStore(db: Knex) {
     deleteMembership: (accountId: string, siteId: string, trx: Knex = db) => trx('memberships').where({ account_id: accountId, site_id: siteId }).del(),
 
     insertSession: (row: SessionRow) => db('sessions').insert(row),
-    findSessionByHash: (hash: string) => first<SessionRow>(db('sessions').where({ token_hash: hash }).first(SESSION_COLUMNS), mapSession),
+    /** A session by its token's hash, with its account's email: every signed-in request asks, in one read. */
+    findSessionByHash: (hash: string) =>
+      first<SessionRow & { email: string }>(
+        db('sessions as s')
+          .join('accounts as a', 'a.id', 's.account_id')
+          .where('s.token_hash', hash)
+          .first([...SESSION_COLUMNS.map((c) => `s.${c}`), 'a.email']),
+        mapSession,
+      ),
     /** One of the account's sessions by id (a live stream asks at each heartbeat whether its own still holds). */
     findSessionOf: (accountId: string, id: string) => first<SessionRow>(db('sessions').where({ id, account_id: accountId }).first(SESSION_COLUMNS), mapSession),
     listSessionsOf: async (accountId: string) =>
@@ -202,7 +210,15 @@ export function createAccountStore(db: Knex) {
     purgeSessions: (now: number) => db('sessions').where('idle_expires_at', '<=', now).orWhere('expires_at', '<=', now).del(),
 
     insertToken: (row: TokenRow, trx: Knex = db) => trx('management_tokens').insert(row),
-    findTokenByFingerprint: (fingerprint: string) => first<TokenRow>(db('management_tokens').where({ fingerprint }).first(TOKEN_COLUMNS), mapToken),
+    /** A management token by its fingerprint, with its account's email, in one read (as a session). */
+    findTokenByFingerprint: (fingerprint: string) =>
+      first<TokenRow & { email: string }>(
+        db('management_tokens as t')
+          .join('accounts as a', 'a.id', 't.account_id')
+          .where('t.fingerprint', fingerprint)
+          .first([...TOKEN_COLUMNS.map((c) => `t.${c}`), 'a.email']),
+        mapToken,
+      ),
     findToken: (id: string) => first<TokenRow>(db('management_tokens').where({ id }).first(TOKEN_COLUMNS), mapToken),
     listTokensOf: async (accountId: string) =>
       (

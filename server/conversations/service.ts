@@ -17,23 +17,35 @@ function timeFilter(value: string | undefined, name: string): number | undefined
 
 export function createConversationService(deps: { db: Knex; store: ConversationStore; cursors: CursorCodec; now: () => number; outbox: Outbox }) {
   const { db, store, cursors, now, outbox } = deps;
+
+  /** A list request's filters, position and size; the cursor is bound to the site and the filters (not the limit, which may change between pages). */
+  function listing(siteId: string, query: ListConversationsQuery, inbox: Pick<ConversationFilters, 'assigneeId' | 'unreadFor'>) {
+    const filters: ConversationFilters = {
+      ...inbox,
+      state: query.state,
+      createdAfter: timeFilter(query.createdAfter, 'createdAfter'),
+      createdBefore: timeFilter(query.createdBefore, 'createdBefore'),
+      updatedAfter: timeFilter(query.updatedAfter, 'updatedAfter'),
+      updatedBefore: timeFilter(query.updatedBefore, 'updatedBefore'),
+    };
+    const scope = { list: 'conversations', siteId, ...filters };
+    const after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
+    return { filters, after, limit: query.limit ?? 25, scope };
+  }
+
   return {
     /** The public list; the inbox adds its filters (`inbox`), which the cursor is bound to as well. */
     async list(siteId: string, query: ListConversationsQuery, inbox: Pick<ConversationFilters, 'assigneeId' | 'unreadFor'> = {}) {
-      const filters: ConversationFilters = {
-        ...inbox,
-        state: query.state,
-        createdAfter: timeFilter(query.createdAfter, 'createdAfter'),
-        createdBefore: timeFilter(query.createdBefore, 'createdBefore'),
-        updatedAfter: timeFilter(query.updatedAfter, 'updatedAfter'),
-        updatedBefore: timeFilter(query.updatedBefore, 'updatedBefore'),
-      };
-      const limit = query.limit ?? 25;
-      // The cursor is bound to the site and the filters (not the limit, which may change between pages).
-      const scope = { list: 'conversations', siteId, ...filters };
-      const after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
+      const { filters, after, limit, scope } = listing(siteId, query, inbox);
       const rows = await store.list(siteId, filters, after, limit + 1);
       return toPage(rows, limit, (r) => r.map(conversationToDto), cursors, scope);
+    },
+
+    /** The inbox's list: the same page, each row with the assignee and `accountId`'s read mark (InboxColumns). */
+    async listWithReads(siteId: string, query: ListConversationsQuery, inbox: Pick<ConversationFilters, 'assigneeId' | 'unreadFor'>, accountId: string) {
+      const { filters, after, limit, scope } = listing(siteId, query, inbox);
+      const rows = await store.listWithReads(siteId, filters, after, limit + 1, accountId);
+      return toPage(rows, limit, (r) => r, cursors, scope);
     },
 
     async get(siteId: string, id: string) {

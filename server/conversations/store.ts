@@ -32,6 +32,16 @@ export interface ConversationFilters {
   unreadFor?: string;
 }
 
+/**
+ * What the inbox shows beside a card for one member: the assignee, and that member's read mark
+ * (`inbox_reads`, 011_inbox.ts; null when they never read it), joined into the card's own read.
+ */
+export interface InboxColumns {
+  assignee_id: string | null;
+  read_at: number | null;
+  read_message_id: string | null;
+}
+
 export function conversationToDto(row: ConversationRow): Conversation {
   return {
     id: row.id,
@@ -50,11 +60,75 @@ export function mapConversationRow(row: ConversationRow): ConversationRow {
 }
 
 const normalise = (row: ConversationRow | undefined) => row && mapConversationRow(row);
+const mapWithReads = (row: ConversationRow & InboxColumns) => withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at']);
 
 /** Every column of the card, named: a column added later is not read until a reader needs it. */
 const COLUMNS = ['id', 'site_id', 'visitor_id', 'state', 'open_marker', 'created_at', 'updated_at', 'last_message_at', 'closed_at'] as const;
+const QUALIFIED_COLUMNS = COLUMNS.map((c) => `conversations.${c}`);
+const INBOX_COLUMNS = ['conversations.assignee_id', 'inbox_reads.last_read_at as read_at', 'inbox_reads.last_read_message_id as read_message_id'];
+
+/** The member's read marks beside each conversation of `q` (one primary-key look-up per row). */
+function joinReadsOf(db: Knex, q: Knex.QueryBuilder, accountId: string) {
+  return q.leftJoin('inbox_reads', (j) =>
+    j.on('inbox_reads.conversation_id', '=', 'conversations.id').andOn('inbox_reads.account_id', '=', db.raw('?', [accountId])),
+  );
+}
 
 export function createConversationStore(db: Knex) {
+  /**
+   * Newest first by (created_at, id): a keyset range scan, in order, on the index that starts with
+   * the equality filters (site, and state when given), named so that no engine picks another
+   * (db/index-hint.ts). created* bound the scan itself; updated* are tested on the entries it walks
+   * (005_read_path.ts), so a deep page costs what the first one does. With `readsOf`, each row
+   * carries the inbox's columns for that member (the same join the unread filter uses).
+   */
+  async function listRows(siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number, readsOf?: string) {
+    if (readsOf !== undefined && filters.unreadFor !== undefined && readsOf !== filters.unreadFor) {
+      throw new Error('conversations.list: one member per list (readsOf and unreadFor differ)');
+    }
+    const index =
+      filters.assigneeId !== undefined
+        ? 'conversations_site_assignee_created'
+        : filters.state
+          ? 'conversations_site_state_created_updated'
+          : 'conversations_site_created_updated';
+    const q = db.from<ConversationRow>(withIndex(db, 'conversations', index)).where('conversations.site_id', siteId);
+    if (filters.assigneeId === null) q.whereNull('assignee_id');
+    else if (filters.assigneeId !== undefined) q.andWhere('assignee_id', filters.assigneeId);
+    if (filters.state) q.andWhere('state', filters.state);
+    const marksOf = readsOf ?? filters.unreadFor;
+    if (marksOf !== undefined) joinReadsOf(db, q, marksOf);
+    if (filters.unreadFor !== undefined) {
+      // News for the member: a message after their read mark.
+      q.whereNotNull('last_message_at').andWhere((w) =>
+        w.whereNull('inbox_reads.last_read_at').orWhere('last_message_at', '>', db.ref('inbox_reads.last_read_at')),
+      );
+    }
+    if (filters.createdAfter !== undefined) q.andWhere('created_at', '>=', filters.createdAfter);
+    if (filters.updatedAfter !== undefined) q.andWhere('conversations.updated_at', '>=', filters.updatedAfter);
+    if (filters.updatedBefore !== undefined) q.andWhere('conversations.updated_at', '<', filters.updatedBefore);
+    // The scan's upper end on created_at, given as ONE bound: SQLite ranges an index column on a
+    // single upper bound and merely filters by the others, so `createdBefore` beside the cursor
+    // would walk every row above the cursor. A conversation's updated_at never falls below its
+    // created_at (it starts equal; touch and close take max(now, updated_at)), so nothing created
+    // at or after updatedBefore can match either: that bounds the scan too.
+    const before = Math.min(filters.createdBefore ?? Infinity, filters.updatedBefore ?? Infinity);
+    if (after && after.createdAt < before) {
+      // Below the cursor, which lies below `before`. A range on created_at plus a tie-break: an index range on both engines.
+      q.andWhere('created_at', '<=', after.createdAt).andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere('id', '<', after.id));
+    } else if (before !== Infinity) {
+      q.andWhere('created_at', '<', before); // a cursor at or above `before` excludes nothing more
+    }
+    const rows: (ConversationRow & InboxColumns)[] = await q
+      .orderBy([
+        { column: 'created_at', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ])
+      .limit(limit)
+      .select(marksOf === undefined ? COLUMNS : readsOf === undefined ? QUALIFIED_COLUMNS : [...QUALIFIED_COLUMNS, ...INBOX_COLUMNS]);
+    return readsOf === undefined ? rows.map(mapConversationRow) : rows.map(mapWithReads);
+  }
+
   return {
     async find(siteId: string, id: string, trx: Knex = db): Promise<ConversationRow | undefined> {
       return normalise(await trx<ConversationRow>('conversations').where({ site_id: siteId, id }).first(COLUMNS));
@@ -62,6 +136,13 @@ export function createConversationStore(db: Knex) {
 
     async findForUpdate(trx: Knex.Transaction, siteId: string, id: string) {
       return normalise(await forUpdate(trx, trx<ConversationRow>('conversations').where({ site_id: siteId, id }).first(COLUMNS)));
+    },
+
+    /** One conversation of the site with the inbox's columns for `accountId`, in one read. */
+    async findWithReads(siteId: string, id: string, accountId: string): Promise<(ConversationRow & InboxColumns) | undefined> {
+      const q = db('conversations').where({ 'conversations.site_id': siteId, 'conversations.id': id });
+      const row = await joinReadsOf(db, q, accountId).first([...QUALIFIED_COLUMNS, ...INBOX_COLUMNS]);
+      return row && mapWithReads(row);
     },
 
     async findById(id: string, trx: Knex = db) {
@@ -125,55 +206,12 @@ export function createConversationStore(db: Knex) {
       return Number(n) === 1;
     },
 
-    /**
-     * Newest first by (created_at, id): a keyset range scan, in order, on the index that starts with
-     * the equality filters (site, and state when given), named so that no engine picks another
-     * (db/index-hint.ts). created* bound the scan itself; updated* are tested on the entries it walks
-     * (005_read_path.ts), so a deep page costs what the first one does.
-     */
-    async list(siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number) {
-      const index =
-        filters.assigneeId !== undefined
-          ? 'conversations_site_assignee_created'
-          : filters.state
-            ? 'conversations_site_state_created_updated'
-            : 'conversations_site_created_updated';
-      const q = db.from<ConversationRow>(withIndex(db, 'conversations', index)).where('conversations.site_id', siteId);
-      if (filters.assigneeId === null) q.whereNull('assignee_id');
-      else if (filters.assigneeId !== undefined) q.andWhere('assignee_id', filters.assigneeId);
-      if (filters.state) q.andWhere('state', filters.state);
-      if (filters.unreadFor !== undefined) {
-        // News for the member: a message after their read mark (one primary-key look-up per conversation walked).
-        q.leftJoin('inbox_reads', (j) =>
-          j.on('inbox_reads.conversation_id', '=', 'conversations.id').andOn('inbox_reads.account_id', '=', db.raw('?', [filters.unreadFor])),
-        )
-          .whereNotNull('last_message_at')
-          .andWhere((w) => w.whereNull('inbox_reads.last_read_at').orWhere('last_message_at', '>', db.ref('inbox_reads.last_read_at')));
-      }
-      if (filters.createdAfter !== undefined) q.andWhere('created_at', '>=', filters.createdAfter);
-      if (filters.updatedAfter !== undefined) q.andWhere('conversations.updated_at', '>=', filters.updatedAfter);
-      if (filters.updatedBefore !== undefined) q.andWhere('conversations.updated_at', '<', filters.updatedBefore);
-      // The scan's upper end on created_at, given as ONE bound: SQLite ranges an index column on a
-      // single upper bound and merely filters by the others, so `createdBefore` beside the cursor
-      // would walk every row above the cursor. A conversation's updated_at never falls below its
-      // created_at (it starts equal; touch and close take max(now, updated_at)), so nothing created
-      // at or after updatedBefore can match either: that bounds the scan too.
-      const before = Math.min(filters.createdBefore ?? Infinity, filters.updatedBefore ?? Infinity);
-      if (after && after.createdAt < before) {
-        // Below the cursor, which lies below `before`. A range on created_at plus a tie-break: an index range on both engines.
-        q.andWhere('created_at', '<=', after.createdAt).andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere('id', '<', after.id));
-      } else if (before !== Infinity) {
-        q.andWhere('created_at', '<', before); // a cursor at or above `before` excludes nothing more
-      }
-      const rows: ConversationRow[] = await q
-        .orderBy([
-          { column: 'created_at', order: 'desc' },
-          { column: 'id', order: 'desc' },
-        ])
-        .limit(limit)
-        .select(filters.unreadFor === undefined ? COLUMNS : COLUMNS.map((c) => `conversations.${c}`));
-      return rows.map(mapConversationRow);
-    },
+    /** The list (see listRows). */
+    list: (siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number): Promise<ConversationRow[]> =>
+      listRows(siteId, filters, after, limit),
+    /** The list with the inbox's columns for `accountId` beside each row. */
+    listWithReads: (siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number, accountId: string) =>
+      listRows(siteId, filters, after, limit, accountId) as Promise<(ConversationRow & InboxColumns)[]>,
   };
 }
 

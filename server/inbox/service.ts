@@ -4,7 +4,7 @@ import { toIso } from '../platform/time';
 import { afterCommit, runInTransaction } from '../db/transaction';
 import type { AccountsService, Actor, Manager } from '../accounts/service';
 import type { ConversationService, ListConversationsQuery } from '../conversations/service';
-import type { Conversation, ConversationStore } from '../conversations/store';
+import { conversationToDto, type ConversationRow, type ConversationStore, type InboxColumns } from '../conversations/store';
 import type { MessageService } from '../messages/service';
 import type { Message, MessageFormat } from '../messages/store';
 import type { IncomingFile } from '../media/service';
@@ -45,17 +45,19 @@ export function createInboxService(deps: {
 }) {
   const { db, store, conversationStore, now } = deps;
 
-  /** The conversations with what the member sees beside the public card: assignee and unread count. */
-  async function withInbox(accountId: string, cards: Conversation[]) {
-    const ids = cards.map((c) => c.id);
-    // The marks first: each count's range starts at its conversation's mark.
-    const [assignees, marks] = await Promise.all([store.assigneesOf(ids), store.readMarks(accountId, ids)]);
-    const unread = await store.unreadCounts(accountId, ids, marks);
-    return cards.map((c) => ({
-      ...c,
-      assigneeId: assignees.get(c.id) ?? null,
-      unreadCount: unread.get(c.id) ?? 0,
-      lastReadAt: toIso(marks.get(c.id)?.last_read_at ?? null),
+  /** The conversations as the member sees them: the public card with its assignee, unread count and read mark. */
+  async function withInbox(accountId: string, rows: (ConversationRow & InboxColumns)[]) {
+    const marks = new Map(rows.filter((r) => r.read_at !== null).map((r) => [r.id, r.read_at!]));
+    const unread = await store.unreadCounts(
+      accountId,
+      rows.map((r) => r.id),
+      marks,
+    );
+    return rows.map((r) => ({
+      ...conversationToDto(r),
+      assigneeId: r.assignee_id,
+      unreadCount: unread.get(r.id) ?? 0,
+      lastReadAt: toIso(r.read_at),
     }));
   }
 
@@ -113,14 +115,15 @@ export function createInboxService(deps: {
         assigneeId: assignee === 'me' ? manager.accountId : assignee === 'unassigned' ? null : undefined,
         unreadFor: unread ? manager.accountId : undefined,
       };
-      const page = await deps.conversations.list(siteId, rest, filters);
+      const page = await deps.conversations.listWithReads(siteId, rest, filters, manager.accountId);
       return { data: await withInbox(manager.accountId, page.data), page: page.page };
     },
 
     async get(manager: Manager, siteId: string, id: string) {
       await deps.accounts.requireRole(manager, siteId, 'member');
-      const card = await deps.conversations.get(siteId, id);
-      return (await withInbox(manager.accountId, [card]))[0];
+      const row = await conversationStore.findWithReads(siteId, id, manager.accountId);
+      if (!row) throw notFound('Conversation');
+      return (await withInbox(manager.accountId, [row]))[0];
     },
 
     async messages(manager: Manager, siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
@@ -162,10 +165,10 @@ export function createInboxService(deps: {
     /** Closes through the conversations service (one `conversation.closed`); audited when this call closed it. */
     async close(actor: Signed, siteId: string, id: string) {
       await deps.accounts.requireRole(actor.manager, siteId, 'member');
-      const closed = await deps.conversations.close(siteId, id, (trx, card) =>
+      await deps.conversations.close(siteId, id, (trx, card) =>
         deps.accounts.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined),
       );
-      return (await withInbox(actor.manager.accountId, [closed]))[0];
+      return service.get(actor.manager, siteId, id);
     },
 
     async assign(actor: Signed, siteId: string, id: string, assigneeId: string | null) {

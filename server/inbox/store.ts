@@ -94,29 +94,17 @@ export function createInboxStore(db: Knex) {
     /** Feed rows older than `before` go (maintenance); a stream resuming before them starts at the tail. */
     purgeActivity: (before: number) => db('inbox_activity').where('created_at', '<', before).delete(),
 
-    async assigneesOf(conversationIds: string[]): Promise<Map<string, string | null>> {
-      if (!conversationIds.length) return new Map();
-      const rows: { id: string; assignee_id: string | null }[] = await db('conversations').whereIn('id', conversationIds).select('id', 'assignee_id');
-      return new Map(rows.map((r) => [r.id, r.assignee_id]));
-    },
-
     setAssignee: (trx: Knex.Transaction, conversationId: string, assigneeId: string | null) =>
       trx('conversations').where({ id: conversationId }).update({ assignee_id: assigneeId }),
 
-    async readMarks(accountId: string, conversationIds: string[]): Promise<Map<string, ReadMarkRow>> {
-      if (!conversationIds.length) return new Map();
-      const rows: ReadMarkRow[] = await db('inbox_reads').where('account_id', accountId).whereIn('conversation_id', conversationIds).select();
-      return new Map(rows.map((r) => [r.conversation_id, { ...r, last_read_at: Number(r.last_read_at), updated_at: Number(r.updated_at) }]));
-    },
-
     /**
-     * Per conversation, the messages after the member's read mark (`marks`, from readMarks) that the
+     * Per conversation, the messages after the member's read mark (`marks`: its time, absent when never read) that the
      * member did not write, counted up to UNREAD_COUNT_CAP. One statement: a UNION ALL of one count
      * per conversation, each over a range of messages_conversation_created that starts at its mark
      * and stops at the cap, so a long conversation read up to near its end, or never read, costs
      * what its unread part (at most the cap) costs, not its whole history.
      */
-    async unreadCounts(accountId: string, conversationIds: string[], marks: Map<string, ReadMarkRow>): Promise<Map<string, number>> {
+    async unreadCounts(accountId: string, conversationIds: string[], marks: Map<string, number>): Promise<Map<string, number>> {
       if (!conversationIds.length) return new Map();
       const counts = conversationIds.map((id) => {
         const unread = db('messages')
@@ -125,7 +113,7 @@ export function createInboxStore(db: Knex) {
           .limit(UNREAD_COUNT_CAP)
           .select('conversation_id');
         const mark = marks.get(id);
-        if (mark) unread.andWhere('created_at', '>', mark.last_read_at);
+        if (mark !== undefined) unread.andWhere('created_at', '>', mark);
         // One row per part; its id is null when nothing is unread (read as 0). No GROUP BY: Knex
         // writes a compound query's GROUP BY after the UNION, where it would group the whole.
         return db.from(unread.as('u')).select(db.raw('max(u.conversation_id) as conversation_id'), db.raw('count(*) as n'));

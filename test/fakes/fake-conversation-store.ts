@@ -60,6 +60,13 @@ export function fakeConversationStore(initial: ConversationRow[] = []) {
         .sort((a, b) => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
         .slice(0, limit)
         .map((r) => ({ ...r })),
+    // Assignees and read marks are the inbox's, tested against the database (test/manage/inbox*.test.ts).
+    findWithReads: async () => {
+      throw new Error('fakeConversationStore: the inbox columns are not kept in memory');
+    },
+    listWithReads: async () => {
+      throw new Error('fakeConversationStore: the inbox columns are not kept in memory');
+    },
   };
   return Object.assign(store, { rows });
 }

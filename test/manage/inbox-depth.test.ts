@@ -194,7 +194,11 @@ describe('unread counts of a page', () => {
     const { createInboxStore, UNREAD_COUNT_CAP } = await import('../../server/inbox/store');
     const store = createInboxStore(db);
     const list = [ids.nearEnd, ids.never, ids.read];
-    const marks = await store.readMarks(ME, list);
+    const marks = new Map(
+      (await db('inbox_reads').where('account_id', ME).whereIn('conversation_id', list).select('conversation_id', 'last_read_at')).map(
+        (r: { conversation_id: string; last_read_at: unknown }) => [r.conversation_id, Number(r.last_read_at)],
+      ),
+    );
     const { result, query } = await captureOneQuery(db, () => store.unreadCounts(ME, list, marks));
     // Near the end: the visitor's 6 of the last 10 (the member's own 4 never count). Never read: the cap. Read: none.
     // A conversation with nothing unread has no entry (the service reads it as 0).

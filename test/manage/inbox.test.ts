@@ -47,6 +47,30 @@ describe('reading the inbox', () => {
     expect(item).toMatchObject({ id: conv, state: 'open', assigneeId: null, unreadCount: 1, lastReadAt: null });
   });
 
+  test('a page is four statements however many it shows: session, membership, the page with assignees and marks, unread counts', async () => {
+    const [assigned, read, plain] = [await newConversation('assigned'), await newConversation('read'), await newConversation('plain')];
+    expect((await post(inbox(`/${assigned}/assignee`), agent.cookie, { assigneeId: agent.id })).status).toBe(200);
+    expect((await post(inbox(`/${read}/read`), agent.cookie)).status).toBe(200);
+    await h.visitorSay(site, `visitor-${visitors - 1}`, 'after the mark');
+    await get(inbox(), agent.cookie); // a session seen a moment ago is not touched again
+    const sent: string[] = [];
+    const listener = (q: { sql: string }) => sent.push(q.sql);
+    h.runtime.db.on('query', listener);
+    let res: request.Response;
+    try {
+      res = await get(inbox('?limit=25'), agent.cookie);
+    } finally {
+      h.runtime.db.off('query', listener);
+    }
+    expect(res.status).toBe(200);
+    expect(sent).toHaveLength(4);
+    const byId = new Map((res.body.data as { id: string }[]).map((c) => [c.id, c]));
+    expect(res.body.data.length).toBeGreaterThanOrEqual(3);
+    expect(byId.get(assigned)).toMatchObject({ assigneeId: agent.id, unreadCount: 1, lastReadAt: null });
+    expect(byId.get(read)).toMatchObject({ assigneeId: null, unreadCount: 1, lastReadAt: expect.any(String) });
+    expect(byId.get(plain)).toMatchObject({ assigneeId: null, unreadCount: 1, lastReadAt: null });
+  });
+
   test('one conversation and its messages', async () => {
     const conv = await newConversation('one');
     await h.visitorSay(site, `visitor-${visitors}`, 'two');
