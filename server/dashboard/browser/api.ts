@@ -4,7 +4,9 @@
  * `data` or throws an ApiFailure carrying the envelope's `error.code` and `message`. A 401 (the
  * session ended: idle, expired, signed out elsewhere) does not reach the page: the app's sign-in
  * dialog opens over the page, which keeps whatever it holds, and the call is sent again once
- * signed in (see `whenSignedOut`).
+ * signed in (see `whenSignedOut`). The live stream shares the dialog across tabs: when one tab's
+ * stream meets the 401, the other tabs ask too, and a sign-in in any tab closes every tab's dialog
+ * (`signInAgain`, `signedInElsewhere`, called by live/hub.ts).
  */
 import createClient from 'openapi-fetch';
 import type { components, paths } from '../../manage/generated/api';
@@ -46,14 +48,43 @@ export interface CallOptions {
   signIn?: boolean;
 }
 
-/** Asks the person to sign in again; resolves once they did, rejects when they gave up. Set by the app. */
-let reauthenticate: (() => Promise<void>) | undefined;
-/** One dialog for every call that met the 401 meanwhile. */
-let pending: Promise<void> | undefined;
+/** How a sign-in dialog ended well: signed in as `accountId` in this tab's dialog, or in another tab's. */
+export interface SignedInAgain {
+  accountId: string;
+  here: boolean;
+}
+
+/** The app's sign-in dialog, registered by app.tsx. */
+export interface SessionDialog {
+  /** Opens it; resolves once signed in (here or in another tab), rejects when the person gave up. */
+  open(): Promise<SignedInAgain>;
+  /** Another tab of this browser signed in as `accountId` (the cookie is shared): the open dialog closes as if signed in here. */
+  signedInElsewhere(accountId: string): void;
+}
+
+let dialog: SessionDialog | undefined;
+/** One dialog for every call (and every tab's notice) that met the ended session meanwhile. */
+let pending: Promise<SignedInAgain> | undefined;
 
 /** The app's handler for an ended session (app.tsx registers its sign-in dialog). */
-export function whenSignedOut(handler: () => Promise<void>): void {
-  reauthenticate = handler;
+export function whenSignedOut(handler: SessionDialog): void {
+  dialog = handler;
+}
+
+/**
+ * The session ended: asks the person to sign in again, one dialog for every caller meanwhile.
+ * `send` comes here on a 401; the live hub (live/hub.ts) comes here when another tab's stream met
+ * the 401, so every tab asks without each making a failing call.
+ */
+export function signInAgain(): Promise<SignedInAgain> {
+  if (!dialog) return Promise.reject(new ApiFailure(401, 'unauthorized', 'You are signed out: sign in to continue.'));
+  pending ??= dialog.open().finally(() => (pending = undefined));
+  return pending;
+}
+
+/** Another tab signed in: this tab's dialog, if open, closes and what waited on it goes on. */
+export function signedInElsewhere(accountId: string): void {
+  if (pending) dialog?.signedInElsewhere(accountId);
 }
 
 function failureOf(answer: Answer<unknown>): ApiFailure {
@@ -74,9 +105,8 @@ export async function send<D>(request: () => Promise<Answer<D>>, opts: CallOptio
       throw new ApiFailure(0, 'network_error', 'The service could not be reached. Check the connection and try again.');
     }
     if (answer.response.ok) return answer.data as D;
-    if (answer.response.status === 401 && opts.signIn !== false && reauthenticate) {
-      pending ??= reauthenticate().finally(() => (pending = undefined));
-      await pending; // rejects (the person closed the dialog): the call fails like the 401 it met
+    if (answer.response.status === 401 && opts.signIn !== false && dialog) {
+      await signInAgain(); // rejects (the person closed the dialog): the call fails like the 401 it met
       continue;
     }
     throw failureOf(answer);

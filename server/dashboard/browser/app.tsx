@@ -3,13 +3,14 @@
  * account the header (site picker, navigation by role, connection state, sign-out) around the page
  * the route table (pages.ts) names. It also answers api.ts when a session ends: a dialog over the
  * page, which stays mounted (so what was typed stays), and the call is sent again after sign-in.
+ * A sign-in in another tab of this browser (relayed by live/hub.ts) closes it the same way.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure, call, client, whenSignedOut, type Me, type MySite } from './api';
+import { ApiFailure, call, client, whenSignedOut, type Me, type MySite, type SignedInAgain } from './api';
 import { matchSitePath, navigate, usePath } from './router';
 import { SITE_PAGES } from './pages';
 import { LiveStatus } from './live/status';
-import { SignInForm, SignInPage, type SignedIn } from './pages/sign-in';
+import { SignInForm, SignInPage } from './pages/sign-in';
 import { AcceptInvitationPage } from './pages/accept-invitation';
 import { SetupPage } from './pages/setup';
 import { AccountPage } from './pages/account';
@@ -26,7 +27,7 @@ const loadMe = () => call(() => client.GET('/me'), { signIn: false });
 export function App() {
   const path = usePath();
   const [session, setSession] = useState<Session>({ kind: 'loading' });
-  const [reauth, setReauth] = useState<{ resolve: () => void; reject: (e: unknown) => void } | null>(null);
+  const [reauth, setReauth] = useState<{ resolve: (s: SignedInAgain) => void; reject: (e: unknown) => void } | null>(null);
 
   const refresh = async () => {
     try {
@@ -36,19 +37,26 @@ export function App() {
     }
   };
 
-  useEffect(() => {
-    void refresh();
-    whenSignedOut(() => new Promise((resolve, reject) => setReauth({ resolve, reject })));
-  }, []);
-
-  const signedInAgain = async (s: SignedIn) => {
+  /** Signed in again: in this tab's dialog, or in another tab's (the live hub relays it, api.ts closes ours). */
+  const signedInAgain = async (accountId: string, here: boolean) => {
     const me = session.kind === 'signed-in' ? session.me : null;
     // Another account signed in: nothing on the page belongs to it; start over.
-    if (me && s.account.id !== me.account.id) return location.assign('/dashboard/');
+    if (me && accountId !== me.account.id) return location.assign('/dashboard/');
     setReauth(null);
-    reauth?.resolve();
+    reauth?.resolve({ accountId, here });
     await refresh();
   };
+  // The handler is registered once; a sign-in in another tab must see this render's session and dialog.
+  const latestSignedInAgain = useRef(signedInAgain);
+  latestSignedInAgain.current = signedInAgain;
+
+  useEffect(() => {
+    void refresh();
+    whenSignedOut({
+      open: () => new Promise((resolve, reject) => setReauth({ resolve, reject })),
+      signedInElsewhere: (accountId) => void latestSignedInAgain.current(accountId, false),
+    });
+  }, []);
   const gaveUp = () => {
     setReauth(null);
     reauth?.reject(new ApiFailure(401, 'unauthorized', 'You are signed out: sign in to continue.'));
@@ -85,7 +93,7 @@ export function App() {
       {reauth && (
         <Dialog title="Your session ended" onClose={gaveUp}>
           <p>Sign in again to continue. The page stays as it is, and what you were doing is sent once you are signed in.</p>
-          <SignInForm email={session.kind === 'signed-in' ? session.me.account.email : ''} onSignedIn={signedInAgain} />
+          <SignInForm email={session.kind === 'signed-in' ? session.me.account.email : ''} onSignedIn={(s) => signedInAgain(s.account.id, true)} />
         </Dialog>
       )}
     </>

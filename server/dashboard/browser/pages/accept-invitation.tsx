@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { call, client, type Me } from '../api';
 import { Button } from '../components/Button';
-import { TextInput } from '../components/Field';
+import { CredentialFields } from '../components/CredentialFields';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { EmptyState } from '../components/EmptyState';
 import { navigate } from '../router';
@@ -32,19 +32,15 @@ export function AcceptInvitationPage({ me, onJoined }: { me: Me | null; onJoined
               Join the site as <strong>{me.account.email}</strong>.
             </p>
           ) : (
-            <>
-              <TextInput label="Email (the invited one)" type="email" value={email} onValue={setEmail} required autocomplete="username" />
-              <TextInput
-                label="Password"
-                type="password"
-                value={password}
-                onValue={setPassword}
-                required
-                minLength={12}
-                autocomplete="new-password"
-                hint="At least 12 characters. New here: this becomes your password. Already have an account: your password."
-              />
-            </>
+            <CredentialFields
+              email={email}
+              onEmail={setEmail}
+              password={password}
+              onPassword={setPassword}
+              kind="new"
+              emailLabel="Email (the invited one)"
+              passwordHint="New here: this becomes your password. Already have an account: your password."
+            />
           )}
           <Button variant="primary" submit busy={busy}>
             Accept invitation

@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { call, client } from '../api';
 import { Button } from '../components/Button';
-import { TextInput } from '../components/Field';
+import { CredentialFields } from '../components/CredentialFields';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { EmptyState } from '../components/EmptyState';
 import { navigate } from '../router';
@@ -34,17 +34,7 @@ export function SetupPage({ onDone }: { onDone: () => Promise<void> }) {
         <form class="stack" onSubmit={submit}>
           <p>Create the first owner account. It owns every site the service has, and can invite the rest of the team.</p>
           <ErrorBanner error={error} />
-          <TextInput label="Email" type="email" value={email} onValue={setEmail} required autocomplete="username" />
-          <TextInput
-            label="Password"
-            type="password"
-            value={password}
-            onValue={setPassword}
-            required
-            minLength={12}
-            autocomplete="new-password"
-            hint="At least 12 characters."
-          />
+          <CredentialFields email={email} onEmail={setEmail} password={password} onPassword={setPassword} kind="new" />
           <Button variant="primary" submit busy={busy}>
             Create the owner account
           </Button>

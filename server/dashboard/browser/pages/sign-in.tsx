@@ -1,7 +1,7 @@
 import { useState } from 'preact/hooks';
 import { call, client, type Schemas } from '../api';
 import { Button } from '../components/Button';
-import { TextInput } from '../components/Field';
+import { CredentialFields } from '../components/CredentialFields';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAction } from '../use-action';
 
@@ -22,15 +22,13 @@ export function SignInForm({ email: initialEmail = '', onSignedIn }: { email?: s
   return (
     <form class="stack" onSubmit={submit} aria-label="Sign in">
       <ErrorBanner error={error} />
-      <TextInput label="Email" type="email" value={email} onValue={setEmail} required autocomplete="username" autofocus={!initialEmail} />
-      <TextInput
-        label="Password"
-        type="password"
-        value={password}
-        onValue={setPassword}
-        required
-        autocomplete="current-password"
-        autofocus={Boolean(initialEmail)}
+      <CredentialFields
+        email={email}
+        onEmail={setEmail}
+        password={password}
+        onPassword={setPassword}
+        kind="current"
+        autofocus={initialEmail ? 'password' : 'email'}
       />
       <Button variant="primary" submit busy={busy}>
         Sign in
