@@ -10,14 +10,35 @@ export interface AuditActor {
   clientIp: string | null;
 }
 
-export function auditToDto(r: AuditRow) {
+/** An entry as the API shows it; `emails` names the accounts it mentions (former members too, as accounts stay). */
+export function auditToDto(r: AuditRow, emails: Map<string, string>) {
+  const email = (id: string | null) => (id === null ? null : (emails.get(id) ?? null));
   const actor = r.actor_token_id
-    ? { type: 'token' as const, accountId: r.actor_account_id, tokenId: r.actor_token_id }
+    ? { type: 'token' as const, accountId: r.actor_account_id, email: email(r.actor_account_id), tokenId: r.actor_token_id }
     : r.actor_account_id
-      ? { type: 'account' as const, accountId: r.actor_account_id, tokenId: null }
-      : { type: 'operator' as const, accountId: null, tokenId: null };
-  return { id: r.id, createdAt: toIsoRequired(r.created_at), actor, action: r.action, objectId: r.object_id, clientAddress: r.client_ip };
+      ? { type: 'account' as const, accountId: r.actor_account_id, email: email(r.actor_account_id), tokenId: null }
+      : { type: 'operator' as const, accountId: null, email: null, tokenId: null };
+  return {
+    id: r.id,
+    createdAt: toIsoRequired(r.created_at),
+    actor,
+    action: r.action,
+    objectId: r.object_id,
+    objectEmail: objectIsAccount(r.action) ? email(r.object_id) : null,
+    clientAddress: r.client_ip,
+  };
 }
+
+/**
+ * Whether an action's object is an account (`member.*`, `account.*`). Told by the action, never by
+ * the id's look: a visitor id is text the site's page chose, and could be made to look like one.
+ */
+const objectIsAccount = (action: string) => action.startsWith('member.') || action.startsWith('account.');
+
+/** The accounts entries name: their actors, and their objects when those are accounts. */
+const accountsNamed = (rows: AuditRow[]) => [
+  ...new Set(rows.flatMap((r) => [r.actor_account_id, objectIsAccount(r.action) ? r.object_id : null]).filter((id): id is string => id !== null)),
+];
 
 /**
  * The audit log of sites: what each management operation did, written in the transaction of the
@@ -49,7 +70,9 @@ export function createAuditLog(opts: { store: AccountStore; cursors: CursorCodec
       const limit = query.limit ?? 25;
       const scope = { log: 'audit', siteId };
       const after = query.cursor ? opts.cursors.decode(query.cursor, scope) : undefined;
-      return toPage(await store.listAudit(siteId, limit + 1, after), limit, (rows) => rows.map(auditToDto), opts.cursors, scope);
+      const rows = await store.listAudit(siteId, limit + 1, after);
+      const emails = await store.emailsOf(accountsNamed(rows.slice(0, limit)));
+      return toPage(rows, limit, (page) => page.map((r) => auditToDto(r, emails)), opts.cursors, scope);
     },
   };
 }

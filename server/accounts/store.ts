@@ -141,6 +141,12 @@ export function createAccountStore(db: Knex) {
     dropSetupLink: (trx: Knex = db) => trx('setup_links').where({ id: SETUP_LINK_ID }).del(),
     findAccount: (id: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ id }).first(ACCOUNT_COLUMNS), mapAccount),
     findAccountByEmail: (email: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ email }).first(ACCOUNT_COLUMNS), mapAccount),
+    /** The emails of these accounts (the ones that exist), in one read. */
+    emailsOf: async (ids: string[]): Promise<Map<string, string>> => {
+      if (!ids.length) return new Map();
+      const rows: { id: string; email: string }[] = await db('accounts').whereIn('id', ids).select('id', 'email');
+      return new Map(rows.map((r) => [r.id, r.email]));
+    },
     listAccounts: async () => ((await db('accounts').orderBy('created_at').select(ACCOUNT_COLUMNS)) as AccountRow[]).map(mapAccount),
     setPassword: (id: string, hash: string, at: number, trx: Knex = db) =>
       trx('accounts').where({ id }).update({ password_hash: hash, password_changed_at: at }),

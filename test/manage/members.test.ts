@@ -79,11 +79,28 @@ test("removal ends the member's sessions and their access; the last owner stays"
   await newMember(h, h.site.id, 'leaving@example.com', 'agent');
   const m = await signIn(h, 'leaving@example.com');
   const accountId = m.res.body.data.account.id;
+  const token = await newToken(h, m.cookie, 'before leaving');
   expect((await change('delete', `/sites/${h.site.id}/members/${accountId}`, owner.cookie)).status).toBe(204);
   expect((await get('/me', m.cookie)).status).toBe(401);
   const back = await signIn(h, 'leaving@example.com');
   expect((await get(`/sites/${h.site.id}/members`, back.cookie)).status).toBe(404);
   expect(await auditActions(h.site.id)).toContain(`member.removed ${accountId}`);
+
+  // The log still names the former member by email, as actor and as object; other objects have no email.
+  const log = (await get(`/sites/${h.site.id}/audit-log?limit=100`, owner.cookie)).body.data as {
+    action: string;
+    objectId: string;
+    objectEmail: string | null;
+    actor: { email: string | null };
+  }[];
+  expect(log.find((e) => e.action === 'token.created' && e.objectId === token.id)).toMatchObject({
+    actor: { type: 'account', accountId, email: 'leaving@example.com' },
+    objectEmail: null,
+  });
+  expect(log.find((e) => e.action === 'member.removed' && e.objectId === accountId)).toMatchObject({
+    actor: { accountId: owner.id, email: 'owner@example.com' },
+    objectEmail: 'leaving@example.com',
+  });
 
   // Site B has one owner: they can neither leave nor be demoted.
   const last = await change('delete', `/sites/${siteB.id}/members/${outsider.id}`, outsider.cookie);
@@ -245,7 +262,7 @@ test('the audit log pages newest first with a cursor bound to its site', async (
   expect([...first.body.data, ...second.body.data].map((e: { id: string }) => e.id)).toEqual(all.slice(0, 4).map((e: { id: string }) => e.id));
   const times = all.map((e: { createdAt: string }) => e.createdAt);
   expect([...times].sort().reverse()).toEqual(times);
-  expect(all[all.length - 1].actor).toEqual({ type: 'operator', accountId: null, tokenId: null }); // the CLI's member add
+  expect(all[all.length - 1].actor).toEqual({ type: 'operator', accountId: null, email: null, tokenId: null }); // the CLI's member add
   expect(all.find((e: { action: string }) => e.action === 'member.removed')).toMatchObject({
     actor: { type: 'account', accountId: owner.id },
     clientAddress: expect.stringMatching(/127\.0\.0\.1/),
@@ -280,4 +297,12 @@ test('the audit log names a revoked visitor by the id the page gave, and still a
   const log = await get(`/sites/${h.site.id}/audit-log?limit=5`, cookie);
   expect(log.status).toBe(200);
   expect(log.body.data.map((e: { action: string; objectId: string }) => `${e.action} ${e.objectId}`)).toContain(`visitor.revoked ${visitorId}`);
+
+  // A visitor id the page made look like an account's id names no account's email.
+  const auditor = (await get('/me', cookie)).body.data.account.id as string;
+  expect((await change('post', `/sites/${h.site.id}/visitor-revocations`, cookie).send({ visitorId: auditor })).status).toBe(200);
+  const posing = (await get(`/sites/${h.site.id}/audit-log?limit=5`, cookie)).body.data.find(
+    (e: { action: string; objectId: string }) => e.action === 'visitor.revoked' && e.objectId === auditor,
+  );
+  expect(posing).toMatchObject({ objectId: auditor, objectEmail: null, actor: { email: 'auditor@example.com' } });
 });

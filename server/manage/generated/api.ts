@@ -1151,6 +1151,8 @@ export interface components {
             /** @description Who acted: an account (signed in), an account's management token, or the operator CLI. */
             actor: {
                 accountId: components["schemas"]["AccountIdValue"] | null;
+                /** @description The account's email as it is now, also after the account left the site; `null` for the operator. */
+                email: components["schemas"]["Email"] | null;
                 tokenId: components["schemas"]["TokenIdValue"] | null;
                 /** @enum {string} */
                 type: "account" | "token" | "operator";
@@ -1158,6 +1160,8 @@ export interface components {
             clientAddress: string | null;
             createdAt: components["schemas"]["Timestamp"];
             id: string;
+            /** @description When `objectId` is an account (a member's role changed, a member removed), its email as it is now, also after it left the site; otherwise `null`. */
+            objectEmail: components["schemas"]["Email"] | null;
             /** @description The id of what it was done to; for `visitor.revoked`, the visitor id the site's page gave the window (any printable text). */
             objectId: string | null;
         };

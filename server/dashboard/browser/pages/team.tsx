@@ -47,7 +47,7 @@ export function TeamPage({ site, me }: PageProps) {
         !error && <p class="loading">Loading members…</p>
       )}
       <Invitations siteId={site.id} onChange={changed} />
-      <AuditLog siteId={site.id} me={me} members={members ?? []} version={changes} />
+      <AuditLog siteId={site.id} me={me} version={changes} />
     </div>
   );
 }

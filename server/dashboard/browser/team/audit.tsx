@@ -12,7 +12,7 @@ type Entry = Schemas['AuditEntry'];
  * The site's audit log, newest first, 50 entries a page (keyset: "Show older" follows the cursor).
  * Read again from the top whenever `version` moves (a change made on this page).
  */
-export function AuditLog({ siteId, me, members, version }: { siteId: string; me: Me; members: Schemas['Member'][]; version: number }) {
+export function AuditLog({ siteId, me, version }: { siteId: string; me: Me; version: number }) {
   const [entries, setEntries] = useState<Entry[] | null>(null);
   const [next, setNext] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
@@ -35,19 +35,18 @@ export function AuditLog({ siteId, me, members, version }: { siteId: string; me:
   };
   useEffect(() => void load(null), [siteId, version]);
 
-  const emails = new Map(members.map((m) => [m.accountId, m.email]));
-  // A former member is no longer listed: their account id stands in for the email.
-  const who = (id: string | null) => (id === null ? 'unknown account' : id === me.account.id ? `${me.account.email} (you)` : (emails.get(id) ?? id));
+  // Emails come with each entry, former members' too; an account id stands in only where none is known.
+  const who = (id: string | null, email: string | null) =>
+    id === null ? 'unknown account' : id === me.account.id ? `${me.account.email} (you)` : (email ?? id);
   const actor = (e: Entry) =>
     e.actor.type === 'operator'
       ? 'operator (CLI)'
       : e.actor.type === 'token'
-        ? `${who(e.actor.accountId)}, by token ${e.actor.tokenId ?? ''}`
-        : who(e.actor.accountId);
+        ? `${who(e.actor.accountId, e.actor.email)}, by token ${e.actor.tokenId ?? ''}`
+        : who(e.actor.accountId, e.actor.email);
   const object = (e: Entry) => {
     if (!e.objectId) return <span class="muted">—</span>;
-    const email = emails.get(e.objectId);
-    return email ? <span title={e.objectId}>{email}</span> : <code>{e.objectId}</code>;
+    return e.objectEmail ? <span title={e.objectId}>{e.objectEmail}</span> : <code>{e.objectId}</code>;
   };
 
   return (
