@@ -20,10 +20,11 @@ import type { LoadRequest } from './load';
 
 const CONNECTION_COUNTS = [8, 32];
 
-/** Puts the data set back: the replies, their events and idempotency records go, the times come back. */
+/** Puts the data set back: the replies, their events, inbox feed rows and idempotency records go, the times come back. */
 async function restore(db: Knex, since: number, conversations: { id: string; updated_at: number; last_message_at: number | null }[]) {
   await db('idempotency_keys').where('created_at', '>=', since).delete();
   await db('deliveries').where('updated_at', '>=', since).delete();
+  await db('inbox_activity').where('created_at', '>=', since).delete();
   await db('events').where('created_at', '>=', since).delete();
   await db('messages').where('origin', 'api').andWhere('created_at', '>=', since).delete();
   for (const c of conversations) await db('conversations').where('id', c.id).update({ updated_at: c.updated_at, last_message_at: c.last_message_at });
@@ -33,10 +34,18 @@ export async function runWritesPart(ctx: BenchContext, dataset: Dataset): Promis
   const engine = dataset.engine === 'mysql' ? 'MariaDB' : 'SQLite';
   const open = dataset.sampleConversations.filter((c) => c.state === 'open').map((c) => ({ id: c.id, key: keyOf(dataset, c.siteId) }));
   const db = createDb({ databaseUrl: dataset.databaseUrl, dataDir: dataset.dataDir });
+  // As many open conversations of the big site alone: every reply to them takes that one site's
+  // inbox feed position, under its counter row's lock held to the commit (server/inbox/store.ts).
+  const bigKey = keyOf(dataset, dataset.bigSiteId);
+  const oneSite = (
+    (await db('conversations').where({ site_id: dataset.bigSiteId, state: 'open' }).orderBy('created_at', 'desc').limit(open.length).select('id')) as {
+      id: string;
+    }[]
+  ).map((c) => ({ id: c.id, key: bigKey }));
   const saved = await db('conversations')
     .whereIn(
       'id',
-      open.map((c) => c.id),
+      [...open, ...oneSite].map((c) => c.id),
     )
     .select('id', 'updated_at', 'last_message_at');
   const since = Date.now();
@@ -50,9 +59,9 @@ export async function runWritesPart(ctx: BenchContext, dataset: Dataset): Promis
     }
     // Each connection replies to its own conversations, as agents answering different visitors do.
     const reply =
-      (prefix: string, idempotent: boolean, label: string) =>
+      (prefix: string, idempotent: boolean, label: string, targets = open) =>
       (c: number, n: number): LoadRequest => {
-        const target = open[(c * 131 + n) % open.length];
+        const target = targets[(c * 131 + n) % targets.length];
         const headers: Record<string, string> = { authorization: `Bearer ${target.key}`, 'content-type': 'application/json' };
         if (idempotent) headers['idempotency-key'] = `bench-${runId}-${label}-${c}-${n}`;
         return {
@@ -67,6 +76,14 @@ export async function runWritesPart(ctx: BenchContext, dataset: Dataset): Promis
         { name: 'service with key', pids: [service.pid], targets: [service.url], request: reply(API_BASE, true, `k${connections}`), okStatuses: [201] },
         { name: 'service without key', pids: [service.pid], targets: [service.url], request: reply(API_BASE, false, `n${connections}`), okStatuses: [201] },
       ];
+      if (oneSite.length)
+        contenders.push({
+          name: 'service, one site',
+          pids: [service.pid],
+          targets: [service.url],
+          request: reply(API_BASE, false, `s${connections}`, oneSite),
+          okStatuses: [201],
+        });
       if (bare) contenders.push({ name: 'bare', pids: [bare.pid], targets: [bare.url], request: reply('/w', false, `b${connections}`), okStatuses: [201] });
       ctx.log(`writes on ${engine}, ${connections} connections`);
       const results = await compare(ctx, contenders, connections, `writes ${connections}`);
@@ -100,6 +117,19 @@ export async function runWritesPart(ctx: BenchContext, dataset: Dataset): Promis
         cpuMsPerOp: withoutKey.cpuMsPerOp,
         note: joinNotes(`idempotency adds ${(withKey.cpuMsPerOp - withoutKey.cpuMsPerOp).toFixed(2)} ms CPU/req`, withoutKey.note),
       });
+      const single = results.get('service, one site');
+      if (single)
+        rows.push({
+          what: `reply without Idempotency-Key, every reply on one site (one inbox feed counter), ${connections} connections, ${engine} (baseline: the same spread over ${new Set(dataset.sampleConversations.map((c) => c.siteId)).size} sites)`,
+          value: single.perSecond,
+          unit: 'req/s',
+          baseline: withoutKey.perSecond,
+          ratio: single.perSecond / withoutKey.perSecond,
+          p50Ms: single.p50Ms,
+          p99Ms: single.p99Ms,
+          cpuMsPerOp: single.cpuMsPerOp,
+          note: joinNotes(`spread: p50 ${withoutKey.p50Ms.toFixed(1)} ms, p99 ${withoutKey.p99Ms.toFixed(1)} ms`, single.note),
+        });
     }
   } finally {
     await service.stop();
