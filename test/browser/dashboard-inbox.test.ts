@@ -312,7 +312,11 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     expect(await ids()).not.toContain(free);
     await page.getByLabel('State').selectOption('open');
     await page.getByLabel('Assigned').selectOption('me');
-    await row(page, taken).waitFor();
+    // `taken` is in the list being replaced too: wait for the list to be exactly the filtered one.
+    await page.waitForFunction(
+      (want) => JSON.stringify(Array.from(document.querySelectorAll('.inbox-rows [data-conversation]'), (e) => e.getAttribute('data-conversation'))) === want,
+      JSON.stringify([taken]),
+    );
     expect(await ids()).toEqual([taken]);
     await page.getByLabel('Assigned').selectOption('unassigned');
     await row(page, free).waitFor();
