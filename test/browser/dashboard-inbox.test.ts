@@ -196,6 +196,30 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     expect(next).toHaveLength(1);
     expect(next[0]).not.toBe(keys[0]);
 
+    // Typed while a send is in flight (its message already shows, live): the answer clears only what was sent.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    await page.route('**/inbox/conversations/*/messages', async (route) => {
+      if (route.request().method() !== 'POST') return route.continue();
+      const answer = await route.fetch();
+      await held;
+      await route.fulfill({ response: answer });
+    });
+    await replyField(page).fill('Sent while I type');
+    await page.keyboard.press('Control+Enter');
+    await history(page).getByText('Sent while I type').waitFor();
+    await replyField(page).fill('The next one, typed meanwhile');
+    release();
+    await page.waitForFunction(() => !document.querySelector('.composer [aria-busy="true"]'));
+    await page.unroute('**/inbox/conversations/*/messages');
+    expect(await replyField(page).inputValue()).toBe('The next one, typed meanwhile');
+    await page.keyboard.press('Control+Enter');
+    await history(page).getByText('The next one, typed meanwhile').waitFor();
+    await page.waitForFunction(() => !document.querySelector('.composer [aria-busy="true"]'));
+    expect(next).toHaveLength(3);
+    expect(new Set(next).size).toBe(3); // each message its own key
+    expect(await replyField(page).inputValue()).toBe('');
+
     // An envelope's error, shown as it says: a file over the size limit is refused (413), the draft stays.
     const statuses: number[] = [];
     page.on('response', (res) => res.request().method() === 'POST' && res.url().endsWith('/messages') && statuses.push(res.status()));

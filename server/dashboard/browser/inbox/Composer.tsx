@@ -4,7 +4,7 @@ import { call, client } from '../api';
 import { Button } from '../components/Button';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { filterCanned, loadCanned } from './canned';
-import { clearDraft, getDraft, markAttempted, updateDraft, type Draft } from './drafts';
+import { clearSent, getDraft, markAttempted, updateDraft, type Draft } from './drafts';
 import { Markdown } from './Markdown';
 import { formatSize, type Message } from './model';
 
@@ -90,9 +90,13 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
         : await call(() =>
             client.POST('/sites/{siteId}/inbox/conversations/{conversationId}/messages', { ...path, body: { content: d.text, format: 'markdown' } }),
           );
-      setDraft(clearDraft(siteId, conversationId));
-      setPreview(false);
-      setFileError('');
+      // Typed while it was being sent (the live history shows it before this answer comes): kept.
+      const typedMeanwhile = getDraft(siteId, conversationId).key !== d.key;
+      setDraft(clearSent(siteId, conversationId, d.key));
+      if (!typedMeanwhile) {
+        setPreview(false);
+        setFileError('');
+      }
       onSent(sent);
     } catch (err) {
       setError(err); // the draft stays as it was, with its key: sending again is the same message

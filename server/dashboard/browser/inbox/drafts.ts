@@ -65,6 +65,16 @@ export function markAttempted(siteId: string, conversationId: string): void {
   drafts.set(`${siteId}/${conversationId}`, { ...d, attempted: true });
 }
 
+/**
+ * The message with `key` was sent: the next one starts empty with a key of its own. Unless the
+ * draft was edited while it was being sent (an edit after the attempt gave it a new key, see
+ * updateDraft): that is the next message already, and it stays as typed.
+ */
+export function clearSent(siteId: string, conversationId: string, key: string): Draft {
+  const now = getDraft(siteId, conversationId);
+  return now.key === key ? clearDraft(siteId, conversationId) : now;
+}
+
 /** Sent: the next message starts empty with a key of its own. */
 export function clearDraft(siteId: string, conversationId: string): Draft {
   const d: Draft = { text: '', files: [], key: newKey(), attempted: false };
