@@ -126,6 +126,8 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await mine.getByRole('link', { name: 'invoice.txt' }).waitFor();
     expect(await mine.locator('strong').innerText()).toBe('shipped');
     expect(await mine.locator('.msg-author').innerText()).toBe('You');
+    // The history may show it (live) before the send's answer comes and clears the draft.
+    await page.waitForFunction(() => !document.querySelector('.composer [aria-busy="true"]'));
     expect(await replyField(page).inputValue()).toBe(''); // a new, empty message
     expect(await page.getByRole('list', { name: 'Files to send' }).count()).toBe(0);
 
