@@ -29,6 +29,8 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
   const row = (page: Page, id: string) => page.locator(`.inbox-rows [data-conversation="${id}"]`);
   const history = (page: Page) => page.getByRole('log', { name: 'Messages' });
   const replyField = (page: Page) => page.getByRole('textbox', { name: 'Reply (markdown)' });
+  /** The send has its answer (the live history can show the message before it). */
+  const sendFinished = (page: Page) => page.waitForFunction(() => !document.querySelector('.composer [aria-busy="true"]'));
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
   /** The inbox card as the signed-in member of `page` reads it from the API. */
@@ -126,8 +128,7 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await mine.getByRole('link', { name: 'invoice.txt' }).waitFor();
     expect(await mine.locator('strong').innerText()).toBe('shipped');
     expect(await mine.locator('.msg-author').innerText()).toBe('You');
-    // The history may show it (live) before the send's answer comes and clears the draft.
-    await page.waitForFunction(() => !document.querySelector('.composer [aria-busy="true"]'));
+    await sendFinished(page);
     expect(await replyField(page).inputValue()).toBe(''); // a new, empty message
     expect(await page.getByRole('list', { name: 'Files to send' }).count()).toBe(0);
 
@@ -212,12 +213,12 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await history(page).getByText('Sent while I type').waitFor();
     await replyField(page).fill('The next one, typed meanwhile');
     release();
-    await page.waitForFunction(() => !document.querySelector('.composer [aria-busy="true"]'));
+    await sendFinished(page);
     await page.unroute('**/inbox/conversations/*/messages');
     expect(await replyField(page).inputValue()).toBe('The next one, typed meanwhile');
     await page.keyboard.press('Control+Enter');
     await history(page).getByText('The next one, typed meanwhile').waitFor();
-    await page.waitForFunction(() => !document.querySelector('.composer [aria-busy="true"]'));
+    await sendFinished(page);
     expect(next).toHaveLength(3);
     expect(new Set(next).size).toBe(3); // each message its own key
     expect(await replyField(page).inputValue()).toBe('');
