@@ -8,82 +8,41 @@
  * an unknown entry kind rendered generically; an agent sees "Owners only". Every page visited: no
  * CSP violation, no serious or critical axe finding, screenshots in test-artifacts/dashboard/.
  */
-import https from 'node:https';
 import request from 'supertest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { describeInChromium, launchChromium } from '../helpers/chromium';
-import { freePort } from '../helpers/spawn';
+import type { Page } from 'playwright-core';
+import { describeInChromium } from '../helpers/chromium';
 import type { Harness } from '../helpers/harness';
-import { makeSelfSignedCert } from '../../server/platform/tls';
 import { answer, deliveryEnv, Receiver, startReceiver, waitFor, workerPool, type Received } from '../webhooks/helpers';
-import { M, manageHarness, newMember, PASSWORD } from '../manage/helpers';
-import { provokeViolation, screenshot, seriousAxeFindings, violations } from './dashboard/harness';
+import { M } from '../manage/helpers';
+import { checkPage, dashboardHarness, provokeViolation, screenshot, type DashboardHarness, type Person } from './dashboard/harness';
 import { verifySignedDelivery } from '../../sdk/src/webhooks';
 
 describeInChromium('the events page and the timeline in Chromium (SQLite pass only)', () => {
   let receiver: Receiver;
+  let d: DashboardHarness;
   let h: Harness;
-  let server: https.Server;
-  let browser: Browser;
-  let origin: string;
   let site: string;
-  const owner = { email: 'owner@example.com', id: '' };
-  const agent = { email: 'agent@example.com', id: '' };
+  let owner: Person;
+  let agent: Person;
   const pool = workerPool(() => h);
-  const pageErrors: string[] = [];
   let failing = true;
 
   beforeAll(async () => {
     receiver = await startReceiver();
     receiver.on('/hooks', (req, res, body) => (failing ? answer(500, 'receiver broke: database is down') : answer(200, 'ok'))(req, res, body));
-    const port = await freePort();
-    origin = `https://localhost:${port}`;
-    // The dashboard harness's service, plus what delivery to a local receiver needs (private networks, its CA).
-    h = await manageHarness({ env: { PUBLIC_URL: origin, ...deliveryEnv(receiver, { delaysMs: [50] }) }, onEvents: () => pool.wake() });
-    site = h.site.id;
-    const tls = await makeSelfSignedCert();
-    server = https.createServer({ cert: tls.cert, key: tls.key }, h.app);
-    await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-    owner.id = (await newMember(h, site, owner.email, 'owner')).id;
-    agent.id = (await newMember(h, site, agent.email, 'agent')).id;
-    browser = await launchChromium();
+    // What delivery to a local receiver needs (private networks, its CA), and a clock the times are shown in.
+    d = await dashboardHarness({ env: deliveryEnv(receiver, { delaysMs: [50] }), onEvents: () => pool.wake(), context: { timezoneId: 'UTC' } });
+    ({ h, owner, agent } = d);
+    site = d.site.id;
     pool.start();
   }, 60_000);
 
   afterAll(async () => {
     await pool.stopAll();
-    await browser?.close();
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    await h?.close();
+    await d?.close();
     await receiver?.close();
   });
 
-  async function newContext(options: Parameters<Browser['newContext']>[0] = {}): Promise<BrowserContext> {
-    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, timezoneId: 'UTC', ...options });
-    await ctx.addInitScript(() => {
-      const w = window as unknown as { __violations: string[] };
-      w.__violations = [];
-      document.addEventListener('securitypolicyviolation', (e) => w.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
-    });
-    ctx.on('weberror', (e) => pageErrors.push(String(e.error())));
-    return ctx;
-  }
-  async function signedIn(who: { email: string }, below: string, options?: Parameters<Browser['newContext']>[0]): Promise<Page> {
-    const page = await (await newContext(options)).newPage();
-    await page.goto(`${origin}/dashboard${below}`);
-    const form = page.getByRole('form', { name: 'Sign in' }).last();
-    await form.getByLabel('Email').fill(who.email);
-    await form.getByLabel('Password').fill(PASSWORD);
-    await form.getByRole('button', { name: 'Sign in' }).click();
-    await page.getByRole('button', { name: 'Sign out' }).waitFor();
-    return page;
-  }
-  async function checkPage(page: Page, name?: string) {
-    expect(await violations(page)).toEqual([]);
-    expect(await seriousAxeFindings(page)).toEqual([]);
-    if (name) await screenshot(page, name);
-  }
   const eventsPath = () => `/sites/${site}/events`;
 
   /** What the receiver got for one delivery id, newest last. */
@@ -114,15 +73,15 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
   let signedBySecret1: Received;
 
   test('the CSP recorder hears a violation caused on purpose', async () => {
-    const page = await (await newContext()).newPage();
-    await page.goto(`${origin}/dashboard/`);
+    const page = await (await d.newContext()).newPage();
+    await page.goto(`${d.origin}/dashboard/`);
     await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     expect((await provokeViolation(page)).join()).toMatch(/style-src/);
     await page.context().close();
   });
 
   test('the address: field errors (in the page and from the envelope), set to the receiver, the secret once, a failing test delivery', async () => {
-    const page = await signedIn(owner, eventsPath());
+    const page = await d.signedIn(owner, eventsPath());
     await page.getByRole('heading', { name: 'Events', level: 1 }).waitFor();
     await page.getByText('No event address yet.').waitFor();
     const form = page.getByRole('form', { name: 'Set the event address' });
@@ -165,7 +124,7 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
     failedEventId = ids.find((id) => id.startsWith('message.created:'))!;
     await waitFor('both deliveries failed', async () => (await h.runtime.db('deliveries').whereIn('event_id', ids)).every((r) => r.status === 'failed'));
 
-    const page = await signedIn(owner, `${eventsPath()}?view=deliveries`);
+    const page = await d.signedIn(owner, `${eventsPath()}?view=deliveries`);
     await page.getByRole('list', { name: 'Deliveries, newest first' }).waitFor();
     await page.getByLabel('Outcome').selectOption('failed');
     await page.getByLabel('Event', { exact: true }).selectOption('message.created');
@@ -225,7 +184,7 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
   }, 90_000);
 
   test('a planned roll explained, switched now, then a rotation: each new secret verifies the next delivery, the old one does not', async () => {
-    const page = await signedIn(owner, eventsPath());
+    const page = await d.signedIn(owner, eventsPath());
     await page.getByRole('heading', { name: 'Signing secret' }).waitFor();
     await page.getByLabel('Switch in (hours)').fill('200');
     await page.getByRole('button', { name: 'Start planned roll' }).click();
@@ -290,7 +249,7 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
   }, 90_000);
 
   test('the signature checker: old secret, clock skew, body changed, a missing prefix, the header id differing from the body', async () => {
-    const page = await signedIn(owner, `${eventsPath()}?view=checker`);
+    const page = await d.signedIn(owner, `${eventsPath()}?view=checker`);
     await page.getByRole('heading', { name: 'Signature checker' }).waitFor();
     const r = signedBySecret1;
     const headers = Object.entries(r.headers)
@@ -341,7 +300,7 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
       .send({ content: 'Yes, we ship to Norway.' });
     expect(reply.status).toBe(201);
 
-    const page = await signedIn(owner, `/sites/${site}/timeline?conversation=${conversationId}`);
+    const page = await d.signedIn(owner, `/sites/${site}/timeline?conversation=${conversationId}`);
     await page.getByRole('heading', { name: 'Timeline', level: 1 }).waitFor();
     const list = page.getByRole('list', { name: 'Timeline, oldest first' });
     await list.waitFor();
@@ -380,7 +339,7 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
   }, 60_000);
 
   test('an agent: the events page says owners only and calls nothing; the timeline reads without redeliver', async () => {
-    const page = await signedIn(agent, eventsPath());
+    const page = await d.signedIn(agent, eventsPath());
     const calls: string[] = [];
     page.on('request', (r) => void (r.url().includes('/manage/v1/') && calls.push(r.url())));
     await page.reload();
@@ -389,7 +348,7 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
     expect(await page.getByRole('navigation', { name: 'Site pages' }).getByRole('link').allInnerTexts()).toEqual(['Inbox']);
     await checkPage(page);
 
-    await page.goto(`${origin}/dashboard/sites/${site}/timeline?conversation=${conversationId}`);
+    await page.goto(`${d.origin}/dashboard/sites/${site}/timeline?conversation=${conversationId}`);
     await page.getByText('Do you ship to Norway?').waitFor();
     expect(await page.getByRole('button', { name: /Redeliver/ }).count()).toBe(0);
     await checkPage(page);
@@ -397,7 +356,7 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
   });
 
   test('a phone-width layout (375x740): the address, the log and the checker fit the screen', async () => {
-    const page = await signedIn(owner, eventsPath(), { viewport: { width: 375, height: 740 } });
+    const page = await d.signedIn(owner, eventsPath(), { viewport: { width: 375, height: 740 } });
     await page.getByRole('heading', { name: 'Signing secret' }).waitFor();
     expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(375);
     await checkPage(page, 'events-phone');
@@ -413,6 +372,6 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
   });
 
   test('no page error in any page visited', () => {
-    expect(pageErrors).toEqual([]);
+    expect(d.pageErrors).toEqual([]);
   });
 });

@@ -10,7 +10,7 @@
 import request from 'supertest';
 import type { Page } from 'playwright-core';
 import { describeInChromium } from '../helpers/chromium';
-import { DashboardHarness, dashboardHarness, PASSWORD, screenshot, seriousAxeFindings, violations } from './dashboard/harness';
+import { DashboardHarness, dashboardHarness, PASSWORD, violations, checkPage } from './dashboard/harness';
 
 describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
   let d: DashboardHarness;
@@ -48,12 +48,6 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
       format: string;
       attachments: { name: string; size: number }[];
     }[];
-
-  async function checkPage(page: Page, name?: string) {
-    expect(await violations(page)).toEqual([]);
-    expect(await seriousAxeFindings(page)).toEqual([]);
-    if (name) await screenshot(page, name);
-  }
 
   test('an agent opens a visitor’s conversation: the newest page first, older pages only as the history scrolls up, then read', async () => {
     const visitor = newVisitor('shopper');

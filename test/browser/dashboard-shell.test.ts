@@ -5,9 +5,8 @@
  * use and a phone-width layout. Screenshots go to test-artifacts/dashboard/.
  */
 import request from 'supertest';
-import type { Page } from 'playwright-core';
 import { describeInChromium } from '../helpers/chromium';
-import { DashboardHarness, dashboardHarness, provokeViolation, screenshot, seriousAxeFindings, violations, PASSWORD } from './dashboard/harness';
+import { DashboardHarness, dashboardHarness, provokeViolation, violations, PASSWORD, checkPage } from './dashboard/harness';
 
 describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
   let d: DashboardHarness;
@@ -20,11 +19,6 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
 
   const keysPath = () => `/sites/${d.site.id}/keys`;
   /** CSP clean and axe clean, then a screenshot: what every page visited gets. */
-  async function checkPage(page: Page, name: string) {
-    expect(await violations(page)).toEqual([]);
-    expect(await seriousAxeFindings(page)).toEqual([]);
-    await screenshot(page, name);
-  }
 
   test('the CSP recorder hears a violation caused on purpose', async () => {
     const page = await (await d.newContext()).newPage();

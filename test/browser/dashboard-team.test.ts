@@ -13,7 +13,7 @@ import { describeInChromium } from '../helpers/chromium';
 import { createEmbedCheck } from '../../server/sites/embed-check';
 import { M, newMember } from '../manage/helpers';
 import { newId } from '../../server/platform/ids';
-import { DashboardHarness, dashboardHarness, screenshot, seriousAxeFindings, violations, PASSWORD } from './dashboard/harness';
+import { DashboardHarness, dashboardHarness, violations, PASSWORD, checkPage } from './dashboard/harness';
 
 describeInChromium('settings, team and account pages in Chromium (SQLite pass only)', () => {
   let d: DashboardHarness;
@@ -46,11 +46,6 @@ describeInChromium('settings, team and account pages in Chromium (SQLite pass on
   });
 
   const sitePath = (page: string) => `/sites/${d.site.id}/${page}`;
-  async function checkPage(page: Page, name: string) {
-    expect(await violations(page)).toEqual([]);
-    expect(await seriousAxeFindings(page)).toEqual([]);
-    await screenshot(page, name);
-  }
   /** The status of a request from inside the page (its cookie, same origin). */
   const statusFrom = (page: Page, path: string) => page.evaluate(async (p) => (await fetch(p)).status, path);
   const origins = async () => (await d.h.runtime.services.access.getSite(d.site.id)).allowedOrigins;

@@ -42,10 +42,18 @@ export interface DashboardHarness {
   close(): Promise<void>;
 }
 
-export async function dashboardHarness(): Promise<DashboardHarness> {
+export interface DashboardHarnessOptions {
+  /** More service settings (PUBLIC_URL is the harness's own origin). */
+  env?: Record<string, string>;
+  onEvents?: () => void;
+  /** Defaults of every browser profile `newContext` makes. */
+  context?: Parameters<Browser['newContext']>[0];
+}
+
+export async function dashboardHarness(opts: DashboardHarnessOptions = {}): Promise<DashboardHarness> {
   const port = await freePort();
   const origin = `https://localhost:${port}`;
-  const h = await manageHarness({ env: { PUBLIC_URL: origin } });
+  const h = await manageHarness({ env: { ...opts.env, PUBLIC_URL: origin }, onEvents: opts.onEvents });
   const tls = await makeSelfSignedCert();
   const server = https.createServer({ cert: tls.cert, key: tls.key }, h.app);
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
@@ -56,7 +64,7 @@ export async function dashboardHarness(): Promise<DashboardHarness> {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
 
   const newContext = async (options: Parameters<Browser['newContext']>[0] = {}) => {
-    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, ...options });
+    const ctx = await browser.newContext({ ignoreHTTPSErrors: true, ...opts.context, ...options });
     await ctx.addInitScript(() => {
       const w = window as unknown as { __violations: string[] };
       w.__violations = [];
@@ -130,3 +138,10 @@ export async function seriousAxeFindings(page: Page): Promise<string[]> {
 }
 
 export const screenshot = (page: Page, name: string) => page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+
+/** What every visited page must pass: no CSP violation, no serious or critical axe finding; then its screenshot when named. */
+export async function checkPage(page: Page, name?: string) {
+  expect(await violations(page)).toEqual([]);
+  expect(await seriousAxeFindings(page)).toEqual([]);
+  if (name) await screenshot(page, name);
+}
