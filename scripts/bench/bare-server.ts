@@ -65,15 +65,8 @@ async function page(conversationId: string, limit: number) {
     'SELECT id, conversation_id, direction, origin, api_key_id, content, format, created_at FROM messages WHERE conversation_id = ? ORDER BY created_at, id LIMIT ?',
     [conversationId, limit + 1],
   );
-  const hasMore = rows.length > limit;
-  const data = rows.slice(0, limit);
-  const last = data[data.length - 1];
-  let nextCursor: string | null = null;
-  if (hasMore && last) {
-    const payload = Buffer.from(JSON.stringify({ t: Number(last.created_at), i: last.id })).toString('base64url');
-    nextCursor = `${payload}.${createHmac('sha256', cursorKey).update(payload).digest('base64url').slice(0, 32)}`;
-  }
-  return { data: data.map(toMessage), page: { nextCursor, hasMore } };
+  const paged = pageOf(rows, limit);
+  return { data: paged.data.map(toMessage), page: paged.page };
 }
 
 /** The key's site, or undefined when the key is missing, unknown or revoked. */
