@@ -7,7 +7,7 @@
  *                                      `npm run db:migrate` run first: build only when there is no
  *                                      build or a source changed since it (a stat of each source)
  *
- * A build is the server (server/**\/*.ts, file by file, CommonJS with source maps) and the browser
+ * A build is the server (server/**\/*.ts, file by file, CommonJS with source maps; server/**\/*.cjs as they are) and the browser
  * files of the chat window (scripts/build-window.ts) and of the dashboard (scripts/build-dashboard.ts),
  * minified, with brotli and gzip variants (scripts/build-assets.ts). It is
  * written into a fresh directory .dist/.tmp-*, renamed to .dist/<id> (id: a hash of the sources
@@ -186,6 +186,11 @@ async function compile(root) {
       sourcemap: true,
       logLevel: 'warning',
     });
+    // Plain CommonJS server files (a worker thread's body, which cannot be TypeScript) are copied as they are.
+    for (const rel of files.filter((f) => f.startsWith('server/') && f.endsWith('.cjs'))) {
+      fs.mkdirSync(path.dirname(path.join(tmp, rel)), { recursive: true });
+      fs.copyFileSync(path.join(root, rel), path.join(tmp, rel));
+    }
     // The browser builders, just compiled with the rest, write the browser files.
     await require(path.join(tmp, 'scripts', 'build-window.js')).writeWindowAssets(path.join(tmp, 'window'));
     await require(path.join(tmp, 'scripts', 'build-dashboard.js')).writeDashboardAssets(path.join(tmp, 'dashboard'));

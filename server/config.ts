@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { VisitorFileLimits } from './media/quota';
+import { DEFAULT_HASH_QUEUE, defaultHashThreads, MAX_HASH_THREADS } from './accounts/hash-pool';
 
 /** Runtime configuration, read once from the environment (every setting is listed in README.md, Configuration). */
 export interface Config {
@@ -44,6 +45,15 @@ export interface Config {
   visitorFiles: VisitorFileLimits;
   /** Media files (and their attachment rows) older than this are removed by maintenance; 0 keeps them. */
   mediaRetentionDays: number;
+  /** Password hashing's own threads and queue (docs/operations.md, Sign-in floods). */
+  passwordHashing: PasswordHashing;
+}
+
+export interface PasswordHashing {
+  /** Hashes at once, each on a thread of its own with 128 MiB while it runs. */
+  threads: number;
+  /** Hashes waiting for a thread; one more is answered 503 with Retry-After. */
+  queue: number;
 }
 
 export interface HttpLimits {
@@ -159,7 +169,18 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     http: httpLimitsFrom(env),
     visitorFiles: visitorFileLimitsFrom(env),
     mediaRetentionDays: intFrom(env.MEDIA_RETENTION_DAYS, 90, 'MEDIA_RETENTION_DAYS'),
+    passwordHashing: passwordHashingFrom(env),
   };
+}
+
+function passwordHashingFrom(env: NodeJS.ProcessEnv): PasswordHashing {
+  const threads = intFrom(env.PASSWORD_HASH_THREADS, defaultHashThreads(), 'PASSWORD_HASH_THREADS');
+  // Each thread holds 128 MiB while it hashes: the cap bounds that memory, and more threads than
+  // cores would only slow the event loop.
+  if (threads < 1 || threads > MAX_HASH_THREADS) throw new Error(`PASSWORD_HASH_THREADS must be 1 to ${MAX_HASH_THREADS}, got ${threads}`);
+  const queue = intFrom(env.PASSWORD_HASH_QUEUE, DEFAULT_HASH_QUEUE, 'PASSWORD_HASH_QUEUE');
+  if (queue > 1000) throw new Error(`PASSWORD_HASH_QUEUE must be at most 1000, got ${queue}`);
+  return { threads, queue };
 }
 
 function deliveryLimitsFrom(env: NodeJS.ProcessEnv): Pick<Config, 'webhookConcurrency' | 'webhookMaxInFlightPerAddress'> {

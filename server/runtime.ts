@@ -9,7 +9,8 @@ import { createFailOpenLimiter } from './http/rate-limit/fail-open';
 import { FAIL_FAST_REDIS_OPTIONS, redisUrlSecrets } from './platform/redis';
 import { createLogger, Logger } from './platform/logger';
 import { createEventChannel } from './webhooks/channel';
-import type { PasswordHasher } from './accounts/passwords';
+import { createPasswordHasher, PasswordHasher } from './accounts/passwords';
+import { createHashPool } from './accounts/hash-pool';
 
 /**
  * What the server, the worker and the CLI share: config, a migrated database, the services and the
@@ -28,8 +29,12 @@ export async function openRuntime(config: Config, opts: { onEvents?: () => void;
   const db = createDb({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   await migrate(db);
   const master = loadMasterKey(config.dataDir, config.masterKey);
-  const channel = createEventChannel({ redisUrl: config.redisUrl, logger: createLogger(config.logLevel).child({ component: 'event-channel' }) });
-  const services = createServices(db, config, master, { ...opts, channel });
+  const logger = createLogger(config.logLevel);
+  const channel = createEventChannel({ redisUrl: config.redisUrl, logger: logger.child({ component: 'event-channel' }) });
+  // The process's one bound on password hashes (no thread starts before the first one).
+  const hashPool = createHashPool({ ...config.passwordHashing, logger: logger.child({ component: 'password-hash' }) });
+  const passwordHasher = opts.passwordHasher ?? createPasswordHasher(undefined, hashPool);
+  const services = createServices(db, config, master, { ...opts, channel, passwordHasher });
   return {
     config,
     db,
@@ -37,6 +42,7 @@ export async function openRuntime(config: Config, opts: { onEvents?: () => void;
     close: async () => {
       await services.idempotency.flushReplayNotes(); // the replays answered last still reach the timeline
       await channel.close();
+      await hashPool.close();
       await db.destroy();
     },
   };

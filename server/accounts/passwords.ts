@@ -1,4 +1,5 @@
-import { randomBytes, scrypt, timingSafeEqual } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { HashPool, sharedHashPool } from './hash-pool';
 
 /** scrypt's cost parameters; the stored hash names its own, so old hashes verify after a change. */
 export interface ScryptParams {
@@ -10,7 +11,8 @@ export interface ScryptParams {
 
 /**
  * OWASP's Password Storage Cheat Sheet: scrypt with N=2^17, r=8, p=1 (128 MiB per hash). Each
- * hash runs on libuv's thread pool (async `scrypt`), never on the event loop.
+ * hash runs on a thread of the hash pool (hash-pool.ts), never on the event loop nor on libuv's
+ * thread pool, which file I/O needs.
  */
 export const OWASP_SCRYPT: ScryptParams = { N: 2 ** 17, r: 8, p: 1 };
 
@@ -23,12 +25,8 @@ export const PASSWORD_MAX_LENGTH = 256;
 /** scrypt needs 128 * N * r bytes; Node's default cap (32 MiB) is below OWASP's N, so it is raised to twice the need. */
 const maxmemOf = (p: ScryptParams) => 2 * 128 * p.N * p.r + 1024 * 1024;
 
-function derive(password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scrypt(password.normalize('NFC'), salt, KEY_BYTES, { N: params.N, r: params.r, p: params.p, maxmem: maxmemOf(params) }, (err, key) =>
-      err ? reject(err) : resolve(key),
-    );
-  });
+function derive(pool: HashPool, password: string, salt: Buffer, params: ScryptParams): Promise<Buffer> {
+  return pool.derive({ password: password.normalize('NFC'), salt, keyLength: KEY_BYTES, N: params.N, r: params.r, p: params.p, maxmem: maxmemOf(params) });
 }
 
 const FORMAT = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9_-]{10,64})\$([A-Za-z0-9_-]{10,128})$/;
@@ -46,14 +44,18 @@ export interface PasswordHasher {
   verifyNothing(password: string): Promise<void>;
 }
 
-export function createPasswordHasher(params: ScryptParams = OWASP_SCRYPT): PasswordHasher {
+/**
+ * Every hash, known email or not, goes through `pool`: its queue bound applies to all alike, and a
+ * full queue refuses with 503 before any work is done. Without a pool, the process's shared one.
+ */
+export function createPasswordHasher(params: ScryptParams = OWASP_SCRYPT, pool: HashPool = sharedHashPool()): PasswordHasher {
   const ln = Math.log2(params.N);
   if (!Number.isInteger(ln)) throw new Error('scrypt N must be a power of two');
   const hasher: PasswordHasher = {
     params,
     async hash(password) {
       const salt = randomBytes(SALT_BYTES);
-      const key = await derive(password, salt, params);
+      const key = await derive(pool, password, salt, params);
       return `$scrypt$ln=${ln},r=${params.r},p=${params.p}$${salt.toString('base64url')}$${key.toString('base64url')}`;
     },
     async verify(password, stored) {
@@ -61,11 +63,11 @@ export function createPasswordHasher(params: ScryptParams = OWASP_SCRYPT): Passw
       if (!m) return false;
       const cost = { N: 2 ** Number(m[1]), r: Number(m[2]), p: Number(m[3]) };
       const expected = Buffer.from(m[5], 'base64url');
-      const key = await derive(password, Buffer.from(m[4], 'base64url'), cost);
+      const key = await derive(pool, password, Buffer.from(m[4], 'base64url'), cost);
       return key.length === expected.length && timingSafeEqual(key, expected);
     },
     async verifyNothing(password) {
-      const key = await derive(password, randomBytes(SALT_BYTES), params);
+      const key = await derive(pool, password, randomBytes(SALT_BYTES), params);
       timingSafeEqual(key, key);
     },
   };
