@@ -66,6 +66,8 @@ export interface Answer {
 export interface CallOptions {
   key?: string;
   body?: unknown;
+  /** Sent as it is (a multipart upload), with its Content-Type in `headers`; instead of `body`. */
+  rawBody?: Buffer;
   headers?: Record<string, string>;
   agent?: https.Agent;
   /** The test's own bound: a hang fails with status 0 instead of blocking the test. */
@@ -77,7 +79,7 @@ export interface CallOptions {
 /** One HTTPS request; never throws: a transport failure is status 0 with the error in `json`. */
 export function call(service: Pick<Service, 'port' | 'ca'>, method: string, p: string, opts: CallOptions = {}): Promise<Answer> {
   const started = Date.now();
-  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  const payload = opts.rawBody ?? (opts.body === undefined ? undefined : JSON.stringify(opts.body));
   return new Promise((resolve) => {
     let done = false;
     const finish = (a: Omit<Answer, 'ms'>) => {
@@ -97,7 +99,7 @@ export function call(service: Pick<Service, 'port' | 'ca'>, method: string, p: s
         localAddress: opts.localAddress,
         headers: {
           ...(opts.key ? { Authorization: `Bearer ${opts.key}` } : {}),
-          ...(payload ? { 'Content-Type': 'application/json' } : {}),
+          ...(payload && !opts.rawBody ? { 'Content-Type': 'application/json' } : {}),
           ...opts.headers,
         },
       },
