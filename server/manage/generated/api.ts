@@ -84,8 +84,10 @@ export interface paths {
          *     `Secure`, `SameSite=Lax`, `Path=/`); send it back with every request. A new token at every
          *     sign-in. A wrong password and an email with no account get the same answer, `401`. Attempts are
          *     limited per email (10 in 15 minutes) and per client address (100 in 15 minutes): `429` with
-         *     `Retry-After`. Like every request without a management token that changes something, it needs
-         *     `Sec-Fetch-Site: same-origin` (or, without Fetch Metadata, an `Origin` equal to the service's).
+         *     `Retry-After`. When too many password checks are waiting already (a flood), the answer is `503`
+         *     with `Retry-After` at once, whether the email has an account or not. Like every request without
+         *     a management token that changes something, it needs `Sec-Fetch-Site: same-origin` (or, without
+         *     Fetch Metadata, an `Origin` equal to the service's).
          */
         post: operations["signIn"];
         /**
@@ -2100,9 +2102,10 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `service_unavailable`: the database cannot be reached; retry later. */
+        /** @description `service_unavailable`: the database cannot be reached, or (sign-in, password change, invitation, setup) too many password checks are waiting; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
+                "Retry-After": components["headers"]["Retry-After"];
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
