@@ -146,8 +146,9 @@ export function createHashPool(opts: HashPoolOptions): HashPool {
 
   const running = () => [...slots].filter((s) => s.pending).length;
 
+  /** The time the queue takes to drain, at least 1 s and at most the hour the documents allow. */
   function retryAfterSeconds(): number {
-    return Math.max(1, Math.ceil((averageMs * (queue.length + running())) / threads / 1000));
+    return Math.min(3600, Math.max(1, Math.ceil((averageMs * (queue.length + running())) / threads / 1000)));
   }
 
   function refuse(): ApiError {
