@@ -2,7 +2,9 @@ import type { Knex } from 'knex';
 import { ApiError, invalid, notFound } from '../platform/errors';
 import { toIso } from '../platform/time';
 import { afterCommit, runInTransaction } from '../db/transaction';
-import type { AccountsService, Actor, Manager } from '../accounts/service';
+import type { Manager, SignedActor } from '../accounts/common';
+import type { Members } from '../accounts/members';
+import type { AuditLog } from '../accounts/audit';
 import type { ConversationService, ListConversationsQuery } from '../conversations/service';
 import { conversationToDto, type ConversationRow, type ConversationStore, type InboxColumns } from '../conversations/store';
 import type { MessageService } from '../messages/service';
@@ -16,7 +18,7 @@ import type { InboxHub } from './live';
 
 export type AssigneeFilter = 'me' | 'unassigned' | 'any';
 export type InboxQuery = ListConversationsQuery & { assignee?: AssigneeFilter; unread?: boolean };
-type Signed = Actor & { manager: Manager };
+type Signed = SignedActor;
 
 /** A stream resuming from a position no longer in the feed (kept this long) starts at its end. */
 export const INBOX_ACTIVITY_RETENTION_MS = 7 * 24 * 3600_000;
@@ -35,7 +37,8 @@ export function assignmentRefusal(role: 'owner' | 'agent', actorId: string, curr
 export function createInboxService(deps: {
   db: Knex;
   store: InboxStore;
-  accounts: AccountsService;
+  members: Pick<Members, 'requireRole' | 'find' | 'refusalOf'>;
+  audit: AuditLog['record'];
   conversations: ConversationService;
   conversationStore: ConversationStore;
   messages: MessageService;
@@ -109,7 +112,7 @@ export function createInboxService(deps: {
 
   const service = {
     async list(manager: Manager, siteId: string, query: InboxQuery) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
+      await deps.members.requireRole(manager, siteId, 'member');
       const { assignee = 'any', unread, ...rest } = query;
       const filters = {
         assigneeId: assignee === 'me' ? manager.accountId : assignee === 'unassigned' ? null : undefined,
@@ -120,20 +123,20 @@ export function createInboxService(deps: {
     },
 
     async get(manager: Manager, siteId: string, id: string) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
+      await deps.members.requireRole(manager, siteId, 'member');
       const row = await conversationStore.findWithReads(siteId, id, manager.accountId);
       if (!row) throw notFound('Conversation');
       return (await withInbox(manager.accountId, [row]))[0];
     },
 
     async messages(manager: Manager, siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
+      await deps.members.requireRole(manager, siteId, 'member');
       return deps.messages.list(siteId, id, query);
     },
 
     /** Checked before an upload is spooled: the membership and the conversation. */
     async checkReply(manager: Manager, siteId: string, id: string) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
+      await deps.members.requireRole(manager, siteId, 'member');
       await conversationOf(siteId, id);
     },
 
@@ -149,7 +152,7 @@ export function createInboxService(deps: {
       input: { content: string; format: MessageFormat; files: IncomingFile[] },
       withinTransaction?: (trx: Knex.Transaction, message: Message) => Promise<void>,
     ) {
-      await deps.accounts.requireRole(actor.manager, siteId, 'member');
+      await deps.members.requireRole(actor.manager, siteId, 'member');
       const result = await deps.messages.reply(
         siteId,
         id,
@@ -164,16 +167,14 @@ export function createInboxService(deps: {
 
     /** Closes through the conversations service (one `conversation.closed`); audited when this call closed it. */
     async close(actor: Signed, siteId: string, id: string) {
-      await deps.accounts.requireRole(actor.manager, siteId, 'member');
-      await deps.conversations.close(siteId, id, (trx, card) =>
-        deps.accounts.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined),
-      );
+      await deps.members.requireRole(actor.manager, siteId, 'member');
+      await deps.conversations.close(siteId, id, (trx, card) => deps.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined));
       return service.get(actor.manager, siteId, id);
     },
 
     async assign(actor: Signed, siteId: string, id: string, assigneeId: string | null) {
-      const membership = await deps.accounts.requireRole(actor.manager, siteId, 'member');
-      if (assigneeId !== null && !(await deps.accounts.listMembers(actor.manager, siteId)).some((m) => m.accountId === assigneeId)) {
+      const membership = await deps.members.requireRole(actor.manager, siteId, 'member');
+      if (assigneeId !== null && !(await deps.members.find(assigneeId, siteId))) {
         throw invalid('The assignee is not a member of this site.', [{ path: '/body/assigneeId', message: 'must be a member of the site' }]);
       }
       await runInTransaction(db, async (trx) => {
@@ -189,13 +190,13 @@ export function createInboxService(deps: {
           assigneeId,
           assignedBy: actor.manager.accountId,
         });
-        await deps.accounts.audit(actor, [siteId], assigneeId ? 'conversation.assigned' : 'conversation.unassigned', id, trx);
+        await deps.audit(actor, [siteId], assigneeId ? 'conversation.assigned' : 'conversation.unassigned', id, trx);
       });
       return service.get(actor.manager, siteId, id);
     },
 
     async markRead(manager: Manager, siteId: string, id: string) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
+      await deps.members.requireRole(manager, siteId, 'member');
       const row = await conversationOf(siteId, id);
       return runInTransaction(db, (trx) => markReadIn(trx, manager.accountId, siteId, row));
     },
@@ -206,7 +207,7 @@ export function createInboxService(deps: {
      * every member, a read mark only to its own member.
      */
     async stream(manager: Manager, siteId: string, lastEventId: string | undefined, logger: Logger): Promise<StreamSource<number>> {
-      await deps.accounts.requireRole(manager, siteId, 'member');
+      await deps.members.requireRole(manager, siteId, 'member');
       const tail = await store.tail(siteId);
       let from = tail;
       if (lastEventId !== undefined) {
@@ -245,7 +246,7 @@ export function createInboxService(deps: {
         expiresAt: now() + 12 * 3600_000,
         endEvent: 'session-ended',
         busyMessage: 'Too many live inbox connections right now; retry later or page the list.',
-        refusal: () => deps.accounts.refusalOf(manager, siteId),
+        refusal: () => deps.members.refusalOf(manager, siteId),
         logger,
         now,
       };

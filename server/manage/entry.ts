@@ -40,7 +40,7 @@ const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path ==
  */
 export function manageEntry(opts: ManageEntryOptions): Router {
   const { services, limiter } = opts;
-  const accounts = services.accounts;
+  const { signIn, tokens } = services.accounts;
   const serviceOrigin = new URL(services.config.publicUrl).origin;
   const router = Router();
 
@@ -59,7 +59,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
         if (!slot.allowed) throw rateLimited(slot);
         if (!token) throw new ApiError('unauthorized', 'Send Authorization: Bearer wcm_...');
         try {
-          req.manager = await accounts.authenticateToken(token);
+          req.manager = await tokens.authenticate(token);
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'unauthorized')) void slot.release();
           throw err;
@@ -69,7 +69,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
         const cookie = sessionCookieOf(req.headers.cookie);
         if (cookie !== undefined) {
           try {
-            req.manager = await accounts.authenticateSession(cookie);
+            req.manager = await signIn.authenticate(cookie);
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 'unauthorized')) throw err;
             // The browser may forget the cookie: it opens nothing any more.
@@ -101,7 +101,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(validateAgainst(manageDocument(), opts.validateResponses));
 
   // 4.
-  router.use(manageRoutes(accounts, createSignInThrottle(limiter), services, opts.logger));
+  router.use(manageRoutes(services, createSignInThrottle(limiter), opts.logger));
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));
   router.use(embedCheckRoutes(services.embedCheck, limiter));

@@ -14,7 +14,8 @@ const send = <T extends keyof Schemas>(res: Response, status: number, body: Body
  * webhook service the CLI's `webhook` commands call, with the caller as the audit actor.
  */
 export function eventRoutes(services: Pick<Services, 'accounts' | 'webhooks' | 'timeline'>): Router {
-  const { accounts, webhooks } = services;
+  const { webhooks } = services;
+  const accounts = services.accounts.members;
   const router = Router();
 
   /** The owner behind the request, as an audit actor, once the role is checked. */

@@ -1,14 +1,6 @@
-import { Request, Response, Router } from 'express';
-import type { components } from './generated/api';
-import type { Actor, Manager } from '../accounts/service';
+import { Router } from 'express';
 import type { SiteAdmin } from '../sites/service';
-
-type Schemas = components['schemas'];
-type Body<T extends keyof Schemas> = Schemas[T];
-
-const signedIn = (req: Request) => req.manager!;
-const actor = (req: Request): Actor & { manager: Manager } => ({ manager: signedIn(req), clientIp: req.ip ?? null });
-const send = <T extends keyof Schemas>(res: Response, status: number, body: Body<T>) => res.status(status).json(body);
+import { actor, Body, send, signedIn } from './context';
 
 /**
  * An owner's sites and access keys (openapi/manage.yaml, tags Sites and Keys): each a call into the

@@ -7,15 +7,18 @@ import { normaliseOrigin } from '../access/service';
 import { keyToDto } from '../access/store';
 import type { IdentityMode } from '../access/store';
 import type { Scope } from '../access/scopes';
-import { CLI_ACTOR } from '../accounts/service';
-import type { AccountsService, Actor, Manager } from '../accounts/service';
+import { CLI_ACTOR } from '../accounts/common';
+import type { Actor, Manager, SignedActor } from '../accounts/common';
+import type { Members } from '../accounts/members';
+import type { AuditLog } from '../accounts/audit';
 import type { VisitorFiles } from '../media/visitor-files';
 
-type Owner = Actor & { manager: Manager };
+type Owner = SignedActor;
 
 export interface SiteAdminOptions {
   access: AccessService;
-  accounts: AccountsService;
+  members: Pick<Members, 'requireRole' | 'addFirstOwner'>;
+  audit: AuditLog['record'];
   visitorFiles: VisitorFiles;
   cursors: CursorCodec;
   /** Where the chat window's loader is served (WINDOW_PUBLIC_URL, else PUBLIC_URL). */
@@ -34,10 +37,10 @@ export function embedSnippet(windowUrl: string, siteId: string) {
  * CLI calls too, handing it the audit entry to write in the change's own transaction.
  */
 export function createSiteAdmin(opts: SiteAdminOptions) {
-  const { access, accounts, cursors } = opts;
-  const owner = (manager: Manager, siteId: string) => accounts.requireRole(manager, siteId, 'owner');
+  const { access, members, audit, cursors } = opts;
+  const owner = (manager: Manager, siteId: string) => members.requireRole(manager, siteId, 'owner');
   /** The audit entry of a change, written in its transaction. */
-  const audited = (actor: Owner, siteId: string, action: string) => (trx: Knex, objectId: string) => accounts.audit(actor, [siteId], action, objectId, trx);
+  const audited = (actor: Owner, siteId: string, action: string) => (trx: Knex, objectId: string) => audit(actor, [siteId], action, objectId, trx);
 
   return {
     /**
@@ -47,14 +50,14 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
     byOperator:
       (...actions: string[]): AlsoInTransaction =>
       async (trx, objectId, siteId) => {
-        for (const action of actions) await accounts.audit(CLI_ACTOR, [siteId], action, objectId, trx);
+        for (const action of actions) await audit(CLI_ACTOR, [siteId], action, objectId, trx);
       },
 
     /** Any signed-in account may make a site; it becomes the site's first owner. */
     async createSite(actor: Owner, name: string) {
       const site = await access.createSite(name, async (trx, siteId) => {
-        await accounts.addFirstOwner(actor, siteId, trx);
-        await accounts.audit(actor, [siteId], 'site.created', siteId, trx);
+        await members.addFirstOwner(actor, siteId, trx);
+        await audit(actor, [siteId], 'site.created', siteId, trx);
       });
       return access.getSite(site.id);
     },
@@ -75,7 +78,7 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
         ...(change.identityMode !== undefined ? [`site.identity_mode_changed.${change.identityMode}`] : []),
       ];
       const { identitySecret } = await access.updateSite(siteId, change, async (trx, objectId) => {
-        for (const action of actions) await accounts.audit(actor, [siteId], action, objectId, trx);
+        for (const action of actions) await audit(actor, [siteId], action, objectId, trx);
       });
       const site = await access.getSite(siteId);
       return identitySecret ? { ...site, identitySecret } : site;
@@ -128,9 +131,7 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
     async updateVisitorFiles(actor: Owner, siteId: string, change: { enabled?: boolean; types?: string[] | null }) {
       await owner(actor.manager, siteId);
       const types = change.types === undefined ? undefined : change.types === null ? '' : change.types.join(',');
-      return opts.visitorFiles.update(siteId, { enabled: change.enabled, types }, (trx) =>
-        accounts.audit(actor, [siteId], 'site.visitor_files_changed', siteId, trx),
-      );
+      return opts.visitorFiles.update(siteId, { enabled: change.enabled, types }, (trx) => audit(actor, [siteId], 'site.visitor_files_changed', siteId, trx));
     },
 
     /**
@@ -142,7 +143,7 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
     async revokeVisitors(actor: Actor, siteId: string, visitorId: string | null) {
       if (actor.manager) await owner(actor.manager, siteId);
       const r = await access.revokeVisitors(siteId, visitorId);
-      await accounts.audit(actor, [siteId], visitorId === null ? 'visitor.revoked_all' : 'visitor.revoked', visitorId ?? siteId);
+      await audit(actor, [siteId], visitorId === null ? 'visitor.revoked_all' : 'visitor.revoked', visitorId ?? siteId);
       return r;
     },
 

@@ -29,7 +29,7 @@ describeInChromium('settings, team and account pages in Chromium (SQLite pass on
     const s = d.h.runtime.services;
     Object.assign(
       s.embedCheck,
-      createEmbedCheck({ access: s.access, accounts: s.accounts, windowUrl: d.origin, publicUrl: d.origin, allowPrivateNetworks: true }),
+      createEmbedCheck({ access: s.access, members: s.accounts.members, windowUrl: d.origin, publicUrl: d.origin, allowPrivateNetworks: true }),
     );
     // A shop on 127.0.0.1: `/` carries the snippet (read from the API once it is known), `/bare` does not.
     shop = http.createServer((req, res) => {

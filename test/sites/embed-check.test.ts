@@ -329,7 +329,7 @@ describe('the fetch stays within its bounds', () => {
     const account = await newMember(strict, s.id, 'dns-owner@example.com', 'owner');
     const checker = createEmbedCheck({
       access: services.access,
-      accounts: services.accounts,
+      members: services.accounts.members,
       windowUrl: 'https://chat.example.com',
       publicUrl: 'https://chat.example.com',
       allowPrivateNetworks: false,
@@ -353,11 +353,11 @@ describe('the fetch stays within its bounds', () => {
       res.on('close', () => clearInterval(t));
     });
     const services = h.runtime.services;
-    const account = await services.accounts.createAccount('slow-owner@example.com', 'correct horse battery staple');
-    await services.accounts.addMember({ manager: null, clientIp: null }, site, account.email, 'owner');
+    const account = await services.accounts.registry.create('slow-owner@example.com', 'correct horse battery staple');
+    await services.accounts.members.add({ manager: null, clientIp: null }, site, account.email, 'owner');
     const checker = createEmbedCheck({
       access: services.access,
-      accounts: services.accounts,
+      members: services.accounts.members,
       windowUrl: h.config.publicUrl,
       publicUrl: h.config.publicUrl,
       allowPrivateNetworks: true,
@@ -400,7 +400,7 @@ describe('the fetch stays within its bounds', () => {
   test('at most 10 checks a minute per site, then 429 with Retry-After', async () => {
     const s = await h.newSite();
     await h.runtime.services.access.setAllowedOrigins(s.id, [secure.origin]);
-    await h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
+    await h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
     secure.on('/budget', html('<p>x</p>'));
     // A refused URL costs nothing.
     expect((await check(foreign.url('/'), { siteId: s.id })).status).toBe(400);
@@ -420,7 +420,7 @@ describe('the fetch stays within its bounds', () => {
     for (let i = 0; i < 4; i++) {
       const s = await h.newSite();
       await h.runtime.services.access.setAllowedOrigins(s.id, [secure.origin]);
-      await h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
+      await h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
       sites.push(s.id);
     }
     secure.on('/many', html('<p>x</p>'));
