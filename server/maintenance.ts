@@ -20,8 +20,9 @@ const HOUR = 3600_000;
  *    (the credential's 180 days, plus a day for clocks; sessions are capped far below that);
  *  - the delivery log keeps 30 days: older attempt rows, finished deliveries and the events nobody
  *    can redeliver any more are removed (webhooks/retention.ts; `npm run worker` runs it too);
- *  - sign-in sessions past their limits, invitations past their week, and audit log entries older
- *    than a year are removed (the `purge` of accounts/sign-in.ts, invitations.ts, audit.ts);
+ *  - sign-in sessions past their limits, invitations past their week, audit log entries older
+ *    than a year and security log entries older than 90 days are removed (the `purge` of
+ *    accounts/sign-in.ts, invitations.ts, audit.ts, security-log.ts);
  *  - the inbox's feed keeps a week: a live stream resumes within it (inbox/service.ts, `purge`).
  * Every step is idempotent, so several instances may run it at once.
  */
@@ -46,8 +47,13 @@ export async function runMaintenance(services: Services, now = Date.now()) {
   }
   const purgedRevocations = Number(await services.stores.access.purgeVisitorRevocations(now - VISITOR_CREDENTIAL_TTL_SECONDS * 1000 - 24 * HOUR));
   const removedDeliveryLog = await removeExpiredDeliveryLog(services.stores.events, now);
-  const { signIn, invitations, audit } = services.accounts;
-  const accounts = { sessions: await signIn.purge(now), invitations: await invitations.purge(now), audit: await audit.purge(now) };
+  const { signIn, invitations, audit, securityLog } = services.accounts;
+  const accounts = {
+    sessions: await signIn.purge(now),
+    invitations: await invitations.purge(now),
+    audit: await audit.purge(now),
+    securityLog: await securityLog.purge(now),
+  };
   const inboxActivity = Number(await services.inbox.service.purge(now));
   return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations, removedDeliveryLog, accounts, inboxActivity };
 }

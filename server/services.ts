@@ -31,6 +31,7 @@ import { createOutbox } from './webhooks/outbox';
 import { createAccountStore, type AccountStore } from './accounts/store';
 import { createPasswordHasher } from './accounts/passwords';
 import { createAuditLog } from './accounts/audit';
+import { createSecurityLog } from './accounts/security-log';
 import { createAccountRegistry } from './accounts/registry';
 import { createSignIn } from './accounts/sign-in';
 import { createTokens } from './accounts/tokens';
@@ -242,7 +243,7 @@ export type Services = ReturnType<typeof createServices>;
 
 /**
  * The accounts' services over one store, each given the narrow part of it its concern needs:
- * the audit log, the accounts themselves, sign-in and sessions, management tokens, members and
+ * the audit log, the account's security log, the accounts themselves, sign-in and sessions, management tokens, members and
  * roles, invitations, and the first owner's setup link.
  */
 export function accountServices(
@@ -252,14 +253,16 @@ export function accountServices(
   const { now, cursors, publicUrl } = opts;
   const hasher = opts.hasher ?? createPasswordHasher();
   const audit = createAuditLog({ store, cursors, now });
+  const securityLog = createSecurityLog({ store, cursors, now });
   const registry = createAccountRegistry({ store, hasher, now });
-  const signIn = createSignIn({ store, hasher, audit, now });
-  const members = createMembers({ store, sites: opts.sites, audit, now });
+  const signIn = createSignIn({ store, hasher, audit, securityLog, now });
+  const members = createMembers({ store, sites: opts.sites, audit, securityLog, now });
   return {
     audit,
+    securityLog,
     registry,
     signIn,
-    tokens: createTokens({ store, audit, now }),
+    tokens: createTokens({ store, audit, securityLog, now }),
     members,
     invitations: createInvitations({ store, registry, signIn, members, hasher, audit, cursors, publicUrl, now }),
     setup: createSetup({ store, registry, signIn, audit, publicUrl, now }),

@@ -16,11 +16,15 @@ export interface Manager {
   tokenId?: string;
   /** Seconds the session cookie may still live (sessions only). */
   cookieMaxAge?: number;
+  /** Until when the session may do what needs a recent password proof (sessions only; session-rules.ts). */
+  sudoUntil?: number;
 }
 
 /** Who did something, for the audit log; `manager` null is the operator CLI. */
 export interface Actor extends AuditActor {
   manager: Manager | null;
+  /** The request's user agent, for the account's security log. */
+  userAgent?: string | null;
 }
 
 /** An actor that is a signed-in account (every management API change). */
@@ -53,6 +57,23 @@ export const notSignedIn = () => new ApiError('unauthorized', 'Sign in (session 
 export const noSuchSite = () => new ApiError('not_found', 'Site not found.');
 export const onlyOwners = () => new ApiError('forbidden', 'Only an owner of the site may do this.');
 export const noSuchMember = () => new ApiError('not_found', 'Member not found.');
+/**
+ * 403 `reauthentication_required` unless the caller may do what needs a recent password proof now:
+ * a session inside its sudo window, or a management token when `tokens` allows one (a token was
+ * minted inside a window, so it carries that proof; it never mints another token or changes the
+ * password, which have no password of their own to re-prove).
+ */
+export function sudoRefusal(manager: Manager, at: number, tokens: boolean): ApiError | null {
+  if (manager.via === 'token')
+    return tokens ? null : new ApiError('forbidden', 'A management token cannot do this: sign in, then confirm your password.');
+  if (manager.sudoUntil !== undefined && at < manager.sudoUntil) return null;
+  return new ApiError('reauthentication_required', 'Confirm your password first (POST /manage/v1/session/sudo), then retry.');
+}
+
+export const throwIf = (err: ApiError | null) => {
+  if (err) throw err;
+};
+
 export const lastOwner = () => new ApiError('forbidden', 'A site keeps at least one owner: make another member owner first.');
 
 export function accountToDto(a: AccountRow) {
@@ -85,7 +106,8 @@ export function pendingInvitationToDto(i: InvitationRow) {
   };
 }
 
-export function tokenToDto(t: TokenRow) {
+/** `passwordChangedAt`: the account's; a token still in use made before it is flagged. */
+export function tokenToDto(t: TokenRow, passwordChangedAt: number) {
   return {
     id: t.id,
     label: t.label,
@@ -93,6 +115,7 @@ export function tokenToDto(t: TokenRow) {
     createdAt: toIsoRequired(t.created_at),
     lastUsedAt: toIso(t.last_used_at),
     revokedAt: toIso(t.revoked_at),
+    madeBeforePasswordChange: t.revoked_at === null && t.created_at < passwordChangedAt,
   };
 }
 

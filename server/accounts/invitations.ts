@@ -9,7 +9,7 @@ import type { AuditLog } from './audit';
 import type { AccountRegistry } from './registry';
 import type { SignIn } from './sign-in';
 import type { Members } from './members';
-import { accountToDto, Actor, checkEmail, ClientMeta, Manager, notSignedIn, pendingInvitationToDto, SignedActor, siteToDto, wrongCredentials } from './common';
+import { accountToDto, Actor, checkEmail, sudoRefusal, throwIf, ClientMeta, Manager, notSignedIn, pendingInvitationToDto, SignedActor, siteToDto, wrongCredentials } from './common';
 import type { AccountRow, AccountStore, InvitationRow, Role } from './store';
 
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
@@ -56,6 +56,8 @@ export function createInvitations(opts: {
     /** An owner invites an email with a role: a single-use link, valid 7 days, shown once; only its SHA-256 is kept. */
     async create(actor: SignedActor, siteId: string, rawEmail: string, role: Role) {
       await requireOwner(actor.manager, siteId);
+      // An owner invitation makes an owner: it needs a recent password proof (x-sudo: owner-role).
+      if (role === 'owner') throwIf(sudoRefusal(actor.manager, now(), true));
       const email = checkEmail(rawEmail);
       const token = randomBase62(32);
       const at = now();

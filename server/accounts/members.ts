@@ -5,7 +5,8 @@ import type { AccessStore } from '../access/store';
 import { normaliseEmail } from './passwords';
 import { sessionState } from './session-rules';
 import type { AuditLog } from './audit';
-import { Actor, lastOwner, Manager, memberToDto, noSuchMember, noSuchSite, onlyOwners, SignedActor, siteToDto } from './common';
+import type { SecurityAction, SecurityLog } from './security-log';
+import { Actor, lastOwner, sudoRefusal, throwIf, Manager, memberToDto, noSuchMember, noSuchSite, onlyOwners, SignedActor, siteToDto } from './common';
 import type { AccountStore, Role } from './store';
 
 export type MemberStore = Pick<
@@ -29,8 +30,14 @@ export type MemberStore = Pick<
  * members list, role changes and removals with the rule that a site keeps an owner, and the
  * operator's `member add`.
  */
-export function createMembers(opts: { store: MemberStore; sites: Pick<AccessStore, 'findSite'>; audit: AuditLog; now: () => number }) {
+export function createMembers(opts: { store: MemberStore; sites: Pick<AccessStore, 'findSite'>; audit: AuditLog; securityLog: SecurityLog; now: () => number }) {
   const { store, now, audit } = opts;
+  /** Ends every session of the account, and says so in its security log (no address: another person did it). */
+  const endAllSessions = async (accountId: string, action: SecurityAction, trx?: Knex) => {
+    const ended = Number(await store.deleteSessionsOf(accountId, undefined, trx));
+    if (ended > 0) await opts.securityLog.record({ accountId, action }, trx);
+    return ended;
+  };
 
   /** Sets a member's role or adds the account to the site; a changed role ends the account's sessions. */
   async function setMembership(actor: Actor, siteId: string, accountId: string, role: Role, how: 'add' | 'change') {
@@ -41,7 +48,7 @@ export function createMembers(opts: { store: MemberStore; sites: Pick<AccessStor
       if (current?.role === 'owner' && (await store.countOwners(siteId, trx)) <= 1) throw lastOwner();
       if (current) {
         await store.setRole(accountId, siteId, role, trx);
-        await store.deleteSessionsOf(accountId, undefined, trx);
+        await endAllSessions(accountId, 'sessions.ended.role_change', trx);
         await audit.record(actor, [siteId], `member.role_changed.${role}`, accountId, trx);
       } else {
         await store.insertMembership({ account_id: accountId, site_id: siteId, role, created_at: now() }, trx);
@@ -109,6 +116,8 @@ export function createMembers(opts: { store: MemberStore; sites: Pick<AccessStor
     /** An owner changes a member's role; the member's sessions end, so the new role applies to a fresh sign-in. */
     async changeRole(actor: SignedActor, siteId: string, accountId: string, role: Role) {
       await requireRole(actor.manager, siteId, 'owner');
+      // Making an owner is lasting access to the site: it needs a recent password proof (x-sudo: owner-role).
+      if (role === 'owner') throwIf(sudoRefusal(actor.manager, now(), true));
       await setMembership(actor, siteId, accountId, role, 'change');
       const member = (await store.listMembers(siteId)).find((m) => m.account_id === accountId)!;
       return memberToDto(member);
@@ -122,7 +131,7 @@ export function createMembers(opts: { store: MemberStore; sites: Pick<AccessStor
         if (!m) throw noSuchMember();
         if (m.role === 'owner' && (await store.countOwners(siteId, trx)) <= 1) throw lastOwner();
         await store.deleteMembership(accountId, siteId, trx);
-        await store.deleteSessionsOf(accountId, undefined, trx);
+        await endAllSessions(accountId, 'sessions.ended.removal', trx);
         await audit.record(actor, [siteId], 'member.removed', accountId, trx);
       });
     },
@@ -131,8 +140,11 @@ export function createMembers(opts: { store: MemberStore; sites: Pick<AccessStor
     async endSessions(actor: SignedActor, siteId: string, accountId: string) {
       await requireRole(actor.manager, siteId, 'owner');
       if (!(await store.findMembership(accountId, siteId))) throw noSuchMember();
-      const ended = Number(await store.deleteSessionsOf(accountId));
-      await audit.record(actor, [siteId], 'member.sessions_ended', accountId);
+      const ended = await runInTransaction(store.db, async (trx) => {
+        const n = await endAllSessions(accountId, 'sessions.ended.owner', trx);
+        await audit.record(actor, [siteId], 'member.sessions_ended', accountId, trx);
+        return n;
+      });
       return { ended };
     },
   };

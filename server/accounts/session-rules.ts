@@ -42,3 +42,15 @@ export function shouldTouch(s: SessionTimes, now: number): boolean {
 export function cookieMaxAgeSeconds(s: SessionTimes, now: number): number {
   return Math.max(0, Math.floor((s.createdAt + SESSION_ABSOLUTE_MS - now) / 1000));
 }
+
+/**
+ * After proving the password (at sign-in, or again on `POST /session/sudo`) a session may, for this
+ * long, do what turns a stolen session into lasting access: mint tokens, change the password, make
+ * owners, show or rotate secrets. GitHub's "sudo mode" keeps a comparable window.
+ */
+export const SUDO_WINDOW_MS = 10 * 60_000;
+
+/** Until when a session begun at `createdAt`, last re-authenticated at `reauthenticatedAt`, is in its sudo window. */
+export function sudoUntil(s: { createdAt: number; reauthenticatedAt: number | null }): number {
+  return Math.max(s.createdAt, s.reauthenticatedAt ?? 0) + SUDO_WINDOW_MS;
+}

@@ -29,6 +29,8 @@ export interface SessionRow {
   expires_at: number;
   user_agent: string | null;
   client_ip: string | null;
+  /** When the session last proved the password again (migration 017); null: only at sign-in. */
+  reauthenticated_at: number | null;
 }
 
 export interface TokenRow {
@@ -76,6 +78,21 @@ export interface SetupLinkRow {
 
 export const SETUP_LINK_ID = 'first-owner';
 
+/** An entry of an account's security log (migration 017). */
+export interface SecurityLogRow {
+  id: string;
+  account_id: string;
+  created_at: number;
+  action: string;
+  client_ip: string | null;
+  user_agent: string | null;
+  session_id: string | null;
+  token_id: string | null;
+}
+
+const SECURITY_LOG_COLUMNS = ['id', 'account_id', 'created_at', 'action', 'client_ip', 'user_agent', 'session_id', 'token_id'] as const;
+const mapSecurityEntry = (r: SecurityLogRow) => withNumericColumns(r, ['created_at']);
+
 /** A member of a site as the members list shows it: the membership with the account's email. */
 export interface MemberRow extends MembershipRow {
   email: string;
@@ -87,7 +104,18 @@ export interface SiteMembershipRow extends MembershipRow {
 }
 
 const ACCOUNT_COLUMNS = ['id', 'email', 'password_hash', 'created_at', 'password_changed_at'] as const;
-const SESSION_COLUMNS = ['id', 'token_hash', 'account_id', 'created_at', 'last_seen_at', 'idle_expires_at', 'expires_at', 'user_agent', 'client_ip'] as const;
+const SESSION_COLUMNS = [
+  'id',
+  'token_hash',
+  'account_id',
+  'created_at',
+  'last_seen_at',
+  'idle_expires_at',
+  'expires_at',
+  'user_agent',
+  'client_ip',
+  'reauthenticated_at',
+] as const;
 const TOKEN_COLUMNS = ['id', 'account_id', 'fingerprint', 'display_prefix', 'label', 'created_at', 'last_used_at', 'revoked_at'] as const;
 const INVITATION_COLUMNS = ['id', 'token_hash', 'site_id', 'role', 'email', 'created_by', 'created_at', 'expires_at', 'accepted_at', 'accepted_by'] as const;
 const AUDIT_COLUMNS = ['id', 'site_id', 'created_at', 'actor_account_id', 'actor_token_id', 'action', 'object_id', 'client_ip'] as const;
@@ -95,7 +123,7 @@ const AUDIT_COLUMNS = ['id', 'site_id', 'created_at', 'actor_account_id', 'actor
 /** The one row mapping of each table (mysql2 may hand BIGINT back as a string). */
 const mapAccount = (r: AccountRow) => withNumericColumns(r, ['created_at', 'password_changed_at']);
 const mapMembership = <R extends MembershipRow>(r: R) => withNumericColumns(r, ['created_at']);
-const mapSession = <R extends SessionRow>(r: R) => withNumericColumns(r, ['created_at', 'last_seen_at', 'idle_expires_at', 'expires_at']);
+const mapSession = <R extends SessionRow>(r: R) => withNumericColumns(r, ['created_at', 'last_seen_at', 'idle_expires_at', 'expires_at', 'reauthenticated_at']);
 const mapToken = <R extends TokenRow>(r: R) => withNumericColumns(r, ['created_at', 'last_used_at', 'revoked_at']);
 const mapInvitation = (r: InvitationRow) => withNumericColumns(r, ['created_at', 'expires_at', 'accepted_at']);
 const mapAudit = (r: AuditRow) => withNumericColumns(r, ['created_at']);
@@ -186,7 +214,7 @@ export function createAccountStore(db: Knex) {
       count(trx('memberships').where({ account_id: accountId, site_id: siteId }).update({ role })),
     deleteMembership: (accountId: string, siteId: string, trx: Knex = db) => count(trx('memberships').where({ account_id: accountId, site_id: siteId }).del()),
 
-    insertSession: (row: SessionRow) => done(db('sessions').insert(row)),
+    insertSession: (row: SessionRow, trx: Knex = db) => done(trx('sessions').insert(row)),
     /** A session by its token's hash, with its account's email: every signed-in request asks, in one read. */
     findSessionByHash: (hash: string) =>
       first<SessionRow & { email: string }>(
@@ -211,7 +239,7 @@ export function createAccountStore(db: Knex) {
     /** Writes the use of a session, unless another request already wrote a later one. */
     touchSession: (id: string, at: number, idleExpiresAt: number) =>
       count(db('sessions').where({ id }).andWhere('last_seen_at', '<', at).update({ last_seen_at: at, idle_expires_at: idleExpiresAt })),
-    deleteSession: (id: string, accountId: string) => count(db('sessions').where({ id, account_id: accountId }).del()),
+    deleteSession: (id: string, accountId: string, trx: Knex = db) => count(trx('sessions').where({ id, account_id: accountId }).del()),
     /** Ends every session of the account, but `keep` when given. */
     deleteSessionsOf: (accountId: string, keep?: string, trx: Knex = db) => {
       const q = trx('sessions').where({ account_id: accountId });
@@ -242,8 +270,8 @@ export function createAccountStore(db: Knex) {
           ])
           .select(TOKEN_COLUMNS)) as TokenRow[]
       ).map(mapToken),
-    revokeToken: (id: string, accountId: string, at: number) =>
-      count(db('management_tokens').where({ id, account_id: accountId }).whereNull('revoked_at').update({ revoked_at: at })),
+    revokeToken: (id: string, accountId: string, at: number, trx: Knex = db) =>
+      count(trx('management_tokens').where({ id, account_id: accountId }).whereNull('revoked_at').update({ revoked_at: at })),
     /** lastUsedAt moves at most once a minute, so reads do not become a write each. */
     touchToken: (id: string, at: number) =>
       count(
@@ -283,6 +311,25 @@ export function createAccountStore(db: Knex) {
       return rows.map(mapAudit);
     },
     purgeAudit: (before: number) => count(db('audit_log').where('created_at', '<', before).del()),
+
+    // ---- The account's security log and re-authentication (migration 017) ----
+
+    insertSecurityEntry: (row: SecurityLogRow, trx: Knex = db) => done(trx('security_log').insert(row)),
+    /** One page of the account's own log, newest first by (created_at, id), after `after` when given. */
+    listSecurityLog: async (accountId: string, limit: number, after?: { createdAt: number; id: string }) => {
+      const q = db('security_log').where({ account_id: accountId });
+      return ((await newestFirst(q, limit, after).select(SECURITY_LOG_COLUMNS)) as SecurityLogRow[]).map(mapSecurityEntry);
+    },
+    purgeSecurityLog: (before: number) => count(db('security_log').where('created_at', '<', before).del()),
+    /** The session proved the password again at `at` (its sudo window opens from there). */
+    markReauthenticated: (sessionId: string, accountId: string, at: number, trx: Knex = db) =>
+      count(trx('sessions').where({ id: sessionId, account_id: accountId }).update({ reauthenticated_at: at })),
+    /** Revokes every token of the account still in use; the ids revoked. */
+    revokeTokensOf: async (accountId: string, at: number, trx: Knex = db): Promise<string[]> => {
+      const ids = ((await trx('management_tokens').where({ account_id: accountId }).whereNull('revoked_at').select('id')) as { id: string }[]).map((r) => r.id);
+      if (ids.length) await trx('management_tokens').whereIn('id', ids).whereNull('revoked_at').update({ revoked_at: at });
+      return ids;
+    },
   };
 }
 

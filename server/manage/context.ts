@@ -17,6 +17,6 @@ declare global {
 
 /** What the management routes read off a request the entry has authenticated and validated. */
 export const signedIn = (req: Request) => req.manager!;
-export const actor = (req: Request): SignedActor => ({ manager: signedIn(req), clientIp: req.ip ?? null });
+export const actor = (req: Request): SignedActor => ({ manager: signedIn(req), clientIp: req.ip ?? null, userAgent: req.headers['user-agent'] ?? null });
 export const meta = (req: Request) => ({ userAgent: req.headers['user-agent'], clientIp: req.ip ?? null });
 export const send = <T extends keyof Schemas>(res: Response, status: number, body: Body<T>) => res.status(status).json(body);

@@ -17,6 +17,9 @@ import { inboxUploads } from './inbox-routes';
 
 export const MANAGE_BASE_PATH = '/manage/v1';
 
+/** An operation's `x-sudo` in openapi/manage.yaml (step 4 below). */
+export type SudoMark = true | 'session' | 'owner-role';
+
 export interface ManageEntryOptions {
   services: Services;
   limiter: RateLimiter;
@@ -35,7 +38,11 @@ const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path ==
  *     `__Host-session` cookie; without a valid one, only signing in, accepting an invitation and
  *     the first-start setup pass. A signed-in account is limited per account, everything else per client IP;
  *  3. the JSON body and the document's validation;
- *  4. the operations (routes.ts), whose service checks membership and role on every site.
+ *  4. the operation's `x-sudo` in the document: `true` needs a session inside its sudo window (a
+ *     token passes), `session` the same and refuses tokens; `owner-role` is checked by the service
+ *     (only an owner invitation or promotion needs it). Outside the window: 403
+ *     `reauthentication_required`;
+ *  5. the operations (routes.ts), whose service checks membership and role on every site.
  * No answer carries CORS headers (a browser on another origin cannot read any of them).
  */
 export function manageEntry(opts: ManageEntryOptions): Router {
@@ -101,7 +108,14 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(validateAgainst(manageDocument(), opts.validateResponses));
 
   // 4.
-  router.use(manageRoutes(services, createSignInThrottle(limiter), opts.logger));
+  router.use((req, _res, next) => {
+    const sudo = (req as Request & { openapi?: { schema?: { 'x-sudo'?: SudoMark } } }).openapi?.schema?.['x-sudo'];
+    if (sudo === undefined || sudo === 'owner-role' || !req.manager) return next();
+    next(signIn.sudoRefusal(req.manager, sudo !== 'session') ?? undefined);
+  });
+
+  // 5.
+  router.use(manageRoutes(services, createSignInThrottle(limiter, services.keys.deviceCookies), opts.logger));
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));
   router.use(embedCheckRoutes(services.embedCheck, limiter));

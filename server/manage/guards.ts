@@ -2,6 +2,8 @@ import type { Request } from 'express';
 import { ApiError } from '../platform/errors';
 
 export const SESSION_COOKIE = '__Host-session';
+/** Set at a successful sign-in: this browser signed in as the account before (accounts/throttle.ts). */
+export const DEVICE_COOKIE = '__Host-device';
 
 const CHANGES = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
@@ -28,17 +30,30 @@ export function crossSiteRefusal(req: Pick<Request, 'method' | 'headers'>, servi
   return new ApiError('cross_site_request', 'A change from another origin is refused.');
 }
 
-/** The session cookie's value, when the request carries exactly one. */
-export function sessionCookieOf(header: string | undefined): string | undefined {
+/** The value of cookie `name`, when the request carries exactly one. */
+function cookieValueOf(header: string | undefined, name: string): string | undefined {
   if (!header) return undefined;
   let found: string | undefined;
   for (const part of header.split(';')) {
     const eq = part.indexOf('=');
-    if (eq < 0 || part.slice(0, eq).trim() !== SESSION_COOKIE) continue;
+    if (eq < 0 || part.slice(0, eq).trim() !== name) continue;
     if (found !== undefined) return undefined; // two: a sibling host may have planted one; trust neither
     found = part.slice(eq + 1).trim();
   }
   return found || undefined;
+}
+
+/** The session cookie's value, when the request carries exactly one. */
+export const sessionCookieOf = (header: string | undefined) => cookieValueOf(header, SESSION_COOKIE);
+/** The device cookie's value, when the request carries exactly one. */
+export const deviceCookieOf = (header: string | undefined) => cookieValueOf(header, DEVICE_COOKIE);
+
+/**
+ * Long-lived, and Strict: it is only ever needed on the dashboard's own sign-in request, so no
+ * cross-site navigation carries it; HttpOnly keeps it from page scripts.
+ */
+export function deviceCookie(value: string, maxAgeSeconds: number): string {
+  return `${DEVICE_COOKIE}=${value}; Max-Age=${maxAgeSeconds}; Path=/; HttpOnly; Secure; SameSite=Strict`;
 }
 
 /** `__Host-` needs Secure, Path=/ and no Domain; HttpOnly keeps it from page scripts; Lax from cross-site subrequests. */

@@ -1,6 +1,7 @@
 import { Router } from 'express';
 import type { SignInThrottle } from '../accounts/throttle';
-import { clearedSessionCookie, sessionCookie } from './guards';
+import { DEVICE_COOKIE_MAX_AGE_SECONDS } from '../accounts/throttle';
+import { clearedSessionCookie, deviceCookie, deviceCookieOf, sessionCookie } from './guards';
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
 import { actor, Body, meta, send, signedIn } from './context';
@@ -21,17 +22,31 @@ export function manageRoutes(services: Services, throttle: SignInThrottle, logge
 
   router.post('/session', async (req, res) => {
     const { email, password } = req.body as Body<'SignInRequest'>;
-    const attempt = await throttle.attempt(email, req.ip);
-    const signed = await accounts.signIn(email, password, meta(req));
-    await attempt.succeeded();
+    const attempt = await throttle.attempt(email, req.ip, deviceCookieOf(req.headers.cookie));
+    const signed = await attempt.run(() => accounts.signIn(email, password, meta(req)));
     // The session the browser held until now ends: one browser, one session (no fixation).
-    if (req.manager?.sessionId) await accounts.signOut(req.manager);
-    res.setHeader('Set-Cookie', sessionCookie(signed.token, signed.cookieMaxAge));
+    if (req.manager?.sessionId) await accounts.signOut(req.manager, meta(req));
+    // The session cookie first: one Set-Cookie per cookie, and clients that read one read that one.
+    res.setHeader('Set-Cookie', [
+      sessionCookie(signed.token, signed.cookieMaxAge),
+      deviceCookie(throttle.deviceCookieFor(signed.account.email), DEVICE_COOKIE_MAX_AGE_SECONDS),
+    ]);
     send<'SignInResponse'>(res, 200, { data: { account: signed.account, session: signed.session } });
   });
 
+  router.post('/session/sudo', async (req, res) => {
+    const { password } = req.body as Body<'SudoRequest'>;
+    const manager = signedIn(req);
+    const attempt = await throttle.proof(manager.accountId);
+    send<'SudoResponse'>(res, 200, { data: await attempt.run(() => accounts.reauthenticate(manager, password, meta(req))) });
+  });
+
+  router.get('/security-log', async (req, res) => {
+    send<'SecurityLogList'>(res, 200, await services.accounts.securityLog.page(signedIn(req), req.query as { limit?: number; cursor?: string }));
+  });
+
   router.delete('/session', async (req, res) => {
-    await accounts.signOut(signedIn(req));
+    await accounts.signOut(signedIn(req), meta(req));
     res.setHeader('Set-Cookie', clearedSessionCookie());
     res.status(204).end();
   });
@@ -45,16 +60,16 @@ export function manageRoutes(services: Services, throttle: SignInThrottle, logge
   });
 
   router.delete('/sessions/:sessionId', async (req, res) => {
-    await accounts.endSession(signedIn(req), req.params.sessionId);
+    await accounts.endSession(signedIn(req), req.params.sessionId, meta(req));
     res.status(204).end();
   });
 
   router.post('/password', async (req, res) => {
-    const { currentPassword, newPassword } = req.body as Body<'ChangePasswordRequest'>;
-    // Proving the current password is a password guess like a sign-in: the same budgets.
-    const attempt = await throttle.attempt(signedIn(req).email, req.ip);
-    await accounts.changePassword(actor(req), currentPassword, newPassword);
-    await attempt.succeeded();
+    const { currentPassword, newPassword, revokeTokens } = req.body as Body<'ChangePasswordRequest'>;
+    // A password guess from a signed-in account: its own budget, never the sign-in one (which
+    // anyone who knows the email can spend).
+    const attempt = await throttle.proof(signedIn(req).accountId);
+    await attempt.run(() => accounts.changePassword(actor(req), currentPassword, newPassword, revokeTokens ?? false));
     res.status(204).end();
   });
 

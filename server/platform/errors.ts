@@ -5,7 +5,7 @@ import type { components as manageComponents } from '../manage/generated/api';
 export type PublicErrorCode = components['schemas']['Error']['code'];
 /**
  * Every code the service answers: the public API's and the management API's own (`forbidden`,
- * `cross_site_request`, `conflict`), the `enum` of `Error.code` in openapi/manage.yaml.
+ * `cross_site_request`, `reauthentication_required`, `conflict`), the `enum` of `Error.code` in openapi/manage.yaml.
  */
 export type ErrorCode = PublicErrorCode | manageComponents['schemas']['Error']['code'];
 
@@ -19,6 +19,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   insufficient_scope: 403,
   forbidden: 403,
   cross_site_request: 403,
+  reauthentication_required: 403,
   not_found: 404,
   method_not_allowed: 405,
   conversation_closed: 409,

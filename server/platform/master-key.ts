@@ -24,6 +24,8 @@ export interface Keys {
   mediaLinks: Buffer;
   cursors: Buffer;
   webhookSecrets: Buffer;
+  /** Signs the sign-in device cookies (accounts/throttle.ts). */
+  deviceCookies: Buffer;
 }
 
 export function deriveKeys(master: Buffer): Keys {
@@ -31,5 +33,6 @@ export function deriveKeys(master: Buffer): Keys {
     mediaLinks: deriveKey(master, 'media-links'),
     cursors: deriveKey(master, 'cursors'),
     webhookSecrets: deriveKey(master, 'webhook-secrets'),
+    deviceCookies: deriveKey(master, 'device-cookies'),
   };
 }

@@ -20,7 +20,7 @@ type SameCodes<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : fals
 const sdkCodesAreTheServers: SameCodes<KnownErrorCode, PublicErrorCode> = true;
 
 const documented: string[] = publicApi.components.schemas.Error.properties.code.enum;
-/** The management API's codes: the public API's and its own three. */
+/** The management API's codes: the public API's and its own four. */
 const manageCodes: string[] = manageApi.components.schemas.Error.properties.code.enum;
 
 test('the server has a status for every documented code and for no other', () => {
@@ -29,8 +29,9 @@ test('the server has a status for every documented code and for no other', () =>
   expect(Object.keys(ERROR_STATUS).sort()).toEqual([...manageCodes].sort());
 });
 
-test('the management API answers the public codes and its own three: two 403s and a 409', () => {
-  expect(manageCodes.filter((c) => !documented.includes(c)).sort()).toEqual(['conflict', 'cross_site_request', 'forbidden']);
+test('the management API answers the public codes and its own four: three 403s and a 409', () => {
+  expect(manageCodes.filter((c) => !documented.includes(c)).sort()).toEqual(['conflict', 'cross_site_request', 'forbidden', 'reauthentication_required']);
+  expect(ERROR_STATUS.reauthentication_required).toBe(403);
   expect(ERROR_STATUS.conflict).toBe(409);
   expect(documented.filter((c) => !manageCodes.includes(c))).toEqual([]);
   expect(ERROR_STATUS.forbidden).toBe(403);

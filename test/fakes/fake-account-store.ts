@@ -7,6 +7,7 @@ import type {
   MemberRow,
   MembershipRow,
   SessionRow,
+  SecurityLogRow,
   SetupLinkRow,
   SiteMembershipRow,
   TokenRow,
@@ -36,6 +37,7 @@ export function fakeAccountStore() {
   const tokens = new Map<string, TokenRow>();
   const invitations = new Map<string, InvitationRow>();
   const audit: AuditRow[] = [];
+  const securityLog: SecurityLogRow[] = [];
   const sites = new Map<string, { name: string; createdAt: number }>();
   let setupLink: SetupLinkRow | undefined;
 
@@ -196,6 +198,31 @@ export function fakeAccountStore() {
       audit.splice(0, audit.length, ...kept);
       return n;
     },
+
+    insertSecurityEntry: async (row) => void securityLog.push({ ...row }),
+    listSecurityLog: async (accountId, limit, after) =>
+      newestFirst(
+        securityLog.filter((r) => r.account_id === accountId),
+        limit,
+        after,
+      ).map((r) => ({ ...r })),
+    purgeSecurityLog: async (before) => {
+      const kept = securityLog.filter((r) => r.created_at >= before);
+      const n = securityLog.length - kept.length;
+      securityLog.splice(0, securityLog.length, ...kept);
+      return n;
+    },
+    markReauthenticated: async (sessionId, accountId, at) => {
+      const s = sessions.get(sessionId);
+      if (!s || s.account_id !== accountId) return 0;
+      s.reauthenticated_at = at;
+      return 1;
+    },
+    revokeTokensOf: async (accountId, at) => {
+      const ids = [...tokens.values()].filter((t) => t.account_id === accountId && t.revoked_at === null).map((t) => t.id);
+      for (const id of ids) tokens.get(id)!.revoked_at = at;
+      return ids;
+    },
   };
 
   return {
@@ -205,6 +232,7 @@ export function fakeAccountStore() {
     /** What a test inspects besides the store's answers. */
     sessions: () => [...sessions.values()].map((s) => ({ ...s })),
     audit: () => audit.map((r) => ({ ...r })),
+    securityLog: () => securityLog.map((r) => ({ ...r })),
   };
 }
 

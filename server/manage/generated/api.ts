@@ -59,10 +59,37 @@ export interface paths {
         put?: never;
         /**
          * Change my password
-         * @description Needs the current password (`403 forbidden` when it is wrong). Every other session of the
-         *     account ends; the session making the change stays. Management tokens stay valid.
+         * @description Needs the current password (`403 forbidden` when it is wrong), from a session in its sudo window
+         *     (a management token cannot). Every other session of the account ends; the session making the
+         *     change stays. Management tokens stay valid unless `revokeTokens` is true. Proofs are limited
+         *     per account (10 in 15 minutes, `429`), never by the sign-in budgets.
          */
         post: operations["changePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/security-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read my security log
+         * @description What happened to this account's credentials, newest first by (`createdAt`, `id`), kept 90 days:
+         *     sign-ins, failed sign-ins, sign-outs, sessions ended (by the account, by an owner, by a password
+         *     or role change, by a removal), password changes, tokens made and revoked, and password
+         *     confirmations (`sudo.granted`, `sudo.refused`). The client address and user agent are those of
+         *     the request when the account itself acted; a change made by an owner or the operator carries
+         *     none. Only the account reads its own. Keyset paging with `limit` and `cursor`.
+         */
+        get: operations["listSecurityLog"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -84,8 +111,12 @@ export interface paths {
          *     `Secure`, `SameSite=Lax`, `Path=/`); send it back with every request. A new token at every
          *     sign-in. A wrong password and an email with no account get the same answer, `401`. Attempts are
          *     limited per email (10 in 15 minutes) and per client address (100 in 15 minutes): `429` with
-         *     `Retry-After`. When too many password checks are waiting already (a flood), the answer is `503`
-         *     with `Retry-After` at once, whether the email has an account or not. Like every request without
+         *     `Retry-After`. A successful sign-in also sets `__Host-device` (`HttpOnly`, `Secure`,
+         *     `SameSite=Strict`, a year): a browser that sends it back for the same email spends a budget of
+         *     its own (10 in 15 minutes) instead of the email's, so failures by others never lock it out.
+         *     When too many password checks are waiting already (a flood), the answer is `503` with
+         *     `Retry-After` at once, whether the email has an account or not, and the attempt is not
+         *     counted. The sign-in opens the session's 10-minute window for `x-sudo` operations. Like every request without
          *     a management token that changes something, it needs `Sec-Fetch-Site: same-origin` (or, without
          *     Fetch Metadata, an `Origin` equal to the service's).
          */
@@ -96,6 +127,32 @@ export interface paths {
          *     session: nothing ends, and the answer is the same.
          */
         delete: operations["signOut"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/session/sudo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Confirm my password (sudo)
+         * @description The signed-in session proves its password again and may, for the next 10 minutes, do what turns
+         *     a stolen session into lasting access: the operations marked `x-sudo` (minting tokens, changing
+         *     the password, making owners, showing or rotating secrets). A sign-in opens the same window.
+         *     Outside it those answer `403 reauthentication_required`. A wrong password answers `403
+         *     forbidden`; proofs are limited per account (10 in 15 minutes, `429` with `Retry-After`),
+         *     apart from the sign-in budgets. Granted and refused alike are in the account's security log.
+         *     A management token has no password to prove: `403 forbidden`.
+         */
+        post: operations["reauthenticate"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -807,7 +864,8 @@ export interface paths {
          * Invite someone
          * @description Owners only. A single-use link for `email` to join with `role`, valid 7 days, shown in this answer
          *     only (only a fingerprint of its token is kept). The invited person opens it and accepts with
-         *     `acceptInvitation`.
+         *     `acceptInvitation`. An owner invitation makes an owner: it needs a session in its sudo window
+         *     (`403 reauthentication_required` otherwise; `x-sudo: owner-role`).
          */
         post: operations["createInvitation"];
         delete?: never;
@@ -930,7 +988,9 @@ export interface paths {
         /**
          * Change a member's role
          * @description Owners only (`403 forbidden` for agents). The member's sessions end, so the new role applies from
-         *     their next sign-in. A site keeps at least one owner: demoting the last one answers `403`.
+         *     their next sign-in. A site keeps at least one owner: demoting the last one answers `403`. A change
+         *     to `owner` needs a session in its sudo window (`403 reauthentication_required` otherwise;
+         *     `x-sudo: owner-role`).
          */
         patch: operations["changeMemberRole"];
         trace?: never;
@@ -1022,7 +1082,8 @@ export interface paths {
         /**
          * Create a management token
          * @description A token for scripts and CI, `wcm_...`, acting with this account's roles. The value is in this
-         *     answer only: only its fingerprint is kept. Send it as `Authorization: Bearer wcm_...`.
+         *     answer only: only its fingerprint is kept. Send it as `Authorization: Bearer wcm_...`. Needs a
+         *     session in its sudo window; a management token cannot make another.
          */
         post: operations["createToken"];
         delete?: never;
@@ -1174,6 +1235,8 @@ export interface components {
         ChangePasswordRequest: {
             currentPassword: components["schemas"]["PresentedPassword"];
             newPassword: components["schemas"]["Password"];
+            /** @description Also revoke every management token of the account, in the same change (absent is `false`). */
+            revokeTokens?: boolean;
         };
         ChangeRoleRequest: {
             role: components["schemas"]["Role"];
@@ -1206,6 +1269,8 @@ export interface components {
             id: components["schemas"]["TokenIdValue"];
             label: components["schemas"]["Label"];
             lastUsedAt: null;
+            /** @constant */
+            madeBeforePasswordChange: false;
             prefix: string;
             revokedAt: null;
             /** @description The token, shown in this answer only. */
@@ -1367,14 +1432,16 @@ export interface components {
         };
         Error: {
             /**
-             * @description The public API's codes (`Error.code` in openapi.yaml) and three of this API:
+             * @description The public API's codes (`Error.code` in openapi.yaml) and four of this API:
              *     `forbidden` (the role does not allow it), `cross_site_request` (a change from
-             *     another site) and `conflict` (409: the object's state does not allow the change now,
-             *     e.g. a second secret roll while one is pending). A later version may add codes: treat one you do not know by its status.
+             *     another site), `reauthentication_required` (403: the operation needs a password proved
+             *     in the last 10 minutes, `POST /session/sudo`) and `conflict` (409: the object's state does
+             *     not allow the change now, e.g. a second secret roll while one is pending). A later version
+             *     may add codes: treat one you do not know by its status.
              * @example forbidden
              * @enum {string}
              */
-            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "forbidden" | "cross_site_request" | "not_found" | "method_not_allowed" | "conversation_closed" | "conflict" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "quota_exceeded" | "internal_error" | "service_unavailable" | "insufficient_storage";
+            code: "invalid_request" | "unauthorized" | "insufficient_scope" | "forbidden" | "cross_site_request" | "reauthentication_required" | "not_found" | "method_not_allowed" | "conversation_closed" | "conflict" | "idempotency_key_in_use" | "payload_too_large" | "unsupported_media_type" | "idempotency_key_reused" | "rate_limit_exceeded" | "quota_exceeded" | "internal_error" | "service_unavailable" | "insufficient_storage";
             details?: components["schemas"]["ErrorDetail"][];
             /** @description Human-readable explanation. */
             message: string;
@@ -1695,6 +1762,31 @@ export interface components {
          * @enum {string}
          */
         Scope: "conversations:read" | "conversations:write" | "media:read";
+        SecurityLogEntry: {
+            /**
+             * @description `session.signed_in`, `session.sign_in_failed` (a wrong password for this account),
+             *     `session.signed_out`, `session.ended` (one session, by the account), `sessions.ended.owner`,
+             *     `sessions.ended.password_change`, `sessions.ended.role_change`, `sessions.ended.removal`
+             *     (every session at once), `account.password_changed`, `token.created`, `token.revoked`,
+             *     `sudo.granted`, `sudo.refused` (password confirmations). A later version may add actions.
+             * @example session.signed_in
+             */
+            action: string;
+            /** @description The client address of the request, when the account itself acted. */
+            clientAddress: string | null;
+            createdAt: components["schemas"]["Timestamp"];
+            id: string;
+            /** @description The session signed in, ended, or that acted. */
+            sessionId: components["schemas"]["SessionIdValue"] | null;
+            /** @description The token made or revoked, or that acted. */
+            tokenId: components["schemas"]["TokenIdValue"] | null;
+            /** @description The browser's or script's `User-Agent`, when the account itself acted. */
+            userAgent: string | null;
+        };
+        SecurityLogList: {
+            data: components["schemas"]["SecurityLogEntry"][];
+            page: components["schemas"]["PageInfo"];
+        };
         Session: {
             /** @description The client address at sign-in. */
             clientAddress: string | null;
@@ -1767,6 +1859,15 @@ export interface components {
          * @example Acme shop
          */
         SiteName: string;
+        SudoRequest: {
+            password: components["schemas"]["PresentedPassword"];
+        };
+        SudoResponse: {
+            data: {
+                /** @description Until when this session may do the operations marked `x-sudo`. */
+                sudoUntil: components["schemas"]["Timestamp"];
+            };
+        };
         SwitchedSecretResponse: {
             data: {
                 id: components["schemas"]["EventAddressIdValue"];
@@ -1871,6 +1972,12 @@ export interface components {
             label: components["schemas"]["Label"];
             /** @description Written at most once a minute. */
             lastUsedAt: components["schemas"]["Timestamp"] | null;
+            /**
+             * @description A token still in use that was made before the account's last password change: a password
+             *     change does not end tokens, so one made by whoever knew the old password still works.
+             *     Revoke it unless you made it.
+             */
+            madeBeforePasswordChange: boolean;
             /** @description The token's first characters, to recognise it. */
             prefix: string;
             revokedAt: components["schemas"]["Timestamp"] | null;
@@ -1938,6 +2045,7 @@ export interface components {
         /**
          * @description `forbidden`: the account's role on the site does not allow this (or the current password is wrong, or it would leave a site without an owner).
          *     `cross_site_request`: a change without a management token whose `Sec-Fetch-Site` is not `same-origin` (or, without Fetch Metadata, whose `Origin` is not the service's).
+         *     `reauthentication_required`: the operation (`x-sudo`) needs the session's password proved in the last 10 minutes: `POST /session/sudo`, then retry.
          */
         Forbidden: {
             headers: {
@@ -2324,6 +2432,40 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listSecurityLog: {
+        parameters: {
+            query?: {
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of entries. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SecurityLogList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     signIn: {
         parameters: {
             query?: never;
@@ -2382,6 +2524,42 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reauthenticate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SudoRequest"];
+            };
+        };
+        responses: {
+            /** @description Confirmed; the window's end. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SudoResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
