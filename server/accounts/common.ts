@@ -64,8 +64,7 @@ export const noSuchMember = () => new ApiError('not_found', 'Member not found.')
  * password, which have no password of their own to re-prove).
  */
 export function sudoRefusal(manager: Manager, at: number, tokens: boolean): ApiError | null {
-  if (manager.via === 'token')
-    return tokens ? null : new ApiError('forbidden', 'A management token cannot do this: sign in, then confirm your password.');
+  if (manager.via === 'token') return tokens ? null : new ApiError('forbidden', 'A management token cannot do this: sign in, then confirm your password.');
   if (manager.sudoUntil !== undefined && at < manager.sudoUntil) return null;
   return new ApiError('reauthentication_required', 'Confirm your password first (POST /manage/v1/session/sudo), then retry.');
 }

@@ -9,7 +9,20 @@ import type { AuditLog } from './audit';
 import type { AccountRegistry } from './registry';
 import type { SignIn } from './sign-in';
 import type { Members } from './members';
-import { accountToDto, Actor, checkEmail, sudoRefusal, throwIf, ClientMeta, Manager, notSignedIn, pendingInvitationToDto, SignedActor, siteToDto, wrongCredentials } from './common';
+import {
+  accountToDto,
+  Actor,
+  checkEmail,
+  sudoRefusal,
+  throwIf,
+  ClientMeta,
+  Manager,
+  notSignedIn,
+  pendingInvitationToDto,
+  SignedActor,
+  siteToDto,
+  wrongCredentials,
+} from './common';
 import type { AccountRow, AccountStore, InvitationRow, Role } from './store';
 
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000;

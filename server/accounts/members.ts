@@ -30,7 +30,13 @@ export type MemberStore = Pick<
  * members list, role changes and removals with the rule that a site keeps an owner, and the
  * operator's `member add`.
  */
-export function createMembers(opts: { store: MemberStore; sites: Pick<AccessStore, 'findSite'>; audit: AuditLog; securityLog: SecurityLog; now: () => number }) {
+export function createMembers(opts: {
+  store: MemberStore;
+  sites: Pick<AccessStore, 'findSite'>;
+  audit: AuditLog;
+  securityLog: SecurityLog;
+  now: () => number;
+}) {
   const { store, now, audit } = opts;
   /** Ends every session of the account, and says so in its security log (no address: another person did it). */
   const endAllSessions = async (accountId: string, action: SecurityAction, trx?: Knex) => {

@@ -6,7 +6,19 @@ import { normaliseEmail, PasswordHasher } from './passwords';
 import { cookieMaxAgeSeconds, sessionExpiry, sessionState, shouldTouch, sudoUntil } from './session-rules';
 import type { AuditLog } from './audit';
 import { eventOf, SecurityLog } from './security-log';
-import { accountToDto, checkPassword, ClientMeta, sudoRefusal, Manager, notSignedIn, SignedActor, sessionToDto, siteIdsOf, siteToDto, wrongCredentials } from './common';
+import {
+  accountToDto,
+  checkPassword,
+  ClientMeta,
+  sudoRefusal,
+  Manager,
+  notSignedIn,
+  SignedActor,
+  sessionToDto,
+  siteIdsOf,
+  siteToDto,
+  wrongCredentials,
+} from './common';
 import type { AccountRow, AccountStore, SessionRow } from './store';
 
 export type SignInStore = Pick<

@@ -11,6 +11,7 @@ import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../server/accounts/sess
 import { INVITATION_TTL_MS } from '../../server/accounts/invitations';
 import { SETUP_LINK_TTL_MS } from '../../server/accounts/setup';
 import { CLI_ACTOR, type Manager, type SignedActor } from '../../server/accounts/common';
+import { SUDO_WINDOW_MS } from '../../server/accounts/session-rules';
 import { fakeAccountStore } from '../fakes/fake-account-store';
 
 const T0 = Date.UTC(2026, 10, 26, 9, 0, 0);
@@ -34,7 +35,8 @@ function world() {
   const member = async (email: string, role: 'owner' | 'agent') => {
     const account = await services.registry.create(email, PASSWORD);
     await services.members.add(CLI_ACTOR, SITE, email, role);
-    const manager: Manager = { accountId: account.id, email, via: 'session' };
+    // As if just signed in: inside the session's sudo window.
+    const manager: Manager = { accountId: account.id, email, via: 'session', sudoUntil: clock + SUDO_WINDOW_MS };
     const actor: SignedActor = { manager, clientIp: null };
     return { ...account, manager, actor };
   };

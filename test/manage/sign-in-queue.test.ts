@@ -125,6 +125,20 @@ test('a full queue answers 503 with Retry-After at once on every path that hashe
   expect(pool.stats().maxQueued).toBe(QUEUE);
 });
 
+test('a sign-in or password change refused with 503 gives its attempt back: retrying through a flood never locks one out', async () => {
+  await newMember(h, h.site.id, 'retrier@example.com', 'agent');
+  const { cookie } = await signIn(h, 'retrier@example.com');
+  const held = await fillThePool();
+  // More refusals than the per-email (and per-account) budget of ten.
+  for (let i = 0; i < 12; i++) {
+    expectRefused(await signInAs('retrier@example.com', PASSWORD));
+    expectRefused(await post('/password', { currentPassword: PASSWORD, newPassword: 'another long password' }, cookie));
+  }
+  await drain(held);
+  expect((await signInAs('retrier@example.com', PASSWORD)).status).toBe(200);
+  expect((await post('/password', { currentPassword: PASSWORD, newPassword: 'another long password' }, cookie)).status).toBe(204);
+});
+
 test('a hashing thread that dies fails that request with a 500 in the envelope; the next sign-in works', async () => {
   answering = false;
   const pending = signInAs('owner@example.com', PASSWORD).then((r) => r);
