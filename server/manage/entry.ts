@@ -24,8 +24,13 @@ export interface ManageEntryOptions {
   logger: Logger;
 }
 
-/** The operations that open without a credential: they are how a person gets one. */
-const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept' || req.path === '/setup');
+/**
+ * The operations that open without a credential: they are how a person gets one, and asking whether
+ * one is held (`GET /session` answers `data: null` rather than a 401 a browser would log).
+ */
+const isCredentialFree = (req: Request) =>
+  (req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept' || req.path === '/setup')) ||
+  (req.method === 'GET' && req.path === '/session');
 
 /**
  * The management API's entry, mounted at /manage/v1 (openapi/manage.yaml). In order:
