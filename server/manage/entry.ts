@@ -8,7 +8,7 @@ import { limitByClientIp, rateHeaders, rateLimited } from '../http/rate-limit/an
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
 import { createSignInThrottle } from '../accounts/throttle';
-import { clearedSessionCookie, crossSiteRefusal, sessionCookieOf } from './guards';
+import { crossSiteRefusal, sessionCookieOf } from './guards';
 import { manageRoutes } from './routes';
 import { siteAdminRoutes } from './sites-routes';
 import { eventRoutes } from './events-routes';
@@ -77,8 +77,8 @@ export function manageEntry(opts: ManageEntryOptions): Router {
             req.manager = await accounts.authenticateSession(cookie);
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 'unauthorized')) throw err;
-            // The browser may forget the cookie: it opens nothing any more.
-            res.setHeader('Set-Cookie', clearedSessionCookie());
+            // The cookie is left as it is: this answer may arrive after a sign-in that set a new
+            // one (the request left before it), and clearing would sign that browser out again.
             if (!isCredentialFree(req)) {
               await limitByClientIp(limiter, req, 'manage:');
               throw err;

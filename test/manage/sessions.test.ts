@@ -87,12 +87,12 @@ test('GET /session answers 200 whether signed in or not: the session and its acc
   const wrongToken = await current(undefined, 'wcm_notarealtoken0000000000000000000000000000');
   expect(wrongToken.status).toBe(401);
 
-  // Signed out, the cookie opens nothing: null, and the browser is told to forget it.
+  // Signed out, the cookie opens nothing: null.
   await request(h.app).delete(`${M}/session`).set(SAME_ORIGIN).set('Cookie', signed.cookie).expect(204);
   const ended = await current(signed.cookie);
   expect(ended.status).toBe(200);
   expect(ended.body).toEqual({ data: null });
-  expect((ended.headers['set-cookie'] as unknown as string[])[0]).toMatch(/^__Host-session=; Max-Age=0;/);
+  expect(ended.headers['set-cookie']).toBeUndefined();
 });
 
 test('a wrong password and an unknown email get the same answer', async () => {
@@ -137,7 +137,9 @@ test('an idle session ends after 30 minutes; a used one lives on until 12 hours 
   const ended = await me(idle.cookie);
   expect(ended.status).toBe(401);
   expect(ended.body.error.message).toMatch(/expired/);
-  expect((ended.headers['set-cookie'] as unknown as string[])[0]).toMatch(/^__Host-session=; Max-Age=0/);
+  // The cookie is not cleared by a 401: the answer may arrive after a sign-in that set a new one
+  // (the request left before it), and clearing would sign that browser out again.
+  expect(ended.headers['set-cookie']).toBeUndefined();
   expect((await me(busy.cookie)).status).toBe(200);
 
   // The other session, used every 25 minutes, still ends at 12 hours.

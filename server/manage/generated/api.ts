@@ -82,8 +82,7 @@ export interface paths {
          *     none (never signed in, signed out, ended, or a management token, which has no session). It
          *     answers `200` either way, so a page can ask without a failed request: the dashboard asks it
          *     first, and again when a call meets `401`, to tell an ended session from an answer that was on
-         *     its way while someone signed in or out. A cookie that opens nothing is cleared, as on every
-         *     operation. A wrong or revoked management token is still `401`.
+         *     its way while someone signed in or out. A wrong or revoked management token is still `401`.
          */
         get: operations["getSession"];
         put?: never;
