@@ -43,13 +43,15 @@ export const DASHBOARD_CSP = [
 export const loadDashboardAssets = (dir = builtAssetDir('dashboard')): DashboardAssets => loadAssetDir<DashboardManifest>(dir);
 
 function shellHtml(m: DashboardManifest): string {
-  // The names are the builder's hex hashes: nothing here needs escaping.
+  // The names are the builder's hex hashes: nothing here needs escaping. The empty icon keeps the
+  // browser from asking for /favicon.ico, whose 404 would be a console error on every first load.
   return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Dashboard</title>
+<link rel="icon" href="data:,">
 <link rel="stylesheet" href="${DASHBOARD_BASE_PATH}/assets/${m.style}">
 <script src="${DASHBOARD_BASE_PATH}/assets/${m.script}" defer></script>
 </head>

@@ -127,7 +127,7 @@ export const modalsOpened = (page: Page): Promise<string[]> => page.evaluate(() 
  */
 export function recordProblems(page: Page): string[] {
   const problems: string[] = [];
-  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()}`));
+  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()} (${m.location().url})`));
   page.on('requestfailed', (r) => problems.push(`failed: ${r.method()} ${new URL(r.url()).pathname} ${r.failure()?.errorText ?? ''}`));
   page.on('response', (r) => r.status() >= 400 && problems.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`));
   page.on('pageerror', (e) => problems.push(`error: ${e.message}`));
