@@ -114,9 +114,9 @@ describeInChromium('zero console errors on the dashboard’s pages in their norm
     const ctx = await signedInProfile(d.owner);
     for (const name of OWNER_PAGES) {
       const { page, problems } = await load(ctx, site(name), sitePage);
+      expect({ name, problems }).toEqual({ name, problems: [] });
       if (name === 'inbox') await page.getByText('No conversations here.').waitFor();
       if (name === 'events') await page.getByText('No event address yet.').waitFor();
-      expect({ name, problems }).toEqual({ name, problems: [] });
       await page.close();
     }
     const { page, problems } = await load(ctx, '/account', signedInPage);
@@ -131,9 +131,9 @@ describeInChromium('zero console errors on the dashboard’s pages in their norm
       const ctx = await signedInProfile(who);
       for (const path of [site('inbox'), `${site('inbox')}?conversation=${conv}`, `${site('timeline')}?conversation=${conv}`, site('events'), '/account']) {
         const { page, problems } = await load(ctx, path, path === '/account' ? signedInPage : sitePage);
+        expect({ who: who.email, path, problems }).toEqual({ who: who.email, path, problems: [] });
         if (path.includes('conversation=')) await page.getByText('Hello, is anyone there?').first().waitFor();
         if (who === d.agent && path === site('events')) await page.getByText('Owners only.').waitFor();
-        expect({ who: who.email, path, problems }).toEqual({ who: who.email, path, problems: [] });
         await page.close();
       }
       await ctx.close();
