@@ -8,7 +8,7 @@ import { limitByClientIp, rateHeaders, rateLimited } from '../http/rate-limit/an
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
 import { createSignInThrottle } from '../accounts/throttle';
-import { clearedSessionCookie, crossSiteRefusal, sessionCookieOf } from './guards';
+import { crossSiteRefusal, sessionCookieOf } from './guards';
 import { manageRoutes } from './routes';
 import { siteAdminRoutes } from './sites-routes';
 import { eventRoutes } from './events-routes';
@@ -27,8 +27,13 @@ export interface ManageEntryOptions {
   logger: Logger;
 }
 
-/** The operations that open without a credential: they are how a person gets one. */
-const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept' || req.path === '/setup');
+/**
+ * The operations that open without a credential: they are how a person gets one, and asking whether
+ * one is held (`GET /session` answers `data: null` rather than a 401 a browser would log).
+ */
+const isCredentialFree = (req: Request) =>
+  (req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept' || req.path === '/setup')) ||
+  (req.method === 'GET' && req.path === '/session');
 
 /**
  * The management API's entry, mounted at /manage/v1 (openapi/manage.yaml). In order:
@@ -36,7 +41,7 @@ const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path ==
  *     `cross_site_request`), before anything is looked up;
  *  2. the credential: `Authorization: Bearer wcm_...` (a wrong one is 401 at once), else the
  *     `__Host-session` cookie; without a valid one, only signing in, accepting an invitation and
- *     the first-start setup pass. A signed-in account is limited per account, everything else per client IP;
+ *     the first-start setup pass, and `GET /session` (which then answers `data: null`). A signed-in account is limited per account, everything else per client IP;
  *  3. the JSON body and the document's validation;
  *  4. the operation's `x-sudo` in the document: `true` needs a session inside its sudo window (a
  *     token passes), `session` the same and refuses tokens; `owner-role` is checked by the service
@@ -79,8 +84,8 @@ export function manageEntry(opts: ManageEntryOptions): Router {
             req.manager = await signIn.authenticate(cookie);
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 'unauthorized')) throw err;
-            // The browser may forget the cookie: it opens nothing any more.
-            res.setHeader('Set-Cookie', clearedSessionCookie());
+            // The cookie is left as it is: this answer may arrive after a sign-in that set a new
+            // one (the request left before it), and clearing would sign that browser out again.
             if (!isCredentialFree(req)) {
               await limitByClientIp(limiter, req, 'manage:');
               throw err;
