@@ -13,7 +13,7 @@ describeInChromium('the setup page in Chromium (SQLite pass only)', () => {
     d = await dashboardHarness();
     // The harness makes people; a first start has none. Without them the service issues links again.
     const db = d.h.runtime.db;
-    for (const table of ['sessions', 'management_tokens', 'memberships', 'accounts']) await db(table).del();
+    for (const table of ['sessions', 'management_tokens', 'memberships', 'security_log', 'accounts']) await db(table).del();
   }, 60_000);
   afterAll(async () => {
     await d?.close();

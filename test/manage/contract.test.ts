@@ -237,6 +237,15 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     // Same password again: the owner's other sessions end, the fixture's (current) one stays.
     204: () => call('post', '/password', { cookie: owner.cookie, body: { currentPassword: PASSWORD, newPassword: PASSWORD } }),
   },
+  reauthenticate: {
+    ...common('post', '/session/sudo', 'signIn.reauthenticate', { password: PASSWORD }),
+    ...writes('post', '/session/sudo', { password: PASSWORD }),
+    200: () => call('post', '/session/sudo', { cookie: owner.cookie, body: { password: PASSWORD } }),
+  },
+  listSecurityLog: {
+    ...common('get', '/security-log', 'securityLog.page'),
+    200: () => call('get', '/security-log', { cookie: owner.cookie }),
+  },
   listTokens: {
     ...common('get', '/tokens', 'tokens.list'),
     200: () => call('get', '/tokens', { cookie: owner.cookie }),

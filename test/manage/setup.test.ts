@@ -23,7 +23,7 @@ afterAll(() => h.close());
 /** Back to a service with no account (each test starts as a first start does). */
 async function noAccounts() {
   const db = h.runtime.db;
-  for (const table of ['memberships', 'sessions', 'management_tokens', 'audit_log', 'accounts']) await db(table).del();
+  for (const table of ['memberships', 'sessions', 'management_tokens', 'audit_log', 'security_log', 'accounts']) await db(table).del();
 }
 
 const accounts = () => h.runtime.services.accounts;

@@ -6,10 +6,13 @@
  * ended: the app's sign-in dialog opens over the page, which keeps whatever it holds, and the call
  * is sent again once signed in (here or in another tab). A sign-in since the call was sent: it is
  * sent again at once. Signed out on purpose: it fails quietly, and the page is the sign-in page.
+ * A 403 `reauthentication_required` (an `x-sudo` operation outside the session's 10-minute window)
+ * asks for the password (reauth.ts, components/ReauthDialog.tsx) and sends the call again once.
  */
 import type { components } from '../../manage/generated/api';
 import { client } from './client';
 import { afterUnauthorized, currentGeneration } from './session';
+import { confirmPassword } from './reauth';
 
 export { client };
 export type Schemas = components['schemas'];
@@ -57,6 +60,7 @@ function failureOf(answer: Answer<unknown>): ApiFailure {
 /** Sends `request` (a function, so it can be sent again after a sign-in) and answers the whole body. */
 export async function send<D>(request: () => Promise<Answer<D>>, opts: CallOptions = {}): Promise<D> {
   let found = 0;
+  let reauthenticated = false;
   for (;;) {
     const sentAt = currentGeneration();
     let answer: Answer<D>;
@@ -73,7 +77,13 @@ export async function send<D>(request: () => Promise<Answer<D>>, opts: CallOptio
       const requestId = answer.response.headers.get('X-Request-Id');
       throw new ApiFailure(401, 'unauthorized', 'You are signed out: sign in to continue.', requestId);
     }
-    throw failureOf(answer);
+    const failure = failureOf(answer);
+    // Once only: a second refusal after a confirmed password is the answer (e.g. a token's session).
+    if (failure.code === 'reauthentication_required' && !reauthenticated && (await confirmPassword())) {
+      reauthenticated = true;
+      continue;
+    }
+    throw failure;
   }
 }
 
@@ -101,6 +111,8 @@ export function describeFailure(err: unknown): string {
   switch (err.code) {
     case 'cross_site_request':
       return 'The service refused this change as coming from another site. Open the dashboard from the service’s own address and try again.';
+    case 'reauthentication_required':
+      return 'This needs your password confirmed, which was cancelled. Try again and enter your password.';
     case 'rate_limit_exceeded':
       return `Too many attempts: ${err.message} Wait a moment and try again.`;
     default:

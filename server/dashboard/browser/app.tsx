@@ -21,6 +21,7 @@ import { Dialog } from './components/Dialog';
 import { EmptyState } from './components/EmptyState';
 import { ErrorBanner } from './components/ErrorBanner';
 import { Link } from './components/Link';
+import { ReauthHost } from './components/ReauthDialog';
 
 type Session = { kind: 'loading' } | { kind: 'signed-out' } | { kind: 'signed-in'; me: Me } | { kind: 'failed'; error: unknown };
 
@@ -98,6 +99,7 @@ export function App() {
   return (
     <>
       {content}
+      <ReauthHost />
       {asking && (
         <Dialog title="Your session ended" onClose={gaveUp}>
           <p>Sign in again to continue. The page stays as it is, and what you were doing is sent once you are signed in.</p>

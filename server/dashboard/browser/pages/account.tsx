@@ -1,10 +1,11 @@
 /**
  * The signed-in person's own account, whatever their role on any site (`/dashboard/account`):
- * change the password, see and end their sessions, and make, list and revoke management tokens
- * for scripts. Every call is /manage/v1 on the person's own resources (no site in the path).
+ * change the password, see and end their sessions, make, list and revoke management tokens for
+ * scripts (a token made before the last password change is called out), and read the account's
+ * security log. Every call is /manage/v1 on the person's own resources (no site in the path).
  */
 import { useEffect, useState } from 'preact/hooks';
-import { ApiFailure, call, client, type Me, type Schemas } from '../api';
+import { ApiFailure, call, callPage, client, type Me, type Schemas } from '../api';
 import { Button } from '../components/Button';
 import { TextInput } from '../components/Field';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -17,10 +18,13 @@ import { useAction } from '../use-action';
 
 type Session = Schemas['Session'];
 type Token = Schemas['Token'];
+type SecurityEntry = Schemas['SecurityLogEntry'];
 
 export function AccountPage({ me }: { me: Me }) {
   // Bumped when the password changes: the other sessions ended, so the list is read again.
   const [sessionsVersion, setSessionsVersion] = useState(0);
+  // Bumped when a password change revoked every token: the list is read again.
+  const [tokensVersion, setTokensVersion] = useState(0);
   const [changedAt, setChangedAt] = useState(me.account.passwordChangedAt);
   return (
     <div class="stack account-page">
@@ -30,11 +34,13 @@ export function AccountPage({ me }: { me: Me }) {
       <ChangePassword
         onChanged={() => {
           setSessionsVersion((v) => v + 1);
+          setTokensVersion((v) => v + 1);
           setChangedAt(new Date().toISOString());
         }}
       />
       <Sessions version={sessionsVersion} />
-      <Tokens />
+      <Tokens version={tokensVersion} />
+      <SecurityLog version={sessionsVersion} />
     </div>
   );
 }
@@ -42,13 +48,14 @@ export function AccountPage({ me }: { me: Me }) {
 function ChangePassword({ onChanged }: { onChanged: () => void }) {
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');
+  const [revokeTokens, setRevokeTokens] = useState(false);
   const [done, setDone] = useState(false);
   const [wrong, setWrong] = useState<string | null>(null);
   const { busy, error, submit } = useAction(async () => {
     setDone(false);
     setWrong(null);
     try {
-      await call(() => client.POST('/password', { body: { currentPassword: current, newPassword: next } }));
+      await call(() => client.POST('/password', { body: { currentPassword: current, newPassword: next, revokeTokens } }));
     } catch (err) {
       // 403 here means the current password is wrong, not a missing right: the server's words say so.
       if (err instanceof ApiFailure && err.code === 'forbidden') return setWrong(err.message);
@@ -71,7 +78,8 @@ function ChangePassword({ onChanged }: { onChanged: () => void }) {
       {done && (
         <div class="banner banner-info" role="status">
           <p>
-            Password changed. Every other session of your account was signed out; this one stays. Management tokens keep working: revoke them below if needed.
+            Password changed. Every other session of your account was signed out; this one stays.{' '}
+            {revokeTokens ? 'Every management token was revoked.' : 'Management tokens keep working: revoke them below if needed.'}
           </p>
         </div>
       )}
@@ -87,6 +95,9 @@ function ChangePassword({ onChanged }: { onChanged: () => void }) {
         autocomplete="new-password"
         hint="12 to 256 characters. Your other sessions end when it changes."
       />
+      <label class="check">
+        <input type="checkbox" checked={revokeTokens} onChange={(e) => setRevokeTokens(e.currentTarget.checked)} /> Also revoke every management token
+      </label>
       <div>
         <Button variant="primary" submit busy={busy}>
           Change password
@@ -175,7 +186,7 @@ function Sessions({ version }: { version: number }) {
   );
 }
 
-function Tokens() {
+function Tokens({ version }: { version: number }) {
   const [tokens, setTokens] = useState<Token[] | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [created, setCreated] = useState<Schemas['CreatedToken'] | null>(null);
@@ -184,7 +195,8 @@ function Tokens() {
 
   useEffect(() => {
     call(() => client.GET('/tokens')).then(setTokens, setError);
-  }, []);
+  }, [version]);
+  const older = (tokens ?? []).filter((t) => t.madeBeforePasswordChange);
 
   const create = useAction(async () => {
     const t = await call(() => client.POST('/tokens', { body: { label } }));
@@ -202,6 +214,16 @@ function Tokens() {
         password change leaves tokens working.
       </p>
       <ErrorBanner error={error} />
+      {older.length > 0 && (
+        <div class="banner banner-warning" role="alert">
+          <p>
+            {older.length === 1
+              ? 'A token made before your last password change still works'
+              : `${older.length} tokens made before your last password change still work`}
+            : {older.map((t) => t.label).join(', ')}. Whoever knew the old password may have made it: revoke it unless it is yours.
+          </p>
+        </div>
+      )}
       {created && <ShownOnce label="Management token" value={created.token} onDone={() => setCreated(null)} />}
       <form class="stack" onSubmit={create.submit} aria-labelledby="new-token-title">
         <h3 id="new-token-title">New token</h3>
@@ -222,7 +244,14 @@ function Tokens() {
           rowKey={(t) => t.id}
           empty={<EmptyState title="No management tokens yet." />}
           columns={[
-            { header: 'Label', cell: (t) => t.label },
+            {
+              header: 'Label',
+              cell: (t) => (
+                <>
+                  {t.label} {t.madeBeforePasswordChange && <span class="tag tag-warning">Before password change</span>}
+                </>
+              ),
+            },
             { header: 'Prefix', cell: (t) => <code>{t.prefix}…</code>, class: 'nowrap' },
             { header: 'Created', cell: (t) => <RelativeTime at={t.createdAt} />, class: 'nowrap' },
             { header: 'Last used', cell: (t) => <RelativeTime at={t.lastUsedAt} />, class: 'nowrap' },
@@ -259,6 +288,68 @@ function Tokens() {
             The management API refuses <code>{revoking.prefix}…</code> from its next request on. Whatever uses it stops working. This cannot be undone.
           </p>
         </ConfirmDialog>
+      )}
+    </section>
+  );
+}
+
+/** Readable names of the security log's actions; an action this page does not know shows as sent. */
+const ACTIONS: Record<string, string> = {
+  'session.signed_in': 'Signed in',
+  'session.sign_in_failed': 'Failed sign-in (wrong password)',
+  'session.signed_out': 'Signed out',
+  'session.ended': 'Session ended by you',
+  'sessions.ended.owner': 'Every session ended by a site owner',
+  'sessions.ended.password_change': 'Other sessions ended by a password change',
+  'sessions.ended.role_change': 'Every session ended by a role change',
+  'sessions.ended.removal': 'Every session ended by a removal from a site',
+  'account.password_changed': 'Password changed',
+  'token.created': 'Management token created',
+  'token.revoked': 'Management token revoked',
+  'sudo.granted': 'Password confirmed',
+  'sudo.refused': 'Password confirmation refused (wrong password)',
+};
+
+function SecurityLog({ version }: { version: number }) {
+  const [entries, setEntries] = useState<SecurityEntry[] | null>(null);
+  const [next, setNext] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const load = async (cursor?: string) => {
+    setError(null);
+    try {
+      const page = await callPage(() => client.GET('/security-log', { params: { query: { limit: 25, cursor } } }));
+      setEntries((before) => (cursor ? [...(before ?? []), ...page.items] : page.items));
+      setNext(page.nextCursor);
+    } catch (err) {
+      setError(err);
+    }
+  };
+  useEffect(() => void load(), [version]);
+  return (
+    <section class="card stack" aria-labelledby="security-log-title">
+      <h2 id="security-log-title">Security log</h2>
+      <p class="hint">What happened to your sign-ins, sessions, password and tokens in the last 90 days, newest first.</p>
+      <ErrorBanner error={error} />
+      {entries === null ? (
+        !error && <p class="loading">Loading the security log…</p>
+      ) : (
+        <Table
+          caption="Security log"
+          rows={entries}
+          rowKey={(e) => e.id}
+          empty={<EmptyState title="Nothing yet." />}
+          columns={[
+            { header: 'When', cell: (e) => <RelativeTime at={e.createdAt} />, class: 'nowrap' },
+            { header: 'What', cell: (e) => ACTIONS[e.action] ?? e.action },
+            { header: 'Address', cell: (e) => e.clientAddress ?? <span class="muted">—</span>, class: 'nowrap' },
+            { header: 'Browser', cell: (e) => (e.userAgent ? <span title={e.userAgent}>{browserOf(e.userAgent)}</span> : <span class="muted">—</span>) },
+          ]}
+        />
+      )}
+      {next && (
+        <div>
+          <Button onClick={() => void load(next)}>Older entries</Button>
+        </div>
       )}
     </section>
   );
