@@ -185,7 +185,6 @@ export function createServices(
     /** Whether a page of a site carries its snippet and could show the window (owners, /manage/v1); fetched under the event addresses' SSRF rules and CAs. */
     embedCheck: createEmbedCheck({
       access,
-      members: accounts.members,
       windowUrl: config.windowPublicUrl ?? config.publicUrl,
       publicUrl: config.publicUrl,
       allowPrivateNetworks: config.webhookAllowPrivateNetworks,
@@ -264,7 +263,7 @@ export function accountServices(
     signIn,
     tokens: createTokens({ store, audit, securityLog, now }),
     members,
-    invitations: createInvitations({ store, registry, signIn, members, hasher, audit, cursors, publicUrl, now }),
+    invitations: createInvitations({ store, registry, signIn, hasher, audit, cursors, publicUrl, now }),
     setup: createSetup({ store, registry, signIn, audit, publicUrl, now }),
   };
 }

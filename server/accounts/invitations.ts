@@ -8,19 +8,18 @@ import type { PasswordHasher } from './passwords';
 import type { AuditLog } from './audit';
 import type { AccountRegistry } from './registry';
 import type { SignIn } from './sign-in';
-import type { Members } from './members';
 import {
   accountToDto,
   Actor,
   checkEmail,
-  sudoRefusal,
-  throwIf,
   ClientMeta,
   Manager,
   notSignedIn,
   pendingInvitationToDto,
   SignedActor,
   siteToDto,
+  sudoRefusal,
+  throwIf,
   wrongCredentials,
 } from './common';
 import type { AccountRow, AccountStore, InvitationRow, Role } from './store';
@@ -54,7 +53,6 @@ export function createInvitations(opts: {
   store: InvitationStore;
   registry: AccountRegistry;
   signIn: Pick<SignIn, 'startSession'>;
-  members: Pick<Members, 'requireRole'>;
   hasher: PasswordHasher;
   audit: AuditLog;
   cursors: CursorCodec;
@@ -62,13 +60,11 @@ export function createInvitations(opts: {
   now: () => number;
 }) {
   const { store, now, audit } = opts;
-  const requireOwner = (manager: Manager, siteId: string) => opts.members.requireRole(manager, siteId, 'owner');
   const otherEmail = () => invalid('This invitation is for another email address.', [{ path: '/body/email', message: 'must be the invited email' }]);
 
   return {
     /** An owner invites an email with a role: a single-use link, valid 7 days, shown once; only its SHA-256 is kept. */
     async create(actor: SignedActor, siteId: string, rawEmail: string, role: Role) {
-      await requireOwner(actor.manager, siteId);
       // An owner invitation makes an owner: it needs a recent password proof (x-sudo: owner-role).
       if (role === 'owner') throwIf(sudoRefusal(actor.manager, now(), true));
       const email = checkEmail(rawEmail);
@@ -94,8 +90,7 @@ export function createInvitations(opts: {
     },
 
     /** An owner's view of the invitations still waiting to be taken (never their tokens), newest first. */
-    async list(manager: Manager, siteId: string, query: { limit?: number; cursor?: string }) {
-      await requireOwner(manager, siteId);
+    async list(siteId: string, query: { limit?: number; cursor?: string }) {
       const limit = query.limit ?? 25;
       const scope = { list: 'invitations', siteId };
       const after = query.cursor ? opts.cursors.decode(query.cursor, scope) : undefined;
@@ -105,7 +100,6 @@ export function createInvitations(opts: {
 
     /** An owner withdraws an invitation nobody has taken: its link stops working at once. */
     async revoke(actor: SignedActor, siteId: string, invitationId: string) {
-      await requireOwner(actor.manager, siteId);
       await runInTransaction(store.db, async (trx) => {
         if (!(await store.deletePendingInvitation(siteId, invitationId, now(), trx))) {
           throw new ApiError('not_found', 'No pending invitation with this id: it was taken, has expired or never existed.');
