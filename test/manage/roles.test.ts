@@ -38,7 +38,7 @@ test('site operations (member, owner) are exactly those under /sites/{siteId}; o
 test('the entry lets through without a credential exactly the x-role public operations', () => {
   const isCredentialFree = credentialFreeMatcher(document as never);
   const publicOnes = operations.filter((op) => roleOf(op) === 'public').map((op) => op.operationId);
-  expect(publicOnes.sort()).toEqual(['acceptInvitation', 'completeSetup', 'signIn']);
+  expect(publicOnes.sort()).toEqual(['acceptInvitation', 'completeSetup', 'getSession', 'signIn']);
   for (const op of operations) {
     const path = op.template.replace(/\{[^}]+\}/g, 'x');
     expect([op.operationId, isCredentialFree({ method: op.method, path })]).toEqual([op.operationId, roleOf(op) === 'public']);
