@@ -2,6 +2,7 @@ import { Request, Response, Router } from 'express';
 import { ApiError } from '../platform/errors';
 import { Asset, AssetManifest, builtAssetDir, IMMUTABLE, loadAssetDir, loadAtStart, sendAsset } from '../http/static-assets';
 import type { Logger } from '../platform/logger';
+import { DASHBOARD_BASE_PATH, shellHtml } from './shell';
 
 /**
  * The dashboard's browser side under /dashboard (docs/dashboard.md). It is static code that talks
@@ -14,12 +15,30 @@ import type { Logger } from '../platform/logger';
  *   style, and its CSP allows this origin only (no `style` attributes either, no eval).
  */
 
-export const DASHBOARD_BASE_PATH = '/dashboard';
+export { DASHBOARD_BASE_PATH };
 
-/** `manifest.json` of the build's dashboard/ directory: the files, and which two the shell loads. */
+/** Bytes of one file as sent, in each coding: brotli (what browsers are sent) and gzip (the budget's measure). */
+export interface SentSize {
+  br: number;
+  gzip: number;
+}
+
+/** The first load as the build measured it: the shell, its script, its stylesheet, and their sum. */
+export interface FirstLoadSizes {
+  html: SentSize;
+  script: SentSize;
+  style: SentSize;
+  total: SentSize;
+}
+
+/**
+ * `manifest.json` of the build's dashboard/ directory: the files, which two the shell loads, and
+ * the first load's size as measured when they were built (scripts/build-dashboard.ts).
+ */
 export interface DashboardManifest extends AssetManifest {
   script: string;
   style: string;
+  firstLoad: FirstLoadSizes;
 }
 
 export interface DashboardAssets {
@@ -41,25 +60,6 @@ export const DASHBOARD_CSP = [
 
 /** Reads the build's dashboard/ directory (about 100 KB with its variants). */
 export const loadDashboardAssets = (dir = builtAssetDir('dashboard')): DashboardAssets => loadAssetDir<DashboardManifest>(dir);
-
-function shellHtml(m: DashboardManifest): string {
-  // The names are the builder's hex hashes: nothing here needs escaping.
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Dashboard</title>
-<link rel="stylesheet" href="${DASHBOARD_BASE_PATH}/assets/${m.style}">
-<script src="${DASHBOARD_BASE_PATH}/assets/${m.script}" defer></script>
-</head>
-<body>
-<div id="app"></div>
-<noscript><p>The dashboard needs JavaScript.</p></noscript>
-</body>
-</html>
-`;
-}
 
 export function dashboardRoutes(opts: { logger: Logger }): Router {
   const router = Router();

@@ -8,7 +8,7 @@ import { limitByClientIp, rateHeaders, rateLimited } from '../http/rate-limit/an
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
 import { createSignInThrottle } from '../accounts/throttle';
-import { clearedSessionCookie, crossSiteRefusal, sessionCookieOf } from './guards';
+import { crossSiteRefusal, sessionCookieOf } from './guards';
 import { manageRoutes } from './routes';
 import { siteAdminRoutes } from './sites-routes';
 import { eventRoutes } from './events-routes';
@@ -24,8 +24,13 @@ export interface ManageEntryOptions {
   logger: Logger;
 }
 
-/** The operations that open without a credential: they are how a person gets one. */
-const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept' || req.path === '/setup');
+/**
+ * The operations that open without a credential: they are how a person gets one, and asking whether
+ * one is held (`GET /session` answers `data: null` rather than a 401 a browser would log).
+ */
+const isCredentialFree = (req: Request) =>
+  (req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept' || req.path === '/setup')) ||
+  (req.method === 'GET' && req.path === '/session');
 
 /**
  * The management API's entry, mounted at /manage/v1 (openapi/manage.yaml). In order:
@@ -72,8 +77,8 @@ export function manageEntry(opts: ManageEntryOptions): Router {
             req.manager = await accounts.authenticateSession(cookie);
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 'unauthorized')) throw err;
-            // The browser may forget the cookie: it opens nothing any more.
-            res.setHeader('Set-Cookie', clearedSessionCookie());
+            // The cookie is left as it is: this answer may arrive after a sign-in that set a new
+            // one (the request left before it), and clearing would sign that browser out again.
             if (!isCredentialFree(req)) {
               await limitByClientIp(limiter, req, 'manage:');
               throw err;

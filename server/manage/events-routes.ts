@@ -1,7 +1,7 @@
 import { Request, Response, Router } from 'express';
 import type { components } from './generated/api';
 import type { Services } from '../services';
-import { invalid } from '../platform/errors';
+import { ApiError, invalid } from '../platform/errors';
 
 type Schemas = components['schemas'];
 type Body<T extends keyof Schemas> = Schemas[T];
@@ -32,7 +32,12 @@ export function eventRoutes(services: Pick<Services, 'accounts' | 'webhooks' | '
 
   router.get('/sites/:siteId/event-address', async (req, res) => {
     await owner(req);
-    send<'EventAddressResponse'>(res, 200, { data: await webhooks.getEndpoint(site(req)) });
+    // No address yet is a normal state, not an error: the site exists (the role check found it).
+    const address = await webhooks.getEndpoint(site(req)).catch((err: unknown) => {
+      if (err instanceof ApiError && err.code === 'not_found') return null;
+      throw err;
+    });
+    send<'EventAddressReadResponse'>(res, 200, { data: address });
   });
 
   router.put('/sites/:siteId/event-address', async (req, res) => {

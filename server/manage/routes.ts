@@ -45,6 +45,14 @@ export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle
     send<'SignInResponse'>(res, 200, { data: { account: signed.account, session: signed.session } });
   });
 
+  // Answers 200 whether signed in or not: a page asks without logging a failed request.
+  router.get('/session', async (req, res) => {
+    const manager = req.manager;
+    const session = manager?.sessionId ? (await accounts.listSessions(manager)).find((s) => s.current) : undefined;
+    const data = manager && session ? { account: (await accounts.me(manager)).account, session } : null;
+    send<'CurrentSessionResponse'>(res, 200, { data });
+  });
+
   router.delete('/session', async (req, res) => {
     await accounts.signOut(signedIn(req));
     res.setHeader('Set-Cookie', clearedSessionCookie());

@@ -556,6 +556,9 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
       json: { email: 'prism-owner@example.com', password: 'a wrong password!' },
       headers: SAME,
     });
+    const current = await m('GET', '/session', 200, { op: 'getSession', headers: { Cookie: cookie } });
+    expect(current.json.data.session.current).toBe(true);
+    expect((await m('GET', '/session', 200, { op: 'getSession' })).json).toEqual({ data: null });
     const me = await m('GET', '/me', 200, { op: 'getMe', headers: { Cookie: cookie } });
     expect(me.json.data.via).toBe('session');
     await m('GET', '/me', 401, { op: 'getMe', code: 'unauthorized', key: 'wcm_notarealtoken0000000000000000000000000000' });
@@ -671,6 +674,7 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
 
   test('event address, secrets, test delivery, delivery log, recovery', async () => {
     const e = `/sites/${site}/event-address`;
+    expect((await m('GET', e, 200, { op: 'getEventAddress', ...t(ownerToken) })).json).toEqual({ data: null });
     await m('PUT', e, 201, { op: 'setEventAddress', json: { url: receiver.url('/prism'), events: ['message.created'] }, ...t(ownerToken) });
     await m('PUT', e, 200, {
       op: 'setEventAddress',

@@ -199,6 +199,12 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     },
     503: () => call('post', '/session', { app: broken.app, body: { email: 'owner@example.com', password: PASSWORD } }),
   },
+  getSession: {
+    ...common('get', '/session', 'listSessions'),
+    // Signed out is not an error here: data null.
+    200: () => call('get', '/session'),
+    401: () => call('get', '/session', { bearer: 'wcm_notarealtoken0000000000000000000000000000' }),
+  },
   signOut: {
     ...common('delete', '/session', 'signOut'),
     204: async () => call('delete', '/session', { cookie: (await signIn(h, 'owner@example.com')).cookie }),

@@ -73,6 +73,11 @@ afterAll(async () => {
 let secret: string;
 
 test('an owner sets the address (the secret once), reads it, changes it; an agent is refused; another site is 404', async () => {
+  // No address yet is a normal state: 200 with data null (a page reading it logs no failed request).
+  const none = await api('get', `/sites/${site}/event-address`);
+  expect(none.status).toBe(200);
+  expect(none.body).toEqual({ data: null });
+  expect((await api('get', `/sites/${site}/event-address`, undefined, agentToken)).status).toBe(403);
   const made = await api('put', `/sites/${site}/event-address`, { url: receiver.url('/hooks'), events: ['message.created', 'conversation.started'] });
   expect(made.status).toBe(201);
   expect(made.body.data.secret).toMatch(/^whsec_/);

@@ -1,24 +1,22 @@
 /**
- * The dashboard's one way to the server: openapi-fetch typed from openapi/manage.yaml
- * (server/manage/generated/api.ts), and `call`, which every page uses. `call` unwraps the answer's
- * `data` or throws an ApiFailure carrying the envelope's `error.code` and `message`. A 401 (the
- * session ended: idle, expired, signed out elsewhere) does not reach the page: the app's sign-in
- * dialog opens over the page, which keeps whatever it holds, and the call is sent again once
- * signed in (see `whenSignedOut`). The live stream shares the dialog across tabs: when one tab's
- * stream meets the 401, the other tabs ask too, and a sign-in in any tab closes every tab's dialog
- * (`signInAgain`, `signedInElsewhere`, called by live/hub.ts).
+ * The dashboard's one way to the server: the openapi-fetch client typed from openapi/manage.yaml
+ * (client.ts), and `call`, which every page uses. `call` unwraps the answer's `data` or throws an
+ * ApiFailure carrying the envelope's `error.code` and `message`. A 401 does not reach the page as
+ * such: session.ts judges it by the sign-ins and sign-outs since the call was sent. The session
+ * ended: the app's sign-in dialog opens over the page, which keeps whatever it holds, and the call
+ * is sent again once signed in (here or in another tab). A sign-in since the call was sent: it is
+ * sent again at once. Signed out on purpose: it fails quietly, and the page is the sign-in page.
  */
-import createClient from 'openapi-fetch';
-import type { components, paths } from '../../manage/generated/api';
+import type { components } from '../../manage/generated/api';
+import { client } from './client';
+import { afterUnauthorized, currentGeneration } from './session';
 
+export { client };
 export type Schemas = components['schemas'];
 export type ErrorCode = Schemas['Error']['code'];
 export type Me = Schemas['MeResponse']['data'];
 export type MySite = Schemas['MySite'];
 export type Role = Schemas['Role'];
-
-/** Same-origin cookies (the session is `__Host-session`, HttpOnly); no Authorization header. */
-export const client = createClient<paths>({ baseUrl: '/manage/v1', credentials: 'same-origin' });
 
 /** A call that failed, with the envelope's code and message (or ours for a network failure). */
 export class ApiFailure extends Error {
@@ -42,49 +40,10 @@ interface Answer<D> {
 
 export interface CallOptions {
   /**
-   * A 401 opens the sign-in dialog and retries (true, the default). False for the calls whose 401
-   * means something else: signing in itself (a wrong password), and the first /me (not signed in).
+   * A 401 is judged by session.ts and may open the sign-in dialog (true, the default). False for
+   * the calls whose 401 means something else: signing in itself (a wrong password), signing out.
    */
   signIn?: boolean;
-}
-
-/** How a sign-in dialog ended well: signed in as `accountId` in this tab's dialog, or in another tab's. */
-export interface SignedInAgain {
-  accountId: string;
-  here: boolean;
-}
-
-/** The app's sign-in dialog, registered by app.tsx. */
-export interface SessionDialog {
-  /** Opens it; resolves once signed in (here or in another tab), rejects when the person gave up. */
-  open(): Promise<SignedInAgain>;
-  /** Another tab of this browser signed in as `accountId` (the cookie is shared): the open dialog closes as if signed in here. */
-  signedInElsewhere(accountId: string): void;
-}
-
-let dialog: SessionDialog | undefined;
-/** One dialog for every call (and every tab's notice) that met the ended session meanwhile. */
-let pending: Promise<SignedInAgain> | undefined;
-
-/** The app's handler for an ended session (app.tsx registers its sign-in dialog). */
-export function whenSignedOut(handler: SessionDialog): void {
-  dialog = handler;
-}
-
-/**
- * The session ended: asks the person to sign in again, one dialog for every caller meanwhile.
- * `send` comes here on a 401; the live hub (live/hub.ts) comes here when another tab's stream met
- * the 401, so every tab asks without each making a failing call.
- */
-export function signInAgain(): Promise<SignedInAgain> {
-  if (!dialog) return Promise.reject(new ApiFailure(401, 'unauthorized', 'You are signed out: sign in to continue.'));
-  pending ??= dialog.open().finally(() => (pending = undefined));
-  return pending;
-}
-
-/** Another tab signed in: this tab's dialog, if open, closes and what waited on it goes on. */
-export function signedInElsewhere(accountId: string): void {
-  if (pending) dialog?.signedInElsewhere(accountId);
 }
 
 function failureOf(answer: Answer<unknown>): ApiFailure {
@@ -97,7 +56,9 @@ function failureOf(answer: Answer<unknown>): ApiFailure {
 
 /** Sends `request` (a function, so it can be sent again after a sign-in) and answers the whole body. */
 export async function send<D>(request: () => Promise<Answer<D>>, opts: CallOptions = {}): Promise<D> {
+  let found = 0;
   for (;;) {
+    const sentAt = currentGeneration();
     let answer: Answer<D>;
     try {
       answer = await request();
@@ -105,9 +66,12 @@ export async function send<D>(request: () => Promise<Answer<D>>, opts: CallOptio
       throw new ApiFailure(0, 'network_error', 'The service could not be reached. Check the connection and try again.');
     }
     if (answer.response.ok) return answer.data as D;
-    if (answer.response.status === 401 && opts.signIn !== false && dialog) {
-      await signInAgain(); // rejects (the person closed the dialog): the call fails like the 401 it met
-      continue;
+    if (answer.response.status === 401 && opts.signIn !== false) {
+      const verdict = await afterUnauthorized(sentAt, answer.response.url);
+      // A session the server shows though none was heard of is trusted once per call: a second 401 is real.
+      if (verdict === 'sent-again' || (verdict === 'found-session' && found++ === 0)) continue;
+      const requestId = answer.response.headers.get('X-Request-Id');
+      throw new ApiFailure(401, 'unauthorized', 'You are signed out: sign in to continue.', requestId);
     }
     throw failureOf(answer);
   }

@@ -1,12 +1,14 @@
 /**
- * The app shell: who is signed in (GET /me), the sign-in and invitation pages, and for a signed-in
- * account the header (site picker, navigation by role, connection state, sign-out) around the page
- * the route table (pages.ts) names. It also answers api.ts when a session ends: a dialog over the
- * page, which stays mounted (so what was typed stays), and the call is sent again after sign-in.
- * A sign-in in another tab of this browser (relayed by live/hub.ts) closes it the same way.
+ * The app shell: who is signed in (GET /session, then GET /me), the sign-in and invitation pages,
+ * and for a signed-in account the header (site picker, navigation by role, connection state,
+ * sign-out) around the page the route table (pages.ts) names. It also shows the "Your session
+ * ended" dialog while session.ts asks for it: over the page, which stays mounted (so what was typed
+ * stays), and the calls that met the ended session are sent again after sign-in. It tells
+ * session.ts of this tab's sign-ins and sign-outs, and follows the other tabs' (session.ts relays them).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { ApiFailure, call, client, whenSignedOut, type Me, type MySite, type SignedInAgain } from './api';
+import { ApiFailure, call, client, type Me, type MySite } from './api';
+import { gaveUp, registerSessionView, sessionKnown, signedIn, signingOut } from './session';
 import { matchSitePath, navigate, usePath } from './router';
 import { SITE_PAGES } from './pages';
 import { LiveStatus } from './live/status';
@@ -22,47 +24,52 @@ import { Link } from './components/Link';
 
 type Session = { kind: 'loading' } | { kind: 'signed-out' } | { kind: 'signed-in'; me: Me } | { kind: 'failed'; error: unknown };
 
-const loadMe = () => call(() => client.GET('/me'), { signIn: false });
+/** The signed-in account, or null: GET /session answers 200 signed in or not, so a signed-out load logs no failed request. */
+async function loadMe(): Promise<Me | null> {
+  const current = await call(() => client.GET('/session'), { signIn: false });
+  return current ? await call(() => client.GET('/me'), { signIn: false }) : null;
+}
 
 export function App() {
   const path = usePath();
   const [session, setSession] = useState<Session>({ kind: 'loading' });
-  const [reauth, setReauth] = useState<{ resolve: (s: SignedInAgain) => void; reject: (e: unknown) => void } | null>(null);
+  const [asking, setAsking] = useState(false);
 
-  const refresh = async () => {
+  /** Loads who is signed in; `signedInHere`: this tab just signed in, which session.ts tells every tab. */
+  const refresh = async (signedInHere = false) => {
     try {
-      setSession({ kind: 'signed-in', me: await loadMe() });
+      const me = await loadMe();
+      if (me && signedInHere) signedIn(me.account.id);
+      else sessionKnown(me?.account.id ?? null);
+      setSession(me ? { kind: 'signed-in', me } : { kind: 'signed-out' });
     } catch (err) {
       setSession(err instanceof ApiFailure && err.status === 401 ? { kind: 'signed-out' } : { kind: 'failed', error: err });
     }
   };
 
-  /** Signed in again: in this tab's dialog, or in another tab's (the live hub relays it, api.ts closes ours). */
-  const signedInAgain = async (accountId: string, here: boolean) => {
+  /** Signed in as `accountId` (in this tab's dialog, or in another tab): another account starts over, nothing on the page belongs to it. */
+  const follow = (accountId: string) => {
     const me = session.kind === 'signed-in' ? session.me : null;
-    // Another account signed in: nothing on the page belongs to it; start over.
     if (me && accountId !== me.account.id) return location.assign('/dashboard/');
-    setReauth(null);
-    reauth?.resolve({ accountId, here });
-    await refresh();
+    void refresh();
   };
-  // The handler is registered once; a sign-in in another tab must see this render's session and dialog.
-  const latestSignedInAgain = useRef(signedInAgain);
-  latestSignedInAgain.current = signedInAgain;
+  // session.ts's view is registered once; what it calls must see this render's session.
+  const latestFollow = useRef(follow);
+  latestFollow.current = follow;
 
   useEffect(() => {
-    void refresh();
-    whenSignedOut({
-      open: () => new Promise((resolve, reject) => setReauth({ resolve, reject })),
-      signedInElsewhere: (accountId) => void latestSignedInAgain.current(accountId, false),
+    registerSessionView({
+      asking: setAsking,
+      signedInElsewhere: (accountId) => latestFollow.current(accountId),
+      // Stays at its address: signing in again there opens the same page.
+      signedOutElsewhere: () => setSession({ kind: 'signed-out' }),
     });
+    void refresh();
   }, []);
-  const gaveUp = () => {
-    setReauth(null);
-    reauth?.reject(new ApiFailure(401, 'unauthorized', 'You are signed out: sign in to continue.'));
-  };
 
   const signOut = async () => {
+    // Before the request: an answer on its way meets the 401 after this, and must not ask to sign in.
+    signingOut();
     try {
       await call(() => client.DELETE('/session'), { signIn: false });
     } catch {
@@ -72,6 +79,7 @@ export function App() {
     navigate('/', true);
   };
 
+  const joined = () => refresh(true);
   let content;
   if (session.kind === 'loading') content = <p class="loading">Loading…</p>;
   else if (session.kind === 'failed')
@@ -82,18 +90,24 @@ export function App() {
         <Button onClick={() => void refresh()}>Try again</Button>
       </main>
     );
-  else if (path === '/accept-invitation') content = <AcceptInvitationPage me={session.kind === 'signed-in' ? session.me : null} onJoined={refresh} />;
-  else if (path === '/setup') content = <SetupPage onDone={refresh} />;
-  else if (session.kind === 'signed-out') content = <SignInPage onSignedIn={refresh} />;
+  else if (path === '/accept-invitation') content = <AcceptInvitationPage me={session.kind === 'signed-in' ? session.me : null} onJoined={joined} />;
+  else if (path === '/setup') content = <SetupPage onDone={joined} />;
+  else if (session.kind === 'signed-out') content = <SignInPage onSignedIn={joined} />;
   else content = <SignedInShell me={session.me} path={path} onSignOut={signOut} />;
 
   return (
     <>
       {content}
-      {reauth && (
+      {asking && (
         <Dialog title="Your session ended" onClose={gaveUp}>
           <p>Sign in again to continue. The page stays as it is, and what you were doing is sent once you are signed in.</p>
-          <SignInForm email={session.kind === 'signed-in' ? session.me.account.email : ''} onSignedIn={(s) => signedInAgain(s.account.id, true)} />
+          <SignInForm
+            email={session.kind === 'signed-in' ? session.me.account.email : ''}
+            onSignedIn={(s) => {
+              signedIn(s.account.id);
+              follow(s.account.id);
+            }}
+          />
         </Dialog>
       )}
     </>

@@ -76,7 +76,15 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Am I signed in
+         * @description The session of the cookie this request carries, with its account; `data: null` when there is
+         *     none (never signed in, signed out, ended, or a management token, which has no session). It
+         *     answers `200` either way, so a page can ask without a failed request: the dashboard asks it
+         *     first, and again when a call meets `401`, to tell an ended session from an answer that was on
+         *     its way while someone signed in or out. A wrong or revoked management token is still `401`.
+         */
+        get: operations["getSession"];
         put?: never;
         /**
          * Sign in
@@ -473,7 +481,8 @@ export interface paths {
          * Read the event address
          * @description Owners only. The site's address, its events, whether it is `enabled` or `disabled` (with the
          *     reason, `owner` or `failing`, and since when), the failure streak the automatic disabling reads,
-         *     and a pending secret roll's switch time. Never a secret. `404` when the site has no address.
+         *     and a pending secret roll's switch time. Never a secret. `data: null` when the site has no
+         *     address yet (a normal state, so not an error); `404` is a site the account is not a member of.
          */
         get: operations["getEventAddress"];
         /**
@@ -1224,6 +1233,13 @@ export interface components {
         CreateTokenRequest: {
             label: components["schemas"]["Label"];
         };
+        CurrentSessionResponse: {
+            /** @description The session of the request's cookie and its account; null without one. */
+            data: {
+                account: components["schemas"]["Account"];
+                session: components["schemas"]["Session"];
+            } | null;
+        };
         /** @description Opaque. Pass it back unchanged. */
         Cursor: string;
         Delivery: {
@@ -1414,6 +1430,10 @@ export interface components {
         };
         /** @example whk_01jd8x3r5k0000000000000000 */
         EventAddressIdValue: string;
+        EventAddressReadResponse: {
+            /** @description The site's event address; null when it has none yet. */
+            data: components["schemas"]["EventAddress"] | null;
+        };
         EventAddressResponse: {
             data: components["schemas"]["EventAddress"];
         };
@@ -2319,6 +2339,35 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The current session, or `data: null`. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CurrentSessionResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3294,7 +3343,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["EventAddressResponse"];
+                    "application/json": components["schemas"]["EventAddressReadResponse"];
                 };
             };
             400: components["responses"]["InvalidRequest"];

@@ -66,9 +66,16 @@ export async function dashboardHarness(opts: DashboardHarnessOptions = {}): Prom
   const newContext = async (options: Parameters<Browser['newContext']>[0] = {}) => {
     const ctx = await browser.newContext({ ignoreHTTPSErrors: true, ...opts.context, ...options });
     await ctx.addInitScript(() => {
-      const w = window as unknown as { __violations: string[] };
+      const w = window as unknown as { __violations: string[]; __modals: string[] };
       w.__violations = [];
       document.addEventListener('securitypolicyviolation', (e) => w.__violations.push(`${e.violatedDirective} ${e.blockedURI}`));
+      // Every modal dialog opened, by its heading: one that opened and closed again between two looks still counts.
+      w.__modals = [];
+      const showModal = HTMLDialogElement.prototype.showModal;
+      HTMLDialogElement.prototype.showModal = function (this: HTMLDialogElement) {
+        w.__modals.push(this.querySelector('h2')?.textContent ?? '');
+        return showModal.call(this);
+      };
     });
     ctx.on('weberror', (e) => pageErrors.push(String(e.error())));
     return ctx;
@@ -109,6 +116,23 @@ export async function dashboardHarness(opts: DashboardHarnessOptions = {}): Prom
 
 /** The CSP violations the page recorded since it loaded. */
 export const violations = (page: Page): Promise<string[]> => page.evaluate(() => (window as unknown as { __violations: string[] }).__violations);
+
+/** The headings of every modal dialog the page opened since it loaded (open or closed again since). */
+export const modalsOpened = (page: Page): Promise<string[]> => page.evaluate(() => (window as unknown as { __modals: string[] }).__modals);
+
+/**
+ * What a person would see go wrong on a page without looking for it: console errors (a failed
+ * fetch logs one in Chromium whatever the code does), requests that failed or answered 4xx/5xx, and
+ * uncaught errors. Recorded from now on; read it before the page closes (closing aborts its stream).
+ */
+export function recordProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('console', (m) => m.type() === 'error' && problems.push(`console: ${m.text()} (${m.location().url})`));
+  page.on('requestfailed', (r) => problems.push(`failed: ${r.method()} ${new URL(r.url()).pathname} ${r.failure()?.errorText ?? ''}`));
+  page.on('response', (r) => r.status() >= 400 && problems.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`));
+  page.on('pageerror', (e) => problems.push(`error: ${e.message}`));
+  return problems;
+}
 
 /**
  * Proves the recorder hears a violation by causing one on purpose (an inline style attribute, which

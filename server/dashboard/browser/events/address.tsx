@@ -28,11 +28,11 @@ export function AddressView({ siteId }: { siteId: string }) {
 
   const load = async () => {
     try {
+      // data: null when none is set yet (200, so an owner opening the page logs no failed request).
       setAddress(await call(() => client.GET('/sites/{siteId}/event-address', path)));
       setError(null);
     } catch (err) {
-      if (err instanceof ApiFailure && err.status === 404) setAddress(null);
-      else setError(err);
+      setError(err);
     }
   };
   useEffect(() => void load(), [siteId]);

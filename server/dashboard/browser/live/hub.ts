@@ -6,14 +6,15 @@
  * the leader's tab closes one of them takes over, resuming after the last id it saw. Where the lock
  * is refused (storage blocked: it rejects with SecurityError) each tab keeps its own stream.
  *
- * fetch() rather than EventSource: it shows the status (a 401 opens the sign-in dialog through
- * api.ts, a 503's Retry-After is honoured), sends Last-Event-ID on every new connection (an
- * EventSource sends it only on its own reconnects), and lets a watchdog replace a socket that went
- * silent (a sleeping laptop, a proxy that dropped the connection without closing it). The leader's
- * 401 is told to the other tabs, so each asks to sign in, and a sign-in in any tab closes the
- * others' dialogs: followers get no stream of their own to meet the 401 with.
+ * fetch() rather than EventSource: it shows the status (a 401 goes through api.ts like any call's,
+ * a 503's Retry-After is honoured), sends Last-Event-ID on every new connection (an EventSource
+ * sends it only on its own reconnects), and lets a watchdog replace a socket that went silent (a
+ * sleeping laptop, a proxy that dropped the connection without closing it). Who is signed in is
+ * session.ts's, for every tab and every page: the leader's 401 opens the dialog there and is told
+ * to the other tabs, and a sign-in in any tab resumes a leader parked after its person closed it.
  */
-import { ApiFailure, send, signedInElsewhere, signInAgain } from '../api';
+import { ApiFailure, send } from '../api';
+import { onSignedIn } from '../session';
 import { setCatchUp, setConnection, type ConnectionState } from '../connection';
 import { createSseParser, type SseMessage } from './sse';
 import type { InboxLiveEvent, InboxLiveEventName } from './events';
@@ -62,11 +63,7 @@ type Wire =
   | { type: 'state'; state: ConnectionState; lastId: number }
   | { type: 'event'; event: InboxLiveEvent }
   | { type: 'catch-up'; count: number }
-  | { type: 'resync'; lastId: number }
-  /** The leader's stream met a 401: every tab asks to sign in. */
-  | { type: 'signed-out' }
-  /** Signed in again in one tab's dialog (any tab, not only the leader): the others close theirs. */
-  | { type: 'signed-in'; accountId: string };
+  | { type: 'resync'; lastId: number };
 
 interface Ready {
   lastEventId?: string;
@@ -106,12 +103,17 @@ class SiteHub {
   private liveSince = 0;
   private hasTail = true;
   private resuming = false;
-  /** This tab's sign-in dialog, while the hub waits on it to tell the other tabs of a sign-in. */
-  private asking: Promise<unknown> | undefined;
+  private readonly stopHearingSignIns: () => void;
 
   constructor(readonly siteId: string) {
     this.setState('connecting');
     this.mark();
+    // A stream parked after its person closed the sign-in dialog: a sign-in in any tab brings it back.
+    this.stopHearingSignIns = onSignedIn(() => {
+      if (this.role === 'waiting' || !this.parked || this.closed) return;
+      this.attempt = 0;
+      void this.connect();
+    });
     this.elect();
   }
 
@@ -165,17 +167,7 @@ class SiteHub {
       if (this.role === 'leader') this.post({ type: 'state', state: this.state, lastId: this.lastId });
       return;
     }
-    if (m.type === 'signed-in') {
-      signedInElsewhere(m.accountId);
-      // A leader whose person closed the dialog is parked; the other tabs need its stream now.
-      if (this.role === 'leader' && this.parked) {
-        this.attempt = 0;
-        void this.connect();
-      }
-      return;
-    }
     if (this.role !== 'waiting') return;
-    if (m.type === 'signed-out') return this.signedOut();
     if (m.type === 'state') {
       this.lastId = Math.max(this.lastId, m.lastId);
       this.setState(m.state);
@@ -189,29 +181,6 @@ class SiteHub {
 
   private post(m: Wire) {
     if (this.role === 'leader') this.channel?.postMessage(m);
-  }
-
-  /**
-   * The session ended (this leader's stream met the 401, or the leader said so): the sign-in
-   * dialog opens through api.ts, the one every call that meets a 401 opens, and a sign-in in it is
-   * told to the other tabs so theirs close and the leader's stream goes on from its last id. The
-   * leader's own request waits on the same dialog inside `send`.
-   */
-  private signedOut() {
-    if (this.role === 'leader') this.post({ type: 'signed-out' });
-    const asked = signInAgain();
-    if (this.asking === asked) return;
-    this.asking = asked;
-    asked
-      .then(
-        (s) => {
-          if (s.here && !this.closed) this.channel?.postMessage({ type: 'signed-in', accountId: s.accountId } satisfies Wire);
-        },
-        () => undefined, // the person closed the dialog: this tab stays as it is (a leader parks, see `refused`)
-      )
-      .finally(() => {
-        if (this.asking === asked) this.asking = undefined;
-      });
   }
 
   private setState(s: ConnectionState) {
@@ -277,7 +246,6 @@ class SiteHub {
           this.watching = false;
         }
         if (last.ok) return { data: last, response: last };
-        if (last.status === 401) this.signedOut();
         return { error: await last.json().catch(() => undefined), response: last };
       });
     } catch (err) {
@@ -462,6 +430,7 @@ class SiteHub {
     clearTimeout(this.retryTimer);
     clearTimeout(this.catchUpTimer);
     clearInterval(this.tick);
+    this.stopHearingSignIns();
     removeEventListener('online', this.wake);
     removeEventListener('offline', this.wentOffline);
     document.removeEventListener('visibilitychange', this.shown);

@@ -68,6 +68,8 @@ export function LiveStatus({ siteId }: { siteId: string | undefined }) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let gone = false;
     const recount = () => {
+      // The path's effect below may still hold this site's recount after the site was left.
+      if (gone) return;
       clearTimeout(timer);
       timer = setTimeout(() => {
         countUnread(siteId).then(
