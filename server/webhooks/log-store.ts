@@ -15,6 +15,8 @@ export interface LoggedDelivery {
   test: boolean;
   next_attempt_at: number;
   updated_at: number;
+  /** Why it ended failed without sending in its last round (rows.ts UNSENT); null otherwise. */
+  unsent_reason: string | null;
 }
 
 export interface DeliveryFilter {
@@ -28,6 +30,7 @@ export interface DeliveryFilter {
 const mapLogged = (r: Record<string, unknown>): LoggedDelivery => ({
   ...withNumericColumns(r as unknown as LoggedDelivery, ['created_at', 'attempts', 'next_attempt_at', 'updated_at']),
   test: Boolean(r.test),
+  unsent_reason: (r.unsent_reason as string | null) ?? null,
 });
 
 /**
@@ -80,6 +83,7 @@ export function createLogQueries(db: Knex) {
           'deliveries.test',
           'deliveries.next_attempt_at',
           'deliveries.updated_at',
+          'deliveries.unsent_reason',
         );
       return rows.map(mapLogged);
     },
@@ -89,7 +93,7 @@ export function createLogQueries(db: Knex) {
       const r = await db('events as e')
         .join('deliveries as d', 'd.event_id', 'e.id')
         .where({ 'e.id': eventId, 'e.site_id': siteId })
-        .first('e.*', 'd.status', 'd.attempts', 'd.test', 'd.next_attempt_at', 'd.updated_at');
+        .first('e.*', 'd.status', 'd.attempts', 'd.test', 'd.next_attempt_at', 'd.updated_at', 'd.unsent_reason');
       if (!r) return undefined;
       return { delivery: mapLogged(r), event: mapEventRow({ id: r.id, site_id: r.site_id, name: r.name, body: r.body, created_at: r.created_at }) };
     },
@@ -148,6 +152,38 @@ export function createLogQueries(db: Knex) {
         });
         await trx('delivery_attempts').insert(attempt);
       });
+    },
+
+    /**
+     * The site's deliveries that ended without sending in their last round, newest first, for the
+     * attempt log (which has no row for them): the (site_id, status, updated_at) index, each joined
+     * to its event and address by primary key.
+     */
+    async listUnsent(
+      siteId: string,
+      filter: { eventId?: string; eventName?: string; limit: number },
+    ): Promise<{ event_id: string; event_name: string; url: string | null; updated_at: number; unsent_reason: string }[]> {
+      let q = db('deliveries as d')
+        .join('events as e', 'e.id', 'd.event_id')
+        .leftJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+        .where({ 'd.site_id': siteId, 'd.status': 'failed' })
+        .whereNotNull('d.unsent_reason')
+        .orderBy([
+          { column: 'd.updated_at', order: 'desc' },
+          { column: 'd.event_id', order: 'desc' },
+        ])
+        .limit(filter.limit)
+        .select('d.event_id', 'e.name as event_name', 'w.url', 'd.updated_at', 'd.unsent_reason');
+      if (filter.eventId) q = q.andWhere('d.event_id', filter.eventId);
+      if (filter.eventName) q = q.andWhere('e.name', filter.eventName);
+      const rows: Record<string, unknown>[] = await q;
+      return rows.map((r) => ({
+        event_id: String(r.event_id),
+        event_name: String(r.event_name),
+        url: (r.url as string | null) ?? null,
+        updated_at: Number(r.updated_at),
+        unsent_reason: String(r.unsent_reason),
+      }));
     },
 
     /**

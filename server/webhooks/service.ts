@@ -49,6 +49,7 @@ const deliveryToDto = (d: LoggedDelivery) => ({
   test: d.test,
   nextAttemptAt: d.status === 'pending' ? toIsoRequired(d.next_attempt_at) : null,
   updatedAt: toIsoRequired(d.updated_at),
+  unsentReason: d.unsent_reason,
 });
 
 /** A roll while one is pending: the owner decides what happens to the pending one first. */
@@ -396,19 +397,35 @@ export function createWebhookService(deps: {
       return store.countFailedSince(siteId, since);
     },
 
-    /** The delivery log, one row per attempt, newest first. `event` is an event id or an event name. */
+    /**
+     * The delivery log, one row per attempt, newest first. `event` is an event id or an event name.
+     * A delivery that ended without sending in its last round has no attempt row: it is listed as
+     * one row of attempt 0 at the time it ended, its error the reason (always a failure).
+     */
     async deliveries(siteId: string, filter: { event?: string; failed?: boolean; limit?: number } = {}) {
       await requireSite(siteId);
       const isName = filter.event !== undefined && EVENT_NAMES.includes(filter.event as EventName);
       const limit = filter.limit ?? 100;
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit must be 1 to 1000.');
-      const rows = await store.listAttempts(siteId, {
-        eventId: isName ? undefined : filter.event,
-        eventName: isName ? filter.event : undefined,
-        failedOnly: filter.failed,
-        limit,
-      });
-      return rows.map(attemptToDto);
+      const which = { eventId: isName ? undefined : filter.event, eventName: isName ? filter.event : undefined, limit };
+      const [attempts, unsent] = await Promise.all([store.listAttempts(siteId, { ...which, failedOnly: filter.failed }), store.listUnsent(siteId, which)]);
+      const rows = [
+        ...attempts.map(attemptToDto),
+        ...unsent.map((u) => ({
+          eventId: u.event_id,
+          event: u.event_name,
+          attempt: 0,
+          url: u.url,
+          startedAt: toIsoRequired(u.updated_at),
+          durationMs: 0,
+          status: null,
+          error: `not sent: ${u.unsent_reason}`,
+          response: null,
+          deliveryStatus: 'failed' as const,
+        })),
+      ];
+      // Both lists are newest first; merged, the newest `limit` of them.
+      return rows.sort((a, b) => (a.startedAt < b.startedAt ? 1 : a.startedAt > b.startedAt ? -1 : 0)).slice(0, limit);
     },
 
     /** Sends one event again: same id, same body, attempt numbers continue, a fresh budget of attempts. */

@@ -46,12 +46,17 @@ export interface Claimed {
   endpoint: EndpointRow | undefined;
 }
 
-/** A delivery's state after an attempt (`attempts`: when the claim is given back unsent, the count before it). */
+/**
+ * A delivery's state after a claim. `attempts`: when the claim sent nothing (given back, or ended
+ * unsent), the count before it. `unsentReason`: the claim ended the delivery failed without sending
+ * (UNSENT), told in the delivery since no attempt row is logged.
+ */
 export interface NextState {
   status: DeliveryStatus;
   nextAttemptAt: number;
   now: number;
   attempts?: number;
+  unsentReason?: string;
 }
 
 /** One claim's result for finishAttempts: its log row (none when nothing was sent) and the next state. */
@@ -117,6 +122,8 @@ async function finishOne(
       lease_owner: null,
       lease_until: null,
       updated_at: next.now,
+      // A claimed row has no reason (redelivery clears it), so only an unsent end writes one.
+      ...(next.unsentReason === undefined ? {} : { unsent_reason: next.unsentReason }),
     });
   if (row) {
     if (n === 0) await trx('delivery_attempts').where({ event_id: eventId, attempt: row.attempt }).andWhere('error', INTERRUPTED).del();
@@ -430,6 +437,8 @@ export function createEventStore(db: Knex) {
             lease_owner: null,
             lease_until: null,
             updated_at: byEvent((r) => r.next.now),
+            // Only a group with an unsent end pays for this column (the others' rows have none already).
+            ...(results.some((r) => r.next.unsentReason !== undefined) ? { unsent_reason: byEvent((r) => r.next.unsentReason ?? null) } : {}),
           });
         if (n !== results.length) throw new PartialGroup();
         const rows = results.flatMap((r) => (r.row ? [r.row] : []));
@@ -471,7 +480,7 @@ export function createEventStore(db: Knex) {
         if (row.status === 'pending' && row.lease_owner && (row.lease_until ?? 0) > now) return false;
         await trx('deliveries')
           .where({ event_id: event.id })
-          .update({ status: 'pending', endpoint_id: endpointId, round_base: row.attempts, next_attempt_at: now, updated_at: now });
+          .update({ status: 'pending', endpoint_id: endpointId, round_base: row.attempts, next_attempt_at: now, updated_at: now, unsent_reason: null });
         return true;
       });
     },
