@@ -3,60 +3,31 @@
  * in the delivery, show so in the management API's log and the CLI's `webhook deliveries`, and the
  * first real send after a redelivery or recovery is the attempt after the last one really made.
  */
-import request from 'supertest';
-import type { Harness } from '../helpers/harness';
-import { answer, attemptsOf, deliveryEnv, deliveryOf, Receiver, startReceiver, waitFor, workerPool } from './helpers';
-import { M, manageHarness, memberWithToken } from '../manage/helpers';
+import { answer, attemptsOf, deliveryOf, waitFor } from './helpers';
+import { ownerDeliverySuite } from './owner-suite';
 import { webhookCommands } from '../../server/cli/commands/webhooks';
 import { parseArgs } from '../../server/cli/args';
 
-let receiver: Receiver;
-let h: Harness;
-const pool = workerPool(() => h);
-let owner: { token: string };
-
-function api(method: 'get' | 'put' | 'patch' | 'post', path: string, body?: object) {
-  const r = request(h.app)[method](`${M}${path}`).set('Authorization', `Bearer ${owner.token}`);
-  return body ? r.send(body) : r;
-}
+const suite = ownerDeliverySuite();
+const { api, messageEvent, pool } = suite;
 
 /** The CLI's `webhook deliveries` as the operator runs it (in process: the same command function). */
 async function cliDeliveries(...argv: string[]) {
-  const out = await webhookCommands['webhook deliveries'](h.runtime, parseArgs(argv));
+  const out = await webhookCommands['webhook deliveries'](suite.h.runtime, parseArgs(argv));
   return out as {
     json: { deliveries: { eventId: string; attempt: number; status: number | null; error: string | null; deliveryStatus: string }[] };
     text: string;
   };
 }
 
-/** A visitor writes; the id of its `message.created` event once its delivery is `done`. */
-async function messageEvent(siteId: string, visitor: string, done: 'delivered' | 'failed') {
-  const said = await h.visitorSay(siteId, visitor, `hello from ${visitor}`);
-  const [{ id }] = await h.runtime.db('events').where({ conversation_id: said.conversation.id, name: 'message.created' }).select('id');
-  await waitFor(`${id} ${done}`, async () => (await deliveryOf(h, id))?.status === done);
-  return id as string;
-}
-
-const sentAs = (eventId: string) => receiver.requests.filter((r) => r.headers['x-service-delivery'] === eventId).map((r) => r.headers['x-service-attempt']);
+const sentAs = (eventId: string) =>
+  suite.receiver.requests.filter((r) => r.headers['x-service-delivery'] === eventId).map((r) => r.headers['x-service-attempt']);
 const logOf = async (eventId: string) =>
-  (await attemptsOf(h, eventId)).map((a) => [Number(a.attempt), a.status_code === null ? null : Number(a.status_code), a.error]);
-
-beforeAll(async () => {
-  receiver = await startReceiver();
-  h = await manageHarness({ env: deliveryEnv(receiver, { delaysMs: [50] }), onEvents: () => pool.wake() });
-  owner = await memberWithToken(h, h.site.id, 'owner@example.com', 'owner');
-  pool.start();
-});
-
-afterAll(async () => {
-  await pool.stopAll();
-  await h.close();
-  await receiver.close();
-});
+  (await attemptsOf(suite.h, eventId)).map((a) => [Number(a.attempt), a.status_code === null ? null : Number(a.status_code), a.error]);
 
 test('written while the address is disabled: failed with 0 attempts and its reason, no attempt row; redelivered and recovered, sent as attempt 1', async () => {
-  const site = h.site.id;
-  expect((await api('put', `/sites/${site}/event-address`, { url: receiver.url('/unsent'), events: ['message.created'] })).status).toBe(201);
+  const site = suite.h.site.id;
+  expect((await api('put', `/sites/${site}/event-address`, { url: suite.receiver.url('/unsent'), events: ['message.created'] })).status).toBe(201);
   expect((await api('patch', `/sites/${site}/event-address`, { enabled: false })).body.data.state).toBe('disabled');
   const since = new Date().toISOString();
   const first = await messageEvent(site, 'v-unsent-1', 'failed');
@@ -65,8 +36,8 @@ test('written while the address is disabled: failed with 0 attempts and its reas
   for (const id of [first, second]) {
     expect(sentAs(id)).toEqual([]);
     expect(await logOf(id)).toEqual([]);
-    expect(Number((await deliveryOf(h, id)).attempts)).toBe(0);
-    expect(await deliveryOf(h, id)).toMatchObject({ status: 'failed', unsent_reason: 'event address disabled' });
+    expect(Number((await deliveryOf(suite.h, id)).attempts)).toBe(0);
+    expect(await deliveryOf(suite.h, id)).toMatchObject({ status: 'failed', unsent_reason: 'event address disabled' });
   }
   // The management API's log: the delivery with no attempt and the reason.
   const one = await api('get', `/sites/${site}/deliveries/${encodeURIComponent(first)}`);
@@ -93,14 +64,14 @@ test('written while the address is disabled: failed with 0 attempts and its reas
   expect((await cliDeliveries('--site', site, '--event', first)).json.deliveries.map((d) => d.eventId)).toEqual([first]);
 
   // Enabled again: a redelivery and a recovery each send their event as attempt 1.
-  receiver.on('/unsent', answer(200, 'ok'));
+  suite.receiver.on('/unsent', answer(200, 'ok'));
   await api('patch', `/sites/${site}/event-address`, { enabled: true });
   expect((await api('post', `/sites/${site}/deliveries/${encodeURIComponent(first)}/redeliver`)).body.data.eventIds).toEqual([first]);
   pool.wake();
-  await waitFor('the redelivery', async () => (await deliveryOf(h, first)).status === 'delivered');
+  await waitFor('the redelivery', async () => (await deliveryOf(suite.h, first)).status === 'delivered');
   expect((await api('post', `/sites/${site}/delivery-recovery`, { since })).body.data.eventIds).toEqual([second]);
   pool.wake();
-  await waitFor('the recovery', async () => (await deliveryOf(h, second)).status === 'delivered');
+  await waitFor('the recovery', async () => (await deliveryOf(suite.h, second)).status === 'delivered');
   for (const id of [first, second]) {
     expect(sentAs(id)).toEqual(['1']);
     expect(await logOf(id)).toEqual([[1, 200, null]]);
@@ -110,41 +81,41 @@ test('written while the address is disabled: failed with 0 attempts and its reas
 });
 
 test('a delivery really attempted keeps its numbers: a round unsent while disabled adds none, the next send continues them', async () => {
-  const site = (await h.newSite('numbering')).id;
-  await h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, site, 'owner@example.com', 'owner');
-  receiver.on('/numbering', answer(410, 'gone'));
-  await api('put', `/sites/${site}/event-address`, { url: receiver.url('/numbering'), events: ['message.created'] });
+  const site = (await suite.h.newSite('numbering')).id;
+  await suite.h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, site, 'owner@example.com', 'owner');
+  suite.receiver.on('/numbering', answer(410, 'gone'));
+  await api('put', `/sites/${site}/event-address`, { url: suite.receiver.url('/numbering'), events: ['message.created'] });
   const id = await messageEvent(site, 'v-numbering', 'failed'); // 410: one attempt, not retried
   expect(await logOf(id)).toEqual([[1, 410, null]]);
 
   await api('patch', `/sites/${site}/event-address`, { enabled: false });
   expect((await api('post', `/sites/${site}/deliveries/${encodeURIComponent(id)}/redeliver`)).status).toBe(202);
   pool.wake();
-  await waitFor('the unsent round', async () => (await deliveryOf(h, id)).status === 'failed');
-  expect(Number((await deliveryOf(h, id)).attempts)).toBe(1);
-  expect(await deliveryOf(h, id)).toMatchObject({ unsent_reason: 'event address disabled' });
+  await waitFor('the unsent round', async () => (await deliveryOf(suite.h, id)).status === 'failed');
+  expect(Number((await deliveryOf(suite.h, id)).attempts)).toBe(1);
+  expect(await deliveryOf(suite.h, id)).toMatchObject({ unsent_reason: 'event address disabled' });
   expect(await logOf(id)).toEqual([[1, 410, null]]);
 
-  receiver.on('/numbering', answer(200, 'ok'));
+  suite.receiver.on('/numbering', answer(200, 'ok'));
   await api('patch', `/sites/${site}/event-address`, { enabled: true });
   await api('post', `/sites/${site}/deliveries/${encodeURIComponent(id)}/redeliver`);
   pool.wake();
-  await waitFor('the redelivery', async () => (await deliveryOf(h, id)).status === 'delivered');
+  await waitFor('the redelivery', async () => (await deliveryOf(suite.h, id)).status === 'delivered');
   expect(sentAs(id)).toEqual(['1', '2']);
   expect(await logOf(id)).toEqual([
     [1, 410, null],
     [2, 200, null],
   ]);
-  expect(await deliveryOf(h, id)).toMatchObject({ unsent_reason: null });
+  expect(await deliveryOf(suite.h, id)).toMatchObject({ unsent_reason: null });
 });
 
 test('a round whose every attempt was interrupted ends failed with the last interrupted attempt logged too', async () => {
-  const site = (await h.newSite('interrupted')).id;
-  await h.runtime.services.webhooks.setEndpoint(site, receiver.url('/interrupted'), 'message.created');
+  const site = (await suite.h.newSite('interrupted')).id;
+  await suite.h.runtime.services.webhooks.setEndpoint(site, suite.receiver.url('/interrupted'), 'message.created');
   const id = await messageEvent(site, 'v-interrupted', 'delivered');
   // As a worker leaves it when it dies during the round's third attempt (the first two logged so).
   const startedAt = Date.now() - 60_000;
-  await h.runtime
+  await suite.h.runtime
     .db('deliveries')
     .where({ event_id: id })
     .update({
@@ -156,19 +127,19 @@ test('a round whose every attempt was interrupted ends failed with the last inte
       next_attempt_at: startedAt + 30_000,
       updated_at: startedAt,
     });
-  await h.runtime
+  await suite.h.runtime
     .db('delivery_attempts')
     .where({ event_id: id })
     .update({ attempt: 1, status_code: null, error: 'interrupted: the worker stopped during the attempt' });
-  await h.runtime.db('delivery_attempts').insert({ ...(await attemptsOf(h, id))[0], id: undefined, attempt: 2, started_at: startedAt - 30_000 });
+  await suite.h.runtime.db('delivery_attempts').insert({ ...(await attemptsOf(suite.h, id))[0], id: undefined, attempt: 2, started_at: startedAt - 30_000 });
   pool.wake();
-  await waitFor('the round given up', async () => (await deliveryOf(h, id)).status === 'failed');
+  await waitFor('the round given up', async () => (await deliveryOf(suite.h, id)).status === 'failed');
   const interrupted = 'interrupted: the worker stopped during the attempt';
   expect(await logOf(id)).toEqual([
     [1, null, interrupted],
     [2, null, interrupted],
     [3, null, interrupted],
   ]);
-  expect(Number((await deliveryOf(h, id)).attempts)).toBe(3);
-  expect(await deliveryOf(h, id)).toMatchObject({ unsent_reason: null });
+  expect(Number((await deliveryOf(suite.h, id)).attempts)).toBe(3);
+  expect(await deliveryOf(suite.h, id)).toMatchObject({ unsent_reason: null });
 });
