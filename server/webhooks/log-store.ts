@@ -38,6 +38,14 @@ const mapLogged = (r: Record<string, unknown>): LoggedDelivery => ({
  * streak and conversation timelines (spread into createEventStore: the same tables, one owner).
  */
 export function createLogQueries(db: Knex) {
+  async function disable(endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex): Promise<boolean> {
+    const n = await trx('webhook_endpoints')
+      .where({ id: endpointId })
+      .whereNull('disabled_at')
+      .update({ disabled_at: now, disabled_reason: reason, updated_at: now });
+    return Number(n) > 0;
+  }
+
   /**
    * The site's events joined to their deliveries, walking events by (site_id[, name], created_at):
    * FORCE INDEX (withIndex) keeps MariaDB from starting at deliveries and sorting the whole site.
@@ -133,9 +141,12 @@ export function createLogQueries(db: Knex) {
       return Number(r?.n ?? 0);
     },
 
-    /** A test delivery, already sent: its event, its finished delivery and its one attempt, in one commit. */
-    async insertTestDelivery(event: EventRow, endpointId: string, status: 'delivered' | 'failed', attempt: AttemptRow): Promise<void> {
-      await runInTransaction(db, async (trx) => {
+    /**
+     * A test delivery, already sent: its event, its finished delivery and its one attempt, in one
+     * commit (`trx` when given: the audited change's).
+     */
+    async insertTestDelivery(event: EventRow, endpointId: string, status: 'delivered' | 'failed', attempt: AttemptRow, trx?: Knex.Transaction): Promise<void> {
+      const work = async (trx: Knex.Transaction) => {
         await trx('events').insert(event);
         await trx('deliveries').insert({
           event_id: event.id,
@@ -151,7 +162,8 @@ export function createLogQueries(db: Knex) {
           test: true,
         });
         await trx('delivery_attempts').insert(attempt);
-      });
+      };
+      await (trx ? work(trx) : runInTransaction(db, work));
     },
 
     /**
@@ -236,13 +248,19 @@ export function createLogQueries(db: Knex) {
       return Number(n);
     },
 
-    /** Disables an enabled address for `reason`; false when it was disabled already. */
-    async disableEndpoint(endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex = db): Promise<boolean> {
-      const n = await trx('webhook_endpoints')
-        .where({ id: endpointId })
-        .whereNull('disabled_at')
-        .update({ disabled_at: now, disabled_reason: reason, updated_at: now });
-      return Number(n) > 0;
+    /**
+     * disableEndpoint with `alongside` (its audit entry) in the same transaction, run only when this
+     * call disabled the address; false when it was disabled already.
+     */
+    async disableEndpointWith(endpointId: string, reason: 'owner' | 'failing', now: number, alongside: (trx: Knex.Transaction) => Promise<unknown> | void) {
+      return runInTransaction(db, async (trx) => {
+        const disabled = await disable(endpointId, reason, now, trx);
+        if (disabled) await alongside(trx);
+        return disabled;
+      });
     },
+
+    /** Disables an enabled address for `reason`; false when it was disabled already. */
+    disableEndpoint: (endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex = db) => disable(endpointId, reason, now, trx),
   };
 }

@@ -12,7 +12,7 @@ import { adaptivePoll, EventChannel } from './channel';
 import { memoised } from '../platform/memo';
 import type { Resolver } from './ssrf';
 import { signingSecret, SWITCH_SETTLE_MS } from './address-rules';
-import { createStreakKeeper, EndedDelivery } from './failure-streak';
+import { AutoDisabledHook, createStreakKeeper, EndedDelivery } from './failure-streak';
 
 export interface WorkerOptions {
   store: EventStore;
@@ -40,8 +40,8 @@ export interface WorkerOptions {
   leaseMs?: number;
   resolve?: Resolver;
   owner?: string;
-  /** Told when persistent failure disabled an address (failure-streak.ts). */
-  onAutoDisabled?: (siteId: string, endpointId: string) => Promise<void> | void;
+  /** Run in the transaction that disables an address after persistent failure (failure-streak.ts): its audit entry. */
+  onAutoDisabled?: AutoDisabledHook;
 }
 
 export interface DeliveryWorker {
