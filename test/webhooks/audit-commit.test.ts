@@ -51,7 +51,11 @@ test('delivery.redelivered: an entry that cannot be written leaves the delivery 
   expect(await entries(site, 'delivery.redelivered')).toEqual([{ object_id: id, actor_account_id: suite.owner.id, actor_token_id: expect.any(String) }]);
   // The CLI's `webhook redeliver --event` is audited as the operator, in the same way.
   await waitFor('the redelivery', async () => (await deliveryOf(suite.h, id)).status === 'failed' && Number((await deliveryOf(suite.h, id)).attempts) === 2);
-  await expect(withoutAuditLog(() => suite.h.runtime.services.webhooks.redeliverEvent(id))).rejects.toThrow();
+  // (The driver's error, not toThrow: better-sqlite3's error class belongs to the realm of the first test file that loaded it.)
+  await expect(withoutAuditLog(() => suite.h.runtime.services.webhooks.redeliverEvent(id))).rejects.toHaveProperty(
+    'message',
+    expect.stringContaining('audit_log'),
+  );
   expect(Number((await deliveryOf(suite.h, id)).round_base)).toBe(1);
   expect(await suite.h.runtime.services.webhooks.redeliverEvent(id)).toEqual([id]);
   expect((await entries(site, 'delivery.redelivered')).filter((e) => e.actor_account_id === null)).toEqual([

@@ -7,6 +7,7 @@ import { answer, attemptsOf, deliveryOf, waitFor } from './helpers';
 import { ownerDeliverySuite } from './owner-suite';
 import { webhookCommands } from '../../server/cli/commands/webhooks';
 import { parseArgs } from '../../server/cli/args';
+import { UNSENT } from '../../server/webhooks/store';
 
 const suite = ownerDeliverySuite();
 const { api, messageEvent, pool } = suite;
@@ -142,4 +143,48 @@ test('a round whose every attempt was interrupted ends failed with the last inte
   ]);
   expect(Number((await deliveryOf(suite.h, id)).attempts)).toBe(3);
   expect(await deliveryOf(suite.h, id)).toMatchObject({ unsent_reason: null });
+});
+
+test('results recorded in one commit keep their own ends: an unsent one beside a sent one', async () => {
+  await pool.stopAll(); // this test claims by hand
+  const site = (await suite.h.newSite('group')).id;
+  await suite.h.runtime.services.webhooks.setEndpoint(site, suite.receiver.url('/group'), 'message.created');
+  await suite.h.visitorSay(site, 'v-group-a', 'one');
+  await suite.h.visitorSay(site, 'v-group-b', 'two');
+  const store = suite.h.runtime.services.stores.events;
+  const t0 = Date.now();
+  const { claimed } = await store.claimDue({ owner: 'group', now: t0, leaseMs: 30_000, limit: 10, maxAttempts: 3, held: new Map(), allowance: () => 10 });
+  const [unsent, sent] = claimed.filter((c) => c.delivery.site_id === site);
+  expect([unsent.attempt, sent.attempt]).toEqual([1, 1]);
+  const row = {
+    event_id: sent.delivery.event_id,
+    site_id: site,
+    endpoint_id: sent.delivery.endpoint_id,
+    event_name: 'message.created',
+    attempt: 1,
+    url: sent.endpoint!.url,
+    started_at: t0,
+    duration_ms: 5,
+    status_code: 200,
+    error: null,
+    response_excerpt: null,
+  };
+  const applied = await store.finishAttempts('group', [
+    {
+      eventId: unsent.delivery.event_id,
+      attempt: 1,
+      row: null,
+      next: { status: 'failed', nextAttemptAt: t0, now: t0, attempts: 0, unsentReason: UNSENT.disabled },
+    },
+    { eventId: sent.delivery.event_id, attempt: 1, row, next: { status: 'delivered', nextAttemptAt: t0, now: t0 } },
+  ]);
+  expect(applied).toEqual([true, true]);
+  const state = async (id: string) => {
+    const d = await deliveryOf(suite.h, id);
+    return [d.status, Number(d.attempts), d.unsent_reason];
+  };
+  expect(await state(unsent.delivery.event_id)).toEqual(['failed', 0, 'event address disabled']);
+  expect(await state(sent.delivery.event_id)).toEqual(['delivered', 1, null]);
+  expect(await logOf(unsent.delivery.event_id)).toEqual([]);
+  expect(await logOf(sent.delivery.event_id)).toEqual([[1, 200, null]]);
 });
