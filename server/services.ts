@@ -251,9 +251,9 @@ export function deliveryWorkerFor(
     channel: services.channel,
     secretKey: services.keys.webhookSecrets,
     logger,
-    // Automatic disabling is the service's own change: audited with no account (actor `operator`).
-    onAutoDisabled: (siteId, endpointId) =>
-      services.accounts.audit({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId).then(() => undefined),
+    // Automatic disabling is the service's own change: audited with no account (actor `operator`), in its transaction.
+    onAutoDisabled: (siteId, endpointId, trx) =>
+      services.accounts.audit({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId, trx),
     ...options,
     store,
   });

@@ -1245,7 +1245,7 @@ export interface components {
         Delivery: {
             /**
              * Format: int32
-             * @description Attempts made, across redeliveries.
+             * @description Attempts made, across redeliveries (a round that ended without sending adds none, so the next one sent is `X-Service-Attempt` this plus one).
              */
             attempts: number;
             createdAt: components["schemas"]["Timestamp"];
@@ -1256,6 +1256,11 @@ export interface components {
             outcome: components["schemas"]["DeliveryOutcome"];
             /** @description A test delivery (`sendTestEvent`). */
             test: boolean;
+            /**
+             * @description Why the delivery ended `failed` without sending in its last round (no attempt was made or
+             *     logged); `null` when its last round sent, and while it is pending.
+             */
+            unsentReason: ("event address disabled" | "event address removed" | "event removed") | null;
             updatedAt: components["schemas"]["Timestamp"];
         };
         DeliveryDetail: {
