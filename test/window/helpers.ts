@@ -62,6 +62,8 @@ export interface SseStream {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   events: SseEvent[];
+  /** Comments received (the service's heartbeat writes `: ping` before each of its re-reads). */
+  readonly pings: number;
   /** Resolves with the first event (seen or coming) after index `from` that matches, or fails after `timeoutMs`. */
   waitFor(match: (e: SseEvent) => boolean, timeoutMs?: number, from?: number): Promise<SseEvent>;
   ended: Promise<void>;
@@ -82,6 +84,7 @@ export function openSse(
     const events: SseEvent[] = [];
     const waiters: { match: (e: SseEvent) => boolean; from: number; resolve: (e: SseEvent) => void }[] = [];
     let buffer = '';
+    let pings = 0;
     let endResolve: () => void;
     const ended = new Promise<void>((r) => (endResolve = r));
     // A local address of 127.0.0.0/8 other than 127.0.0.1 stands for another client IP.
@@ -99,6 +102,7 @@ export function openSse(
             buffer = buffer.slice(cut + 2);
             const e: Partial<SseEvent> & { lines: string[] } = { lines: [] };
             for (const line of block.split('\n')) {
+              if (line.startsWith(':')) pings++;
               if (line.startsWith(':') || line === '') continue;
               const i = line.indexOf(':');
               const field = i < 0 ? line : line.slice(0, i);
@@ -131,6 +135,9 @@ export function openSse(
           status: res.statusCode ?? 0,
           headers: res.headers,
           events,
+          get pings() {
+            return pings;
+          },
           ended,
           waitFor(match, timeoutMs = 5000, from = 0) {
             const seen = events.slice(from).find(match);
