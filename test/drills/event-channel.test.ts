@@ -15,16 +15,10 @@ import { freePort } from '../helpers/spawn';
 import { waitFor } from '../helpers/wait';
 import { PrivateRedis, startPrivateRedis, stopPrivateRedis } from '../helpers/redis';
 import { deliveryEnv, Receiver, startReceiver, webhooks } from '../webhooks/helpers';
-import { allowOrigins, auth, getToken, messageContent, openSse, SseStream, w } from '../window/helpers';
+import { allowOrigins, ARRIVAL_MS, auth, getToken, messageContent, openSse, SseStream, w } from '../window/helpers';
 
 const PASSWORD = 'channel-redis-pw-41c7e2';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-/**
- * How long a test waits for an event: a liveness bound, far above the milliseconds the channel takes
- * and the hub's 500 ms poll, and below the streams' first heartbeat (15 s). Which path brought an
- * event is told by counting the hub's reads, never by how fast it came.
- */
-const ARRIVAL_MS = 10_000;
 
 let port: number;
 let redis: PrivateRedis | undefined;

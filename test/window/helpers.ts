@@ -9,6 +9,14 @@ export const OTHER_ORIGIN = 'https://evil.example';
 export const w = (siteId: string, rest: string) => `/window/v1/sites/${siteId}${rest}`;
 
 /**
+ * How long a test waits for an event a live stream should get: a liveness bound, far above the
+ * milliseconds a commit's notice takes and the hub's 500 ms poll even on a busy machine, and below the
+ * streams' 15 s heartbeat, whose re-read would bring what a broken push left behind. Which path
+ * brought an event is told by counting (polls held or read, heartbeats seen), never by how fast it came.
+ */
+export const ARRIVAL_MS = 10_000;
+
+/**
  * A harness made before the file's tests and closed after them, whose main site's window is on
  * ORIGIN, with a clock the tests can move (token expiry without waiting); the clock is put back
  * after each test. `ready` receives the harness.

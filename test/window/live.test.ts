@@ -8,15 +8,7 @@ import { createLogger } from '../../server/platform/logger';
 import type { StreamLimits } from '../../server/window/streams';
 import { createLiveHub } from '../../server/window/live';
 import { waitFor } from '../helpers/wait';
-import { allowOrigins, auth, getToken, messageContent, openSse, ORIGIN, SseEvent, SseStream, w } from './helpers';
-
-/**
- * How long a test waits for an event a stream should get: a liveness bound, far above the
- * milliseconds the commit's notice takes and the hub's 500 ms poll even on a busy machine. Whether
- * the event came by the notice, the poll or a stream's heartbeat is told by counting (polls held,
- * heartbeats seen), never by how fast it came.
- */
-const ARRIVAL_MS = 10_000;
+import { allowOrigins, ARRIVAL_MS, auth, getToken, messageContent, openSse, ORIGIN, SseEvent, SseStream, w } from './helpers';
 
 let h: Harness;
 let server: { url: string; ca: string; close(): Promise<void> };
