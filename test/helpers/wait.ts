@@ -7,3 +7,13 @@ export async function waitFor(what: string, check: () => boolean | Promise<boole
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/**
+ * Polls until `list()` is empty (a clean-up that finishes after the answer was sent), then answers
+ * what it lists: nothing, or what was still there after `timeoutMs`, for an assertion that names it.
+ */
+export async function leftAfterCleanUp<T>(list: () => T[], timeoutMs = 15000): Promise<T[]> {
+  const end = Date.now() + timeoutMs;
+  while (list().length && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
+  return list();
+}
