@@ -38,7 +38,7 @@ const isCredentialFree = (req: Request) =>
  *     `cross_site_request`), before anything is looked up;
  *  2. the credential: `Authorization: Bearer wcm_...` (a wrong one is 401 at once), else the
  *     `__Host-session` cookie; without a valid one, only signing in, accepting an invitation and
- *     the first-start setup pass. A signed-in account is limited per account, everything else per client IP;
+ *     the first-start setup pass, and `GET /session` (which then answers `data: null`). A signed-in account is limited per account, everything else per client IP;
  *  3. the JSON body and the document's validation;
  *  4. the operations (routes.ts), whose service checks membership and role on every site.
  * No answer carries CORS headers (a browser on another origin cannot read any of them).
