@@ -30,7 +30,7 @@ async function main() {
 
   // The first owner: while no account exists, every start prints a new one-time link (the older
   // one stops). Only its hash is stored; the token is in the fragment, out of access logs.
-  const setup = await services.accounts.issueSetupLink();
+  const setup = await services.accounts.setup.issueLink();
   if (setup) {
     process.stdout.write(
       `\nNo account exists yet. Make the first owner (of every site) with this one-time link, valid until ${setup.expiresAt}:\n\n  ${setup.url}\n\n` +

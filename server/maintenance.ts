@@ -21,7 +21,7 @@ const HOUR = 3600_000;
  *  - the delivery log keeps 30 days: older attempt rows, finished deliveries and the events nobody
  *    can redeliver any more are removed (webhooks/retention.ts; `npm run worker` runs it too);
  *  - sign-in sessions past their limits, invitations past their week, and audit log entries older
- *    than a year are removed (accounts/service.ts, `purge`);
+ *    than a year are removed (the `purge` of accounts/sign-in.ts, invitations.ts, audit.ts);
  *  - the inbox's feed keeps a week: a live stream resumes within it (inbox/service.ts, `purge`).
  * Every step is idempotent, so several instances may run it at once.
  */
@@ -46,7 +46,8 @@ export async function runMaintenance(services: Services, now = Date.now()) {
   }
   const purgedRevocations = Number(await services.stores.access.purgeVisitorRevocations(now - VISITOR_CREDENTIAL_TTL_SECONDS * 1000 - 24 * HOUR));
   const removedDeliveryLog = await removeExpiredDeliveryLog(services.stores.events, now);
-  const accounts = await services.accounts.purge(now);
+  const { signIn, invitations, audit } = services.accounts;
+  const accounts = { sessions: await signIn.purge(now), invitations: await invitations.purge(now), audit: await audit.purge(now) };
   const inboxActivity = Number(await services.inbox.service.purge(now));
   return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations, removedDeliveryLog, accounts, inboxActivity };
 }

@@ -2,8 +2,8 @@ import { createLogger } from './platform/logger';
 import type { Knex } from 'knex';
 import type { Config } from './config';
 import { deriveKeys, Keys } from './platform/master-key';
-import { createCursorCodec } from './platform/cursor';
-import { createAccessStore } from './access/store';
+import { createCursorCodec, type CursorCodec } from './platform/cursor';
+import { createAccessStore, type AccessStore } from './access/store';
 import { createAccessService } from './access/service';
 import { createConversationStore } from './conversations/store';
 import { createConversationService } from './conversations/service';
@@ -28,8 +28,15 @@ import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './webhooks/
 import { withDeliveryLogRetention } from './webhooks/retention';
 import { createEventChannel, EventChannel } from './webhooks/channel';
 import { createOutbox } from './webhooks/outbox';
-import { createAccountStore } from './accounts/store';
-import { createAccountsService } from './accounts/service';
+import { createAccountStore, type AccountStore } from './accounts/store';
+import { createPasswordHasher } from './accounts/passwords';
+import { createAuditLog } from './accounts/audit';
+import { createAccountRegistry } from './accounts/registry';
+import { createSignIn } from './accounts/sign-in';
+import { createTokens } from './accounts/tokens';
+import { createMembers } from './accounts/members';
+import { createInvitations } from './accounts/invitations';
+import { createSetup } from './accounts/setup';
 import { createSiteAdmin } from './sites/service';
 import { createEmbedCheck } from './sites/embed-check';
 import type { PasswordHasher } from './accounts/passwords';
@@ -114,14 +121,7 @@ export function createServices(
   /** What the chat window reads and writes through: the same rules, its own file links. */
   const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
   const conversations = createConversationService({ db, store: conversationStore, cursors, now, outbox });
-  const accounts = createAccountsService({
-    store: createAccountStore(db),
-    sites: accessStore,
-    cursors,
-    publicUrl: config.publicUrl,
-    now,
-    hasher: opts.passwordHasher,
-  });
+  const accounts = accountServices(createAccountStore(db), { sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
   return {
     db,
     config,
@@ -170,14 +170,20 @@ export function createServices(
     idempotency: createIdempotencyService(idempotencyStore, now, {
       onNoteError: (err, dropped) => createLogger(config.logLevel).child({ component: 'idempotency' }).warn({ err, dropped }, 'could not write replay notes'),
     }),
-    /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI). */
+    /** Accounts, roles on sites, sessions, management tokens, invitations, the audit log (/manage/v1 and the CLI), one service a concern. */
     accounts,
     /** An owner's sites and access keys in /manage/v1: the access service's operations, role-checked and audited. */
-    siteAdmin: createSiteAdmin({ access, accounts, visitorFiles, cursors, windowUrl: config.windowPublicUrl ?? config.publicUrl }),
+    siteAdmin: createSiteAdmin({
+      access,
+      members: accounts.members,
+      audit: accounts.audit.record,
+      visitorFiles,
+      cursors,
+      windowUrl: config.windowPublicUrl ?? config.publicUrl,
+    }),
     /** Whether a page of a site carries its snippet and could show the window (owners, /manage/v1); fetched under the event addresses' SSRF rules and CAs. */
     embedCheck: createEmbedCheck({
       access,
-      accounts,
       windowUrl: config.windowPublicUrl ?? config.publicUrl,
       publicUrl: config.publicUrl,
       allowPrivateNetworks: config.webhookAllowPrivateNetworks,
@@ -188,7 +194,8 @@ export function createServices(
       service: createInboxService({
         db,
         store: inboxStore,
-        accounts,
+        members: accounts.members,
+        audit: accounts.audit.record,
         conversations,
         conversationStore,
         messages,
@@ -207,7 +214,7 @@ export function createServices(
       allowPrivateNetworks: config.webhookAllowPrivateNetworks,
       now,
       db,
-      audit: accounts.audit,
+      audit: accounts.audit.record,
       cursors,
       // Test deliveries go out like attempts: the same time-out, address policy and CAs.
       transport: () =>
@@ -233,6 +240,32 @@ export function createServices(
 export type Services = ReturnType<typeof createServices>;
 
 /**
+ * The accounts' services over one store, each given the narrow part of it its concern needs:
+ * the audit log, the accounts themselves, sign-in and sessions, management tokens, members and
+ * roles, invitations, and the first owner's setup link.
+ */
+export function accountServices(
+  store: AccountStore,
+  opts: { sites: Pick<AccessStore, 'findSite'>; cursors: CursorCodec; publicUrl: string; now: () => number; hasher?: PasswordHasher },
+) {
+  const { now, cursors, publicUrl } = opts;
+  const hasher = opts.hasher ?? createPasswordHasher();
+  const audit = createAuditLog({ store, cursors, now });
+  const registry = createAccountRegistry({ store, hasher, now });
+  const signIn = createSignIn({ store, hasher, audit, now });
+  const members = createMembers({ store, sites: opts.sites, audit, now });
+  return {
+    audit,
+    registry,
+    signIn,
+    tokens: createTokens({ store, audit, now }),
+    members,
+    invitations: createInvitations({ store, registry, signIn, hasher, audit, cursors, publicUrl, now }),
+    setup: createSetup({ store, registry, signIn, audit, publicUrl, now }),
+  };
+}
+
+/**
  * The event delivery worker over these services' store, configuration and keys: `npm start`
  * (unless EMBEDDED_WORKER=false), `npm run worker` and the tests all make it here. `overrides` sets
  * worker options (a test's short lease, a fake DNS, a second pool's store) or configuration values
@@ -253,7 +286,7 @@ export function deliveryWorkerFor(
     logger,
     // Automatic disabling is the service's own change: audited with no account (actor `operator`), in its transaction.
     onAutoDisabled: (siteId, endpointId, trx) =>
-      services.accounts.audit({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId, trx),
+      services.accounts.audit.record({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId, trx),
     ...options,
     store,
   });

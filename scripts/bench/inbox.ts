@@ -86,9 +86,9 @@ export async function prepareInbox(dataset: Dataset, log: (m: string) => void): 
     let account = await db('accounts').where({ email: MEMBER_EMAIL }).first('id');
     if (!account) {
       log('inbox: the big site gets its bench member');
-      await accounts.createAccount(MEMBER_EMAIL, randomBytes(18).toString('base64url'));
+      await accounts.registry.create(MEMBER_EMAIL, randomBytes(18).toString('base64url'));
       account = await db('accounts').where({ email: MEMBER_EMAIL }).first('id');
-      await accounts.addMember({ manager: null, clientIp: null }, dataset.bigSiteId, MEMBER_EMAIL, 'owner');
+      await accounts.members.add({ manager: null, clientIp: null }, dataset.bigSiteId, MEMBER_EMAIL, 'owner');
     }
     const accountId = account.id as string;
     if ((await overlayMarker(db)) !== OVERLAY_VERSION) {
@@ -105,7 +105,7 @@ export async function prepareInbox(dataset: Dataset, log: (m: string) => void): 
     }
     if (!token) {
       const manager = { accountId, email: MEMBER_EMAIL, via: 'session' as const };
-      token = (await accounts.createToken({ manager, clientIp: null }, 'bench')).token;
+      token = (await accounts.tokens.create({ manager, clientIp: null }, 'bench')).token;
     }
     const member = { siteId: dataset.bigSiteId, accountId, token };
     fs.writeFileSync(file, JSON.stringify(member), { mode: 0o600 });
@@ -385,10 +385,10 @@ export async function runInboxLivePart(ctx: BenchContext, engine: Engine, opts: 
     const member = await withRuntime(setting, async (runtime) => {
       const site = await runtime.services.access.createSite('Inbox live bench');
       await runtime.services.access.setAllowedOrigins(site.id, [ORIGIN]);
-      const account = await runtime.services.accounts.createAccount(MEMBER_EMAIL, randomBytes(18).toString('base64url'));
-      await runtime.services.accounts.addMember({ manager: null, clientIp: null }, site.id, MEMBER_EMAIL, 'owner');
+      const account = await runtime.services.accounts.registry.create(MEMBER_EMAIL, randomBytes(18).toString('base64url'));
+      await runtime.services.accounts.members.add({ manager: null, clientIp: null }, site.id, MEMBER_EMAIL, 'owner');
       const manager = { accountId: account.id, email: MEMBER_EMAIL, via: 'session' as const };
-      const token = (await runtime.services.accounts.createToken({ manager, clientIp: null }, 'bench')).token;
+      const token = (await runtime.services.accounts.tokens.create({ manager, clientIp: null }, 'bench')).token;
       return { siteId: site.id, accountId: account.id, token };
     });
     const redis = engine === 'mysql' ? await redisUrl() : undefined;

@@ -4,6 +4,10 @@ import { toIsoRequired } from '../platform/time';
 import { CursorCodec, toPage } from '../platform/cursor';
 import type { AccountStore, AuditRow } from './store';
 
+export const AUDIT_RETENTION_MS = 365 * 24 * 3600_000;
+
+export type AuditStore = Pick<AccountStore, 'db' | 'insertAudit' | 'listAudit' | 'emailsOf' | 'purgeAudit'>;
+
 /** Who did something: an account (by session or management token), or `manager` null for the operator CLI. */
 export interface AuditActor {
   manager: { accountId: string; tokenId?: string } | null;
@@ -45,7 +49,7 @@ const accountsNamed = (rows: AuditRow[]) => [
  * change it describes when it has one, so the log never claims a change that did not commit.
  * Actions are `<object>.<verb>[.<detail>]`, for example `member.role_changed.agent`.
  */
-export function createAuditLog(opts: { store: AccountStore; cursors: CursorCodec; now: () => number }) {
+export function createAuditLog(opts: { store: AuditStore; cursors: CursorCodec; now: () => number }) {
   const { store, now } = opts;
   return {
     /** One entry per site in `siteIds`, in `trx` when given. */
@@ -74,6 +78,8 @@ export function createAuditLog(opts: { store: AccountStore; cursors: CursorCodec
       const emails = await store.emailsOf(accountsNamed(rows.slice(0, limit)));
       return toPage(rows, limit, (page) => page.map((r) => auditToDto(r, emails)), opts.cursors, scope);
     },
+    /** Maintenance: entries over a year old. */
+    purge: async (at = now()) => Number(await store.purgeAudit(at - AUDIT_RETENTION_MS)),
   };
 }
 

@@ -117,16 +117,22 @@ export function createAccountStore(db: Knex) {
     const row = (await q) as R | undefined;
     return row ? map(row) : undefined;
   };
+  /** A write's count of rows, or nothing for an insert: plain promises, so an in-memory store can have the same type. */
+  const count = async (q: Knex.QueryBuilder): Promise<number> => Number(await q);
+  const done = async (q: Knex.QueryBuilder): Promise<void> => {
+    await q;
+  };
   return {
     db,
-    insertAccount: (row: AccountRow, trx: Knex = db) => trx('accounts').insert(row),
+    insertAccount: (row: AccountRow, trx: Knex = db) => done(trx('accounts').insert(row)),
     /** Whether any account exists (reads in the caller's transaction when given). */
     hasAccounts: async (trx: Knex = db) => !!(await trx('accounts').first('id')),
     /** Every site's id: the first owner, made by the setup link, owns them all. */
     allSiteIds: async (trx: Knex = db): Promise<string[]> => (await trx('sites').orderBy('created_at').select('id')).map((r: { id: string }) => r.id),
 
     /** Writes the setup link, replacing any earlier one (one row under a fixed id). */
-    replaceSetupLink: (row: SetupLinkRow, trx: Knex = db) => trx('setup_links').insert(row).onConflict('id').merge(['token_hash', 'created_at', 'expires_at']),
+    replaceSetupLink: (row: SetupLinkRow, trx: Knex = db) =>
+      done(trx('setup_links').insert(row).onConflict('id').merge(['token_hash', 'created_at', 'expires_at'])),
     findSetupLink: async (trx: Knex = db) => {
       const row = (await trx('setup_links').where({ id: SETUP_LINK_ID }).first('id', 'token_hash', 'created_at', 'expires_at')) as SetupLinkRow | undefined;
       return row && withNumericColumns(row, ['created_at', 'expires_at']);
@@ -138,7 +144,7 @@ export function createAccountStore(db: Knex) {
     takeSetupLink: async (tokenHash: string, at: number, trx: Knex = db) =>
       Number(await trx('setup_links').where({ id: SETUP_LINK_ID, token_hash: tokenHash }).andWhere('expires_at', '>', at).del()) === 1,
     /** Any account made another way ends the setup link (in that account's transaction). */
-    dropSetupLink: (trx: Knex = db) => trx('setup_links').where({ id: SETUP_LINK_ID }).del(),
+    dropSetupLink: (trx: Knex = db) => count(trx('setup_links').where({ id: SETUP_LINK_ID }).del()),
     findAccount: (id: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ id }).first(ACCOUNT_COLUMNS), mapAccount),
     findAccountByEmail: (email: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ email }).first(ACCOUNT_COLUMNS), mapAccount),
     /** The emails of these accounts (the ones that exist), in one read. */
@@ -149,9 +155,9 @@ export function createAccountStore(db: Knex) {
     },
     listAccounts: async () => ((await db('accounts').orderBy('created_at').select(ACCOUNT_COLUMNS)) as AccountRow[]).map(mapAccount),
     setPassword: (id: string, hash: string, at: number, trx: Knex = db) =>
-      trx('accounts').where({ id }).update({ password_hash: hash, password_changed_at: at }),
+      count(trx('accounts').where({ id }).update({ password_hash: hash, password_changed_at: at })),
 
-    insertMembership: (row: MembershipRow, trx: Knex = db) => trx('memberships').insert(row),
+    insertMembership: (row: MembershipRow, trx: Knex = db) => done(trx('memberships').insert(row)),
     findMembership: (accountId: string, siteId: string, trx: Knex = db) =>
       first<MembershipRow>(
         trx('memberships').where({ account_id: accountId, site_id: siteId }).first('account_id', 'site_id', 'role', 'created_at'),
@@ -177,10 +183,10 @@ export function createAccountStore(db: Knex) {
     countOwners: async (siteId: string, trx: Knex = db) =>
       Number((await trx('memberships').where({ site_id: siteId, role: 'owner' }).count({ n: '*' }).first())?.n ?? 0),
     setRole: (accountId: string, siteId: string, role: Role, trx: Knex = db) =>
-      trx('memberships').where({ account_id: accountId, site_id: siteId }).update({ role }),
-    deleteMembership: (accountId: string, siteId: string, trx: Knex = db) => trx('memberships').where({ account_id: accountId, site_id: siteId }).del(),
+      count(trx('memberships').where({ account_id: accountId, site_id: siteId }).update({ role })),
+    deleteMembership: (accountId: string, siteId: string, trx: Knex = db) => count(trx('memberships').where({ account_id: accountId, site_id: siteId }).del()),
 
-    insertSession: (row: SessionRow) => db('sessions').insert(row),
+    insertSession: (row: SessionRow) => done(db('sessions').insert(row)),
     /** A session by its token's hash, with its account's email: every signed-in request asks, in one read. */
     findSessionByHash: (hash: string) =>
       first<SessionRow & { email: string }>(
@@ -204,18 +210,18 @@ export function createAccountStore(db: Knex) {
       ).map(mapSession),
     /** Writes the use of a session, unless another request already wrote a later one. */
     touchSession: (id: string, at: number, idleExpiresAt: number) =>
-      db('sessions').where({ id }).andWhere('last_seen_at', '<', at).update({ last_seen_at: at, idle_expires_at: idleExpiresAt }),
-    deleteSession: (id: string, accountId: string) => db('sessions').where({ id, account_id: accountId }).del(),
+      count(db('sessions').where({ id }).andWhere('last_seen_at', '<', at).update({ last_seen_at: at, idle_expires_at: idleExpiresAt })),
+    deleteSession: (id: string, accountId: string) => count(db('sessions').where({ id, account_id: accountId }).del()),
     /** Ends every session of the account, but `keep` when given. */
     deleteSessionsOf: (accountId: string, keep?: string, trx: Knex = db) => {
       const q = trx('sessions').where({ account_id: accountId });
       if (keep) q.whereNot({ id: keep });
-      return q.del();
+      return count(q.del());
     },
     /** Sessions past either limit; they can never be used again. */
-    purgeSessions: (now: number) => db('sessions').where('idle_expires_at', '<=', now).orWhere('expires_at', '<=', now).del(),
+    purgeSessions: (now: number) => count(db('sessions').where('idle_expires_at', '<=', now).orWhere('expires_at', '<=', now).del()),
 
-    insertToken: (row: TokenRow, trx: Knex = db) => trx('management_tokens').insert(row),
+    insertToken: (row: TokenRow, trx: Knex = db) => done(trx('management_tokens').insert(row)),
     /** A management token by its fingerprint, with its account's email, in one read (as a session). */
     findTokenByFingerprint: (fingerprint: string) =>
       first<TokenRow & { email: string }>(
@@ -237,15 +243,17 @@ export function createAccountStore(db: Knex) {
           .select(TOKEN_COLUMNS)) as TokenRow[]
       ).map(mapToken),
     revokeToken: (id: string, accountId: string, at: number) =>
-      db('management_tokens').where({ id, account_id: accountId }).whereNull('revoked_at').update({ revoked_at: at }),
+      count(db('management_tokens').where({ id, account_id: accountId }).whereNull('revoked_at').update({ revoked_at: at })),
     /** lastUsedAt moves at most once a minute, so reads do not become a write each. */
     touchToken: (id: string, at: number) =>
-      db('management_tokens')
-        .where({ id })
-        .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', at - 60_000))
-        .update({ last_used_at: at }),
+      count(
+        db('management_tokens')
+          .where({ id })
+          .andWhere((q) => q.whereNull('last_used_at').orWhere('last_used_at', '<', at - 60_000))
+          .update({ last_used_at: at }),
+      ),
 
-    insertInvitation: (row: InvitationRow, trx: Knex = db) => trx('invitations').insert(row),
+    insertInvitation: (row: InvitationRow, trx: Knex = db) => done(trx('invitations').insert(row)),
     findInvitationByHash: (hash: string, trx: Knex = db) =>
       first<InvitationRow>(trx('invitations').where({ token_hash: hash }).first(INVITATION_COLUMNS), mapInvitation),
     /** Takes the invitation once: true for the one caller whose update found it unused and unexpired. */
@@ -263,16 +271,18 @@ export function createAccountStore(db: Knex) {
     deletePendingInvitation: async (siteId: string, id: string, at: number, trx: Knex = db) =>
       (await trx('invitations').where({ id, site_id: siteId }).whereNull('accepted_at').andWhere('expires_at', '>', at).del()) > 0,
     /** Invitations that expired (or were used) more than `before`: nothing can take them any more. */
-    purgeInvitations: (before: number) => db('invitations').where('expires_at', '<', before).del(),
+    purgeInvitations: (before: number) => count(db('invitations').where('expires_at', '<', before).del()),
 
-    insertAudit: (rows: AuditRow[], trx: Knex = db) => (rows.length ? trx('audit_log').insert(rows) : Promise.resolve()),
+    insertAudit: async (rows: AuditRow[], trx: Knex = db) => {
+      if (rows.length) await trx('audit_log').insert(rows);
+    },
     /** One page of a site's log, newest first by (created_at, id), after `after` when given. */
     listAudit: async (siteId: string, limit: number, after?: { createdAt: number; id: string }) => {
       const q = db('audit_log').where({ site_id: siteId });
       const rows = (await newestFirst(q, limit, after).select(AUDIT_COLUMNS)) as AuditRow[];
       return rows.map(mapAudit);
     },
-    purgeAudit: (before: number) => db('audit_log').where('created_at', '<', before).del(),
+    purgeAudit: (before: number) => count(db('audit_log').where('created_at', '<', before).del()),
   };
 }
 

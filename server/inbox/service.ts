@@ -2,7 +2,10 @@ import type { Knex } from 'knex';
 import { ApiError, invalid, notFound } from '../platform/errors';
 import { toIso } from '../platform/time';
 import { afterCommit, runInTransaction } from '../db/transaction';
-import type { AccountsService, Actor, Manager } from '../accounts/service';
+import type { Manager, SignedActor } from '../accounts/common';
+import type { Members } from '../accounts/members';
+import type { Role } from '../accounts/store';
+import type { AuditLog } from '../accounts/audit';
 import type { ConversationService, ListConversationsQuery } from '../conversations/service';
 import { conversationToDto, type ConversationRow, type ConversationStore, type InboxColumns } from '../conversations/store';
 import type { MessageService } from '../messages/service';
@@ -16,7 +19,7 @@ import type { InboxHub } from './live';
 
 export type AssigneeFilter = 'me' | 'unassigned' | 'any';
 export type InboxQuery = ListConversationsQuery & { assignee?: AssigneeFilter; unread?: boolean };
-type Signed = Actor & { manager: Manager };
+type Signed = SignedActor;
 
 /** A stream resuming from a position no longer in the feed (kept this long) starts at its end. */
 export const INBOX_ACTIVITY_RETENTION_MS = 7 * 24 * 3600_000;
@@ -32,10 +35,16 @@ export function assignmentRefusal(role: 'owner' | 'agent', actorId: string, curr
   return 'An agent may assign a conversation to themselves, or unassign it from themselves; owners assign anyone.';
 }
 
+/**
+ * The inbox's rules for a member of the site. The management entry has checked the membership
+ * (`x-role: member`, server/manage/roles.ts) before any of these runs; `assign` takes the role it
+ * found. A live stream asks again while it runs (`members.refusalOf`).
+ */
 export function createInboxService(deps: {
   db: Knex;
   store: InboxStore;
-  accounts: AccountsService;
+  members: Pick<Members, 'find' | 'refusalOf'>;
+  audit: AuditLog['record'];
   conversations: ConversationService;
   conversationStore: ConversationStore;
   messages: MessageService;
@@ -109,7 +118,6 @@ export function createInboxService(deps: {
 
   const service = {
     async list(manager: Manager, siteId: string, query: InboxQuery) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
       const { assignee = 'any', unread, ...rest } = query;
       const filters = {
         assigneeId: assignee === 'me' ? manager.accountId : assignee === 'unassigned' ? null : undefined,
@@ -120,20 +128,17 @@ export function createInboxService(deps: {
     },
 
     async get(manager: Manager, siteId: string, id: string) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
       const row = await conversationStore.findWithReads(siteId, id, manager.accountId);
       if (!row) throw notFound('Conversation');
       return (await withInbox(manager.accountId, [row]))[0];
     },
 
-    async messages(manager: Manager, siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
+    async messages(siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
       return deps.messages.list(siteId, id, query);
     },
 
-    /** Checked before an upload is spooled: the membership and the conversation. */
-    async checkReply(manager: Manager, siteId: string, id: string) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
+    /** Checked before an upload is spooled (after the caller's membership): the conversation. */
+    async checkReply(siteId: string, id: string) {
       await conversationOf(siteId, id);
     },
 
@@ -149,7 +154,6 @@ export function createInboxService(deps: {
       input: { content: string; format: MessageFormat; files: IncomingFile[] },
       withinTransaction?: (trx: Knex.Transaction, message: Message) => Promise<void>,
     ) {
-      await deps.accounts.requireRole(actor.manager, siteId, 'member');
       const result = await deps.messages.reply(
         siteId,
         id,
@@ -164,23 +168,19 @@ export function createInboxService(deps: {
 
     /** Closes through the conversations service (one `conversation.closed`); audited when this call closed it. */
     async close(actor: Signed, siteId: string, id: string) {
-      await deps.accounts.requireRole(actor.manager, siteId, 'member');
-      await deps.conversations.close(siteId, id, (trx, card) =>
-        deps.accounts.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined),
-      );
+      await deps.conversations.close(siteId, id, (trx, card) => deps.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined));
       return service.get(actor.manager, siteId, id);
     },
 
-    async assign(actor: Signed, siteId: string, id: string, assigneeId: string | null) {
-      const membership = await deps.accounts.requireRole(actor.manager, siteId, 'member');
-      if (assigneeId !== null && !(await deps.accounts.listMembers(actor.manager, siteId)).some((m) => m.accountId === assigneeId)) {
+    async assign(actor: Signed, siteId: string, id: string, assigneeId: string | null, role: Role) {
+      if (assigneeId !== null && !(await deps.members.find(assigneeId, siteId))) {
         throw invalid('The assignee is not a member of this site.', [{ path: '/body/assigneeId', message: 'must be a member of the site' }]);
       }
       await runInTransaction(db, async (trx) => {
         const row = await conversationStore.findForUpdate(trx, siteId, id);
         if (!row) throw notFound('Conversation');
         const current = (await trx('conversations').where({ id }).first('assignee_id')).assignee_id as string | null;
-        const refusal = assignmentRefusal(membership.role, actor.manager.accountId, current, assigneeId);
+        const refusal = assignmentRefusal(role, actor.manager.accountId, current, assigneeId);
         if (refusal) throw new ApiError('forbidden', refusal);
         if (current === assigneeId) return;
         await store.setAssignee(trx, id, assigneeId);
@@ -189,13 +189,12 @@ export function createInboxService(deps: {
           assigneeId,
           assignedBy: actor.manager.accountId,
         });
-        await deps.accounts.audit(actor, [siteId], assigneeId ? 'conversation.assigned' : 'conversation.unassigned', id, trx);
+        await deps.audit(actor, [siteId], assigneeId ? 'conversation.assigned' : 'conversation.unassigned', id, trx);
       });
       return service.get(actor.manager, siteId, id);
     },
 
     async markRead(manager: Manager, siteId: string, id: string) {
-      await deps.accounts.requireRole(manager, siteId, 'member');
       const row = await conversationOf(siteId, id);
       return runInTransaction(db, (trx) => markReadIn(trx, manager.accountId, siteId, row));
     },
@@ -206,7 +205,6 @@ export function createInboxService(deps: {
      * every member, a read mark only to its own member.
      */
     async stream(manager: Manager, siteId: string, lastEventId: string | undefined, logger: Logger): Promise<StreamSource<number>> {
-      await deps.accounts.requireRole(manager, siteId, 'member');
       const tail = await store.tail(siteId);
       let from = tail;
       if (lastEventId !== undefined) {
@@ -245,7 +243,7 @@ export function createInboxService(deps: {
         expiresAt: now() + 12 * 3600_000,
         endEvent: 'session-ended',
         busyMessage: 'Too many live inbox connections right now; retry later or page the list.',
-        refusal: () => deps.accounts.refusalOf(manager, siteId),
+        refusal: () => deps.members.refusalOf(manager, siteId),
         logger,
         now,
       };

@@ -1,36 +1,21 @@
-import { Request, Response, Router } from 'express';
-import type { components } from './generated/api';
-import type { AccountsService, Actor, Manager } from '../accounts/service';
+import { Router } from 'express';
 import type { SignInThrottle } from '../accounts/throttle';
 import { clearedSessionCookie, sessionCookie } from './guards';
-import { invalid } from '../platform/errors';
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
+import { actor, Body, meta, send, signedIn } from './context';
 import { inboxRoutes } from './inbox-routes';
-
-type Schemas = components['schemas'];
-type Body<T extends keyof Schemas> = Schemas[T];
-
-declare global {
-  // eslint-disable-next-line @typescript-eslint/no-namespace
-  namespace Express {
-    interface Request {
-      /** The signed-in account (management entry only). */
-      manager?: Manager;
-    }
-  }
-}
-
-const meta = (req: Request) => ({ userAgent: req.headers['user-agent'], clientIp: req.ip ?? null });
-const signedIn = (req: Request) => req.manager!;
-const actor = (req: Request): Actor & { manager: Manager } => ({ manager: signedIn(req), clientIp: req.ip ?? null });
-const send = <T extends keyof Schemas>(res: Response, status: number, body: Body<T>) => res.status(status).json(body);
+import { tokenRoutes } from './tokens-routes';
+import { memberRoutes } from './members-routes';
+import { invitationRoutes } from './invitations-routes';
 
 /**
- * The operations of openapi/manage.yaml, each a call into the accounts service; who may do what is
- * decided there. The entry (entry.ts) has authenticated, checked the origin and validated by then.
+ * The account operations of openapi/manage.yaml: sign-in, sessions and the password here, then
+ * tokens, members and invitations, each a call into its accounts service. The entry (entry.ts)
+ * has authenticated, checked the origin and validated by then.
  */
-export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle, services: Services, logger: Logger): Router {
+export function manageRoutes(services: Services, throttle: SignInThrottle, logger: Logger): Router {
+  const { signIn: accounts, setup } = services.accounts;
   const router = Router();
   router.use(inboxRoutes(services, logger));
 
@@ -81,87 +66,15 @@ export function manageRoutes(accounts: AccountsService, throttle: SignInThrottle
     res.status(204).end();
   });
 
-  router.get('/tokens', async (req, res) => {
-    send<'TokenList'>(res, 200, { data: await accounts.listTokens(signedIn(req)) });
-  });
-
-  router.post('/tokens', async (req, res) => {
-    const { label } = req.body as Body<'CreateTokenRequest'>;
-    send<'CreatedTokenResponse'>(res, 201, { data: (await accounts.createToken(actor(req), label)) as Body<'CreatedToken'> });
-  });
-
-  router.delete('/tokens/:id', async (req, res) => {
-    await accounts.revokeToken(actor(req), req.params.id);
-    res.status(204).end();
-  });
-
-  router.get('/sites', async (req, res) => {
-    send<'SiteList'>(res, 200, { data: await accounts.mySites(signedIn(req)) });
-  });
-
-  router.get('/sites/:siteId/members', async (req, res) => {
-    send<'MemberList'>(res, 200, { data: await accounts.listMembers(signedIn(req), req.params.siteId) });
-  });
-
-  router.patch('/sites/:siteId/members/:accountId', async (req, res) => {
-    const { role } = req.body as Body<'ChangeRoleRequest'>;
-    send<'MemberResponse'>(res, 200, { data: await accounts.changeRole(actor(req), req.params.siteId, req.params.accountId, role) });
-  });
-
-  router.delete('/sites/:siteId/members/:accountId', async (req, res) => {
-    await accounts.removeMember(actor(req), req.params.siteId, req.params.accountId);
-    res.status(204).end();
-  });
-
-  router.delete('/sites/:siteId/members/:accountId/sessions', async (req, res) => {
-    send<'EndedSessionsResponse'>(res, 200, { data: await accounts.endMemberSessions(actor(req), req.params.siteId, req.params.accountId) });
-  });
-
-  router.post('/sites/:siteId/invitations', async (req, res) => {
-    const { email, role } = req.body as Body<'InvitationRequest'>;
-    send<'InvitationResponse'>(res, 201, { data: await accounts.createInvitation(actor(req), req.params.siteId, email, role) });
-  });
-
-  router.get('/sites/:siteId/invitations', async (req, res) => {
-    const query = req.query as { limit?: number; cursor?: string };
-    send<'InvitationList'>(res, 200, await accounts.listInvitations(signedIn(req), req.params.siteId, query));
-  });
-
-  router.delete('/sites/:siteId/invitations/:invitationId', async (req, res) => {
-    await accounts.revokeInvitation(actor(req), req.params.siteId, req.params.invitationId);
-    res.status(204).end();
-  });
-
-  router.post('/invitations/accept', async (req, res) => {
-    const { token, email, password } = req.body as Body<'AcceptInvitationRequest'>;
-    let who: Parameters<AccountsService['acceptInvitation']>[1];
-    let attempt: { succeeded(): Promise<void> } | undefined;
-    if (req.manager) {
-      who = { manager: req.manager };
-    } else {
-      if (email === undefined || password === undefined) {
-        throw invalid('Send email and password, or sign in first.', [{ path: '/body', message: 'needs email and password when not signed in' }]);
-      }
-      attempt = await throttle.attempt(email, req.ip);
-      who = { email, password };
-    }
-    const joined = await accounts.acceptInvitation(token, who, meta(req));
-    await attempt?.succeeded();
-    if (joined.session) res.setHeader('Set-Cookie', sessionCookie(joined.session.token, joined.session.cookieMaxAge));
-    send<'AcceptInvitationResponse'>(res, 200, { data: { account: joined.account, site: joined.site, session: joined.session?.session ?? null } });
-  });
-
   router.post('/setup', async (req, res) => {
     const { token, email, password } = req.body as Body<'SetupRequest'>;
-    const made = await accounts.completeSetup(token, email, password, meta(req));
+    const made = await setup.complete(token, email, password, meta(req));
     res.setHeader('Set-Cookie', sessionCookie(made.session.token, made.session.cookieMaxAge));
     send<'SetupResponse'>(res, 201, { data: { account: made.account, sites: made.sites, session: made.session.session } });
   });
 
-  router.get('/sites/:siteId/audit-log', async (req, res) => {
-    const query = req.query as { limit?: number; cursor?: string };
-    send<'AuditList'>(res, 200, await accounts.auditLog(signedIn(req), req.params.siteId, query));
-  });
-
+  router.use(tokenRoutes(services.accounts.tokens));
+  router.use(memberRoutes(services.accounts));
+  router.use(invitationRoutes(services.accounts.invitations, throttle));
   return router;
 }

@@ -96,7 +96,7 @@ describeInChromium('zero console errors on the dashboard’s pages in their norm
       await page.close();
     }
     const owner = d.h.runtime.services.accounts;
-    const made = await owner.createInvitation(
+    const made = await owner.invitations.create(
       { manager: { accountId: d.owner.id, email: d.owner.email, via: 'session' }, clientIp: null },
       d.site.id,
       'invited@example.com',

@@ -292,7 +292,7 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
   test('the timeline: messages with their authors, the events each emitted, every attempt; redeliver in place; an unknown kind shown generically', async () => {
     // A member's reply, so the timeline names a member by email.
     const token = (
-      await h.runtime.services.accounts.createToken({ manager: { accountId: owner.id, email: owner.email, via: 'session' }, clientIp: null }, 'test')
+      await h.runtime.services.accounts.tokens.create({ manager: { accountId: owner.id, email: owner.email, via: 'session' }, clientIp: null }, 'test')
     ).token;
     const reply = await request(h.app)
       .post(`${M}/sites/${site}/inbox/conversations/${conversationId}/messages`)

@@ -20,7 +20,7 @@ describeInChromium('the setup page in Chromium (SQLite pass only)', () => {
   });
 
   test('the first owner is made from the link and lands in the site; the link works once', async () => {
-    const link = await d.h.runtime.services.accounts.issueSetupLink();
+    const link = await d.h.runtime.services.accounts.setup.issueLink();
     expect(link).not.toBeNull();
     const url = link!.url;
     expect(url.startsWith(`${d.origin}/dashboard/setup#token=`)).toBe(true);

@@ -194,7 +194,7 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
 
   test('an invitation link: the token in the fragment, a new account joins and lands in the inbox', async () => {
     const manager = { accountId: d.owner.id, email: d.owner.email, via: 'token' as const };
-    const { token, url } = await d.h.runtime.services.accounts.createInvitation({ manager, clientIp: null }, d.site.id, 'new@example.com', 'agent');
+    const { token, url } = await d.h.runtime.services.accounts.invitations.create({ manager, clientIp: null }, d.site.id, 'new@example.com', 'agent');
     expect(url).toBe(`${d.origin}/dashboard/accept-invitation#token=${token}`); // the link the owner sends is this page's
     const page = await (await d.newContext()).newPage();
     await page.goto(`${d.origin}/dashboard/accept-invitation#token=${token}`);

@@ -533,8 +533,8 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     const accounts = h.runtime.services.accounts;
     const token = async (email: string) =>
       (
-        await accounts.createToken(
-          { manager: { accountId: (await accounts.signIn(email, PASSWORD, {})).account.id, email, via: 'session' }, clientIp: null },
+        await accounts.tokens.create(
+          { manager: { accountId: (await accounts.signIn.signIn(email, PASSWORD, {})).account.id, email, via: 'session' }, clientIp: null },
           'prism',
         )
       ).token;
@@ -713,7 +713,7 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
   });
 
   test('the proxy reports a violation: an answer the document does not allow', async () => {
-    const accounts = h.runtime.services.accounts;
+    const accounts = h.runtime.services.accounts.signIn;
     const real = accounts.me.bind(accounts);
     const spy = jest
       .spyOn(accounts, 'me')

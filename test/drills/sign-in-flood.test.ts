@@ -47,7 +47,7 @@ describe('a sign-in flood against file transfers', () => {
     seeded = await seedSite(env);
     const runtime = await openRuntime(loadConfig({ ...env, LOG_LEVEL: 'silent' } as NodeJS.ProcessEnv));
     try {
-      await runtime.services.accounts.createAccount('known@example.com', PASSWORD);
+      await runtime.services.accounts.registry.create('known@example.com', PASSWORD);
       const said = await runtime.services.window.chat.visitorSay(seeded.siteId, 'drill-visitor-file', 'a file', {
         files: [{ buffer: Buffer.from(randomBytes(FILE_BYTES / 2).toString('hex')), originalName: 'notes.txt', mimeType: 'text/plain' }],
       });

@@ -76,11 +76,11 @@ async function seedSite(h: Harness, server: FuzzServer, receiver: Receiver, site
   const chat = h.runtime.services.window.chat;
   const account = async (role: 'owner' | 'agent') => {
     const email = `${who}-${role}-${tag()}@example.com`;
-    const created = await accounts.createAccount(email, PASSWORD);
-    await accounts.addMember({ manager: null, clientIp: null }, siteId, email, role);
-    const session = await accounts.signIn(email, PASSWORD, {});
+    const created = await accounts.registry.create(email, PASSWORD);
+    await accounts.members.add({ manager: null, clientIp: null }, siteId, email, role);
+    const session = await accounts.signIn.signIn(email, PASSWORD, {});
     const manager = { accountId: created.id, email, via: 'session' as const };
-    const token = await accounts.createToken({ manager, clientIp: null }, 'fuzz');
+    const token = await accounts.tokens.create({ manager, clientIp: null }, 'fuzz');
     markers.push(created.id, email, token.id);
     return { id: created.id, email, manager, cookie: `__Host-session=${session.token}`, token: token.token, tokenId: token.id };
   };
@@ -90,11 +90,11 @@ async function seedSite(h: Harness, server: FuzzServer, receiver: Receiver, site
   for (let i = 0; i < 5; i++) targets.push((await account('agent')).id);
   const spareTokens = [];
   for (let i = 0; i < 4; i++) {
-    const t = await accounts.createToken({ manager: owner.manager, clientIp: null }, `spare-${i}`);
+    const t = await accounts.tokens.create({ manager: owner.manager, clientIp: null }, `spare-${i}`);
     spareTokens.push(t.id);
     markers.push(t.id);
   }
-  const sessions = (await accounts.listSessions(owner.manager)) as { id: string }[];
+  const sessions = (await accounts.signIn.listSessions(owner.manager)) as { id: string }[];
   const keyIds = [];
   for (let i = 0; i < 4; i++) keyIds.push((await h.newKey(siteId, ['conversations:read'])).id);
   markers.push(siteId, ...keyIds, ...sessions.map((s) => s.id));
@@ -170,25 +170,25 @@ export async function seedManageWorld(h: Harness, server: FuzzServer, receiver: 
 
   const member = async (label: string) => {
     const email = `a-${label}-${tag()}@example.com`;
-    const created = await accounts.createAccount(email, PASSWORD);
-    await accounts.addMember({ manager: null, clientIp: null }, h.site.id, email, 'agent');
+    const created = await accounts.registry.create(email, PASSWORD);
+    await accounts.members.add({ manager: null, clientIp: null }, h.site.id, email, 'agent');
     const manager = { accountId: created.id, email, via: 'session' as const };
-    return { created, email, manager, token: (await accounts.createToken({ manager, clientIp: null }, label)).token };
+    return { created, email, manager, token: (await accounts.tokens.create({ manager, clientIp: null }, label)).token };
   };
   const spare = await member('spare');
   const cookies = [];
-  for (let i = 0; i < 30; i++) cookies.push(`__Host-session=${(await accounts.signIn(spare.email, PASSWORD, {})).token}`);
-  const spareSessions = ((await accounts.listSessions(spare.manager)) as { id: string }[]).map((s) => s.id);
+  for (let i = 0; i < 30; i++) cookies.push(`__Host-session=${(await accounts.signIn.signIn(spare.email, PASSWORD, {})).token}`);
+  const spareSessions = ((await accounts.signIn.listSessions(spare.manager)) as { id: string }[]).map((s) => s.id);
   const password = await member('password');
   const signInAccount = await member('signin');
   const wrongPasswordAccount = await member('wrong');
-  const revoked = await accounts.createToken({ manager: A.owner.manager, clientIp: null }, 'revoked');
-  await accounts.revokeToken({ manager: A.owner.manager, clientIp: null }, revoked.id);
+  const revoked = await accounts.tokens.create({ manager: A.owner.manager, clientIp: null }, 'revoked');
+  await accounts.tokens.revoke({ manager: A.owner.manager, clientIp: null }, revoked.id);
 
   const invitations = [];
   for (let i = 0; i < 40; i++) {
     const email = `invitee-${i}-${tag()}@example.com`;
-    const inv = await accounts.createInvitation({ manager: A.owner.manager, clientIp: null }, h.site.id, email, 'agent');
+    const inv = await accounts.invitations.create({ manager: A.owner.manager, clientIp: null }, h.site.id, email, 'agent');
     invitations.push({ token: inv.token, email });
   }
 
@@ -200,7 +200,7 @@ export async function seedManageWorld(h: Harness, server: FuzzServer, receiver: 
       owner: { token: A.owner.token, cookie: A.owner.cookie },
       agent: { token: A.agent.token, cookie: A.agent.cookie },
       spare: { token: spare.token, cookies, sessionIds: spareSessions },
-      password: { token: password.token, cookie: `__Host-session=${(await accounts.signIn(password.email, PASSWORD, {})).token}` },
+      password: { token: password.token, cookie: `__Host-session=${(await accounts.signIn.signIn(password.email, PASSWORD, {})).token}` },
       revokedToken: revoked.token,
       signInEmail: signInAccount.email,
       wrongPasswordEmail: wrongPasswordAccount.email,

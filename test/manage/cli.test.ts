@@ -83,10 +83,11 @@ test("the CLI's site and key changes are audited as the operator's, and its keys
   const key = await adminJson(['key', 'create', '--site', site.id, '--scopes', 'conversations:read', '--label', 'ops']);
   await adminJson(['key', 'revoke', key.id]);
 
-  const owner = await runtime.services.accounts.createAccount('audit-owner@example.com', 'a long enough password');
-  await runtime.services.accounts.addMember({ manager: null, clientIp: null }, site.id, owner.email, 'owner');
-  const token = (await runtime.services.accounts.createToken({ manager: { accountId: owner.id, email: owner.email, via: 'session' }, clientIp: null }, 'audit'))
-    .token;
+  const owner = await runtime.services.accounts.registry.create('audit-owner@example.com', 'a long enough password');
+  await runtime.services.accounts.members.add({ manager: null, clientIp: null }, site.id, owner.email, 'owner');
+  const token = (
+    await runtime.services.accounts.tokens.create({ manager: { accountId: owner.id, email: owner.email, via: 'session' }, clientIp: null }, 'audit')
+  ).token;
   const app = testApp(runtime.services);
   const audit = await request(app).get(`${M}/sites/${site.id}/audit-log?limit=100`).set('Authorization', `Bearer ${token}`);
   const operator = audit.body.data

@@ -26,7 +26,9 @@ let receiver: Receiver; // the event address of the main app's site
 type Res = request.Response;
 type Scenario = () => Promise<Res>;
 type Method = 'get' | 'post' | 'put' | 'patch' | 'delete';
-type AccountsMethod = Exclude<keyof Harness['runtime']['services']['accounts'], 'hasher'>;
+type Accounts = Harness['runtime']['services']['accounts'];
+/** A method of one of the accounts services, as `service.method`. */
+type AccountsMethod = { [S in keyof Accounts]: `${S}.${Exclude<keyof Accounts[S], 'hasher'> & string}` }[keyof Accounts];
 interface Call {
   cookie?: string;
   bearer?: string;
@@ -45,7 +47,7 @@ beforeAll(async () => {
   const a = await newMember(h, site, 'agent@example.com', 'agent');
   owner = { id: o.id, cookie: (await signIn(h, 'owner@example.com')).cookie };
   agent = { id: a.id, cookie: (await signIn(h, 'agent@example.com')).cookie };
-  ownerToken = (await h.runtime.services.accounts.createToken({ manager: { accountId: o.id, email: o.email, via: 'session' }, clientIp: null }, 'contract'))
+  ownerToken = (await h.runtime.services.accounts.tokens.create({ manager: { accountId: o.id, email: o.email, via: 'session' }, clientIp: null }, 'contract'))
     .token;
   await broken.runtime.db.destroy();
 });
@@ -74,7 +76,7 @@ async function exhausted(method: Method, path: (siteId: string, accountId: strin
   const s = await limited.newSite();
   const email = `limited-${Math.random().toString(36).slice(2)}@example.com`;
   const account = await newMember(limited, s.id, email, 'owner');
-  const signed = await limited.runtime.services.accounts.signIn(email, PASSWORD, {});
+  const signed = await limited.runtime.services.accounts.signIn.signIn(email, PASSWORD, {});
   const cookie = `__Host-session=${signed.token}`;
   await call(method, path(s.id, account.id), { app: limited.app, cookie, body, headers });
   return call(method, path(s.id, account.id), { app: limited.app, cookie, body, headers });
@@ -83,8 +85,9 @@ async function exhausted(method: Method, path: (siteId: string, accountId: strin
 /** An accounts-service method throwing something unexpected while `send` runs: the 500 envelope, nothing internal. */
 function failing(method: AccountsMethod, send: () => request.Test): Scenario {
   return async () => {
+    const [service, name] = method.split('.') as [keyof Accounts, string];
     const spy = jest
-      .spyOn(h.runtime.services.accounts, method as never)
+      .spyOn(h.runtime.services.accounts[service], name as never)
       .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
     try {
       return await send();
@@ -185,7 +188,7 @@ const fresh = (prefix: string) => `${prefix}-${++counter}@example.com`;
 
 const scenarios: Record<string, Record<string, Scenario>> = {
   signIn: {
-    ...common('post', '/session', 'signIn', { email: 'owner@example.com', password: PASSWORD }),
+    ...common('post', '/session', 'signIn.signIn', { email: 'owner@example.com', password: PASSWORD }),
     200: () => call('post', '/session', { body: { email: 'owner@example.com', password: PASSWORD } }),
     400: () => call('post', '/session', { body: { email: 'owner@example.com' } }),
     401: () => call('post', '/session', { body: { email: 'owner@example.com', password: 'wrong password!' } }),
@@ -200,26 +203,26 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     503: () => call('post', '/session', { app: broken.app, body: { email: 'owner@example.com', password: PASSWORD } }),
   },
   getSession: {
-    ...common('get', '/session', 'listSessions'),
+    ...common('get', '/session', 'signIn.listSessions'),
     // Signed out is not an error here: data null.
     200: () => call('get', '/session'),
     401: () => call('get', '/session', { bearer: 'wcm_notarealtoken0000000000000000000000000000' }),
   },
   signOut: {
-    ...common('delete', '/session', 'signOut'),
+    ...common('delete', '/session', 'signIn.signOut'),
     204: async () => call('delete', '/session', { cookie: (await signIn(h, 'owner@example.com')).cookie }),
     403: () => call('delete', '/session', { cookie: owner.cookie, headers: CROSS_SITE }),
   },
   getMe: {
-    ...common('get', '/me', 'me'),
+    ...common('get', '/me', 'signIn.me'),
     200: () => call('get', '/me', { cookie: owner.cookie }),
   },
   listSessions: {
-    ...common('get', '/sessions', 'listSessions'),
+    ...common('get', '/sessions', 'signIn.listSessions'),
     200: () => call('get', '/sessions', { cookie: owner.cookie }),
   },
   endSession: {
-    ...common('delete', '/sessions/ses_00000000000000000000000000', 'endSession'),
+    ...common('delete', '/sessions/ses_00000000000000000000000000', 'signIn.endSession'),
     204: async () => {
       const other = await signIn(h, 'owner@example.com');
       return call('delete', `/sessions/${other.res.body.data.session.id}`, { cookie: owner.cookie });
@@ -229,22 +232,22 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     404: () => call('delete', '/sessions/ses_00000000000000000000000000', { cookie: owner.cookie }),
   },
   changePassword: {
-    ...common('post', '/password', 'changePassword', { currentPassword: PASSWORD, newPassword: PASSWORD }),
+    ...common('post', '/password', 'signIn.changePassword', { currentPassword: PASSWORD, newPassword: PASSWORD }),
     ...writes('post', '/password', { currentPassword: PASSWORD, newPassword: PASSWORD }),
     // Same password again: the owner's other sessions end, the fixture's (current) one stays.
     204: () => call('post', '/password', { cookie: owner.cookie, body: { currentPassword: PASSWORD, newPassword: PASSWORD } }),
   },
   listTokens: {
-    ...common('get', '/tokens', 'listTokens'),
+    ...common('get', '/tokens', 'tokens.list'),
     200: () => call('get', '/tokens', { cookie: owner.cookie }),
   },
   createToken: {
-    ...common('post', '/tokens', 'createToken', { label: 'ci' }),
+    ...common('post', '/tokens', 'tokens.create', { label: 'ci' }),
     ...writes('post', '/tokens', { label: 'ci' }),
     201: () => call('post', '/tokens', { cookie: owner.cookie, body: { label: 'ci' } }),
   },
   revokeToken: {
-    ...common('delete', '/tokens/mtk_00000000000000000000000000', 'revokeToken'),
+    ...common('delete', '/tokens/mtk_00000000000000000000000000', 'tokens.revoke'),
     204: async () => {
       const t = await call('post', '/tokens', { cookie: owner.cookie, body: { label: 'to revoke' } });
       return call('delete', `/tokens/${t.body.data.id}`, { cookie: owner.cookie });
@@ -254,7 +257,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     404: () => call('delete', '/tokens/mtk_00000000000000000000000000', { cookie: owner.cookie }),
   },
   listMySites: {
-    ...common('get', '/sites', 'mySites'),
+    ...common('get', '/sites', 'members.mySites'),
     200: () => call('get', '/sites', { bearer: ownerToken }),
   },
   listMembers: {},
@@ -284,7 +287,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       await call('post', '/invitations/accept', { app: limited.app, body: { token: 'A'.repeat(43) } });
       return call('post', '/invitations/accept', { app: limited.app, body: { token: 'A'.repeat(43) } });
     },
-    500: failing('acceptInvitation', () => call('post', '/invitations/accept', { cookie: owner.cookie, body: { token: 'A'.repeat(43) } })),
+    500: failing('invitations.accept', () => call('post', '/invitations/accept', { cookie: owner.cookie, body: { token: 'A'.repeat(43) } })),
     503: () => call('post', '/invitations/accept', { app: broken.app, body: { token: 'A'.repeat(43), email: 'x@example.com', password: PASSWORD } }),
   },
   completeSetup: {
@@ -292,7 +295,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       // A service with no account yet: a first start.
       const first = await manageHarness();
       try {
-        const link = (await first.runtime.services.accounts.issueSetupLink())!;
+        const link = (await first.runtime.services.accounts.setup.issueLink())!;
         const token = new URL(link.url).hash.replace('#token=', '');
         return await call('post', '/setup', { app: first.app, body: { token, email: 'first@example.com', password: PASSWORD } });
       } finally {
@@ -310,7 +313,7 @@ const scenarios: Record<string, Record<string, Scenario>> = {
       await call('post', '/setup', { app: limited.app, body: SETUP });
       return call('post', '/setup', { app: limited.app, body: SETUP });
     },
-    500: failing('completeSetup', () => call('post', '/setup', { body: SETUP })),
+    500: failing('setup.complete', () => call('post', '/setup', { body: SETUP })),
     503: () => call('post', '/setup', { app: broken.app, body: SETUP }),
   },
   listAuditLog: {},
@@ -360,13 +363,13 @@ function siteScenarios() {
   const members = `/sites/${site}/members`;
   const member = (id: string) => `${members}/${id}`;
   Object.assign(scenarios.listMembers, {
-    ...common('get', members, 'listMembers'),
+    ...common('get', members, 'members.list'),
     200: () => call('get', members, { cookie: agent.cookie }),
     404: () => call('get', `/sites/${OTHER_SITE}/members`, { cookie: owner.cookie }),
     429: () => exhausted('get', (s) => `/sites/${s}/members`),
   });
   Object.assign(scenarios.changeMemberRole, {
-    ...common('patch', member(NO_ACCOUNT), 'changeRole', { role: 'agent' }),
+    ...common('patch', member(NO_ACCOUNT), 'members.changeRole', { role: 'agent' }),
     ...writes('patch', member(NO_ACCOUNT), { role: 'agent' }),
     200: async () => {
       const m = await newMember(h, site, fresh('promote'), 'agent');
@@ -376,7 +379,7 @@ function siteScenarios() {
     429: () => exhausted('patch', (s, a) => `/sites/${s}/members/${a}`, { role: 'owner' }),
   });
   Object.assign(scenarios.removeMember, {
-    ...common('delete', member(NO_ACCOUNT), 'removeMember'),
+    ...common('delete', member(NO_ACCOUNT), 'members.remove'),
     204: async () => {
       const m = await newMember(h, site, fresh('remove'), 'agent');
       return call('delete', member(m.id), { cookie: owner.cookie });
@@ -386,25 +389,27 @@ function siteScenarios() {
     429: () => exhausted('delete', (s) => `/sites/${s}/members/${NO_ACCOUNT}`),
   });
   Object.assign(scenarios.endMemberSessions, {
-    ...common('delete', `${member(agent.id)}/sessions`, 'endMemberSessions'),
+    ...common('delete', `${member(agent.id)}/sessions`, 'members.endSessions'),
     200: async () => {
       const m = await newMember(h, site, fresh('signed-out'), 'agent');
       return call('delete', `${member(m.id)}/sessions`, { cookie: owner.cookie });
     },
     403: () => call('delete', `${member(owner.id)}/sessions`, { cookie: owner.cookie, headers: CROSS_SITE }),
     404: () => call('delete', `${member(NO_ACCOUNT)}/sessions`, { cookie: owner.cookie }),
-    429: () => exhausted('delete', (s, a) => `/sites/${s}/members/${a}/sessions`),
+    // Another member's sessions (none): ending the caller's own would make the second request 401,
+    // or 429 by the client address's budget, depending on the minute.
+    429: () => exhausted('delete', (s) => `/sites/${s}/members/${NO_ACCOUNT}/sessions`),
   });
   const invitations = `/sites/${site}/invitations`;
   Object.assign(scenarios.createInvitation, {
-    ...common('post', invitations, 'createInvitation', { email: 'x@example.com', role: 'agent' }),
+    ...common('post', invitations, 'invitations.create', { email: 'x@example.com', role: 'agent' }),
     ...writes('post', invitations, { email: 'x@example.com', role: 'agent' }),
     201: () => call('post', invitations, { cookie: owner.cookie, body: { email: fresh('new'), role: 'agent' } }),
     404: () => call('post', `/sites/${OTHER_SITE}/invitations`, { cookie: owner.cookie, body: { email: 'x@example.com', role: 'agent' } }),
     429: () => exhausted('post', (s) => `/sites/${s}/invitations`, { email: 'x@example.com', role: 'agent' }),
   });
   Object.assign(scenarios.listInvitations, {
-    ...common('get', invitations, 'listInvitations'),
+    ...common('get', invitations, 'invitations.list'),
     200: () => call('get', `${invitations}?limit=2`, { cookie: owner.cookie }),
     400: () => call('get', `${invitations}?limit=0`, { cookie: owner.cookie }),
     403: () => call('get', invitations, { cookie: agent.cookie }),
@@ -413,7 +418,7 @@ function siteScenarios() {
   });
   const NO_INVITATION = `${invitations}/inv_00000000000000000000000000`;
   Object.assign(scenarios.revokeInvitation, {
-    ...common('delete', NO_INVITATION, 'revokeInvitation'),
+    ...common('delete', NO_INVITATION, 'invitations.revoke'),
     204: async () => call('delete', `${invitations}/${(await invitation(fresh('withdrawn'))).id}`, { cookie: owner.cookie }),
     400: () => call('delete', `${invitations}/not-an-id`, { cookie: owner.cookie }),
     403: () => call('delete', NO_INVITATION, { cookie: agent.cookie }),
@@ -422,7 +427,7 @@ function siteScenarios() {
   });
   const audit = `/sites/${site}/audit-log`;
   Object.assign(scenarios.listAuditLog, {
-    ...common('get', audit, 'auditLog'),
+    ...common('get', audit, 'audit.page'),
     200: () => call('get', `${audit}?limit=2`, { cookie: owner.cookie }),
     400: () => call('get', `${audit}?limit=101`, { cookie: owner.cookie }),
     403: () => call('get', audit, { cookie: agent.cookie }),
@@ -439,7 +444,7 @@ type SiteAdminMethod = keyof Harness['runtime']['services']['siteAdmin'];
 /** `common` for the site admin service's operations: its 500 comes from that service. */
 function ownerCommon(method: Method, path: string, service: SiteAdminMethod, body?: object): Record<string, Scenario> {
   return {
-    ...common(method, path, 'me', body),
+    ...common(method, path, 'signIn.me', body),
     500: async () => {
       const spy = jest
         .spyOn(h.runtime.services.siteAdmin, service as never)
@@ -524,7 +529,7 @@ function ownerScenarios() {
   const embedCheck = `${siteOf}/embed/check`;
   const PAGE = { url: 'https://shop.example/' };
   Object.assign(scenarios.checkEmbed, {
-    ...common('post', embedCheck, 'me', PAGE),
+    ...common('post', embedCheck, 'signIn.me', PAGE),
     ...writes('post', embedCheck, PAGE),
     ...ownerOnly('post', embedCheck, '/embed/check', PAGE),
     500: async () => {
@@ -785,7 +790,7 @@ function inboxScenarios() {
   const missing = one(NO_CONVERSATION);
   const otherSite = `/sites/${OTHER_SITE}/inbox/conversations`;
   Object.assign(scenarios.listInboxConversations, {
-    ...common('get', inbox, 'requireRole'),
+    ...common('get', inbox, 'members.requireRole'),
     200: async () => {
       await conversation();
       return call('get', `${inbox}?assignee=unassigned&unread=true&limit=2`, { cookie: agent.cookie });
@@ -795,14 +800,14 @@ function inboxScenarios() {
     429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations`),
   });
   Object.assign(scenarios.getInboxConversation, {
-    ...common('get', missing, 'requireRole'),
+    ...common('get', missing, 'members.requireRole'),
     200: async () => call('get', one(await conversation()), { cookie: agent.cookie }),
     400: () => call('get', one('not-a-conversation'), { cookie: owner.cookie }),
     404: () => call('get', missing, { cookie: owner.cookie }),
     429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}`),
   });
   Object.assign(scenarios.listInboxMessages, {
-    ...common('get', `${missing}/messages`, 'requireRole'),
+    ...common('get', `${missing}/messages`, 'members.requireRole'),
     200: async () => call('get', `${one(await conversation())}/messages?order=desc`, { cookie: agent.cookie }),
     400: () => call('get', `${missing}/messages?order=sideways`, { cookie: owner.cookie }),
     404: () => call('get', `${missing}/messages`, { cookie: owner.cookie }),
@@ -810,7 +815,7 @@ function inboxScenarios() {
   });
   const reply = { content: 'Thanks, looking into it.' };
   Object.assign(scenarios.replyFromInbox, {
-    ...common('post', `${missing}/messages`, 'requireRole', reply),
+    ...common('post', `${missing}/messages`, 'members.requireRole', reply),
     ...writes('post', `${missing}/messages`, reply),
     201: async () => call('post', `${one(await conversation())}/messages`, { cookie: agent.cookie, body: reply }),
     400: () => call('post', `${missing}/messages`, { cookie: owner.cookie, body: { content: 'x', format: 'html' } }),
@@ -829,7 +834,7 @@ function inboxScenarios() {
     429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/messages`, reply),
   });
   Object.assign(scenarios.closeInboxConversation, {
-    ...common('post', `${missing}/close`, 'requireRole'),
+    ...common('post', `${missing}/close`, 'members.requireRole'),
     200: async () => call('post', `${one(await conversation())}/close`, { cookie: agent.cookie }),
     400: () => call('post', `${one('nope')}/close`, { cookie: owner.cookie }),
     403: () => call('post', `${missing}/close`, { cookie: owner.cookie, headers: CROSS_SITE }),
@@ -837,7 +842,7 @@ function inboxScenarios() {
     429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/close`),
   });
   Object.assign(scenarios.assignInboxConversation, {
-    ...common('post', `${missing}/assignee`, 'requireRole', { assigneeId: null }),
+    ...common('post', `${missing}/assignee`, 'members.requireRole', { assigneeId: null }),
     ...writes('post', `${missing}/assignee`, { assigneeId: null }),
     200: async () => call('post', `${one(await conversation())}/assignee`, { cookie: agent.cookie, body: { assigneeId: agent.id } }),
     400: () => call('post', `${missing}/assignee`, { cookie: owner.cookie, body: { assigneeId: 'someone' } }),
@@ -846,7 +851,7 @@ function inboxScenarios() {
     429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/assignee`, { assigneeId: null }),
   });
   Object.assign(scenarios.markInboxConversationRead, {
-    ...common('post', `${missing}/read`, 'requireRole'),
+    ...common('post', `${missing}/read`, 'members.requireRole'),
     200: async () => call('post', `${one(await conversation())}/read`, { cookie: agent.cookie }),
     400: () => call('post', `${one('nope')}/read`, { cookie: owner.cookie }),
     403: () => call('post', `${missing}/read`, { cookie: owner.cookie, headers: CROSS_SITE }),
@@ -855,7 +860,7 @@ function inboxScenarios() {
   });
   const events = `/sites/${site}/inbox/events`;
   Object.assign(scenarios.streamInbox, {
-    ...common('get', events, 'requireRole'),
+    ...common('get', events, 'members.requireRole'),
     // A stream never ends by itself: read it until its first event, then hang up.
     200: async () => {
       const server = await listenHttps(h.app);

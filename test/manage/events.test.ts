@@ -29,7 +29,7 @@ function api(method: 'get' | 'put' | 'patch' | 'post', path: string, body?: obje
 }
 
 async function tokenOf(accountId: string, email: string) {
-  return (await h.runtime.services.accounts.createToken({ manager: { accountId, email, via: 'session' }, clientIp: null }, 'events test')).token;
+  return (await h.runtime.services.accounts.tokens.create({ manager: { accountId, email, via: 'session' }, clientIp: null }, 'events test')).token;
 }
 
 /** A visitor writes; the ids of the events it emitted, once every one of them has a finished delivery. */

@@ -15,13 +15,13 @@ export const M = '/manage/v1';
 export const manageHarness = (opts: HarnessOptions = {}) => createHarness({ passwordHasher: TEST_HASHER, ...opts });
 
 export async function newAccount(h: Harness, email: string, password = PASSWORD) {
-  return h.runtime.services.accounts.createAccount(email, password);
+  return h.runtime.services.accounts.registry.create(email, password);
 }
 
 /** An account that is `role` of `siteId` (made through the CLI's service call). */
 export async function newMember(h: Harness, siteId: string, email: string, role: 'owner' | 'agent') {
   const account = await newAccount(h, email);
-  await h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, siteId, email, role);
+  await h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, siteId, email, role);
   return account;
 }
 

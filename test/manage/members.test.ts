@@ -270,7 +270,7 @@ test('the audit log pages newest first with a cursor bound to its site', async (
 
   // A cursor of site A used on site B is refused.
   await newMember(h, siteB.id, 'both@example.com', 'owner');
-  await h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, h.site.id, 'both@example.com', 'owner');
+  await h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, h.site.id, 'both@example.com', 'owner');
   const both = await signIn(h, 'both@example.com');
   const wrongSite = await get(`/sites/${siteB.id}/audit-log?cursor=${first.body.page.nextCursor}`, both.cookie);
   expect(wrongSite.status).toBe(400);
@@ -279,7 +279,9 @@ test('the audit log pages newest first with a cursor bound to its site', async (
 test('maintenance removes ended sessions, dead invitations and audit entries older than a year', async () => {
   const before = await h.runtime.db('audit_log').count({ n: '*' }).first();
   expect(Number(before!.n)).toBeGreaterThan(0);
-  const purged = await h.runtime.services.accounts.purge(clock + 366 * 24 * 3600_000);
+  const { signIn, invitations, audit } = h.runtime.services.accounts;
+  const at = clock + 366 * 24 * 3600_000;
+  const purged = { sessions: await signIn.purge(at), invitations: await invitations.purge(at), audit: await audit.purge(at) };
   expect(purged.audit).toBe(Number(before!.n));
   expect(purged.sessions).toBeGreaterThan(0);
   expect(purged.invitations).toBeGreaterThan(0);

@@ -108,7 +108,7 @@ test('a wrong password and an unknown email get the same answer', async () => {
 });
 
 test('an unknown email costs a password hash like a wrong password', async () => {
-  const hasher = h.runtime.services.accounts.hasher;
+  const hasher = h.runtime.services.accounts.signIn.hasher;
   const verify = jest.spyOn(hasher, 'verify');
   const nothing = jest.spyOn(hasher, 'verifyNothing');
   try {
@@ -285,7 +285,7 @@ test('logs never carry passwords, session tokens or management tokens, even when
   const cookie = cookieOf(signed);
   await request(app).post(`${M}/session`).set(SAME_ORIGIN).send({ email: 'lo@example.com', password: 'a wrong password guess' });
   const token = (await request(app).post(`${M}/tokens`).set(SAME_ORIGIN).set('Cookie', cookie).send({ label: 'x' })).body.data.token;
-  const failing = jest.spyOn(h.runtime.services.accounts, 'me').mockRejectedValueOnce(new Error('kaboom'));
+  const failing = jest.spyOn(h.runtime.services.accounts.signIn, 'me').mockRejectedValueOnce(new Error('kaboom'));
   expect((await request(app).get(`${M}/me`).set('Authorization', `Bearer ${token}`)).status).toBe(500);
   failing.mockRestore();
   await request(app).post(`${M}/password`).set(SAME_ORIGIN).set('Cookie', cookie).send({ currentPassword: PASSWORD, newPassword: 'the next long password' });

@@ -7,7 +7,7 @@
 import request from 'supertest';
 import type { Harness } from '../helpers/harness';
 import { cookieOf, M, manageHarness, newAccount, PASSWORD, SAME_ORIGIN } from './helpers';
-import { SETUP_LINK_TTL_MS } from '../../server/accounts/service';
+import { SETUP_LINK_TTL_MS } from '../../server/accounts/setup';
 import { sha256Hex } from '../../server/platform/crypto';
 import { accountCommands } from '../../server/cli/commands/accounts';
 import { parseArgs } from '../../server/cli/args';
@@ -47,7 +47,7 @@ beforeEach(async () => {
 
 test('the link makes the first owner of every site, signed in; only its hash is stored; it works once', async () => {
   const second = await h.newSite('Second site');
-  const link = (await accounts().issueSetupLink())!;
+  const link = (await accounts().setup.issueLink())!;
   expect(link.expiresAt).toBe(new Date(clock + SETUP_LINK_TTL_MS).toISOString());
   const token = tokenOf(link);
   const rows = await h.runtime.db('setup_links').select();
@@ -78,13 +78,13 @@ test('the link makes the first owner of every site, signed in; only its hash is 
   expect(again.status).toBe(404);
   expect(again.body.error.code).toBe('not_found');
   expect(await h.runtime.db('setup_links').select()).toEqual([]);
-  expect(await accounts().issueSetupLink()).toBeNull();
+  expect(await accounts().setup.issueLink()).toBeNull();
   expect(await h.runtime.db('accounts').count({ n: '*' }).first()).toMatchObject({ n: 1 });
 });
 
 test('an expired link is 404; a restart prints a new link and the old one stops', async () => {
-  const old = tokenOf((await accounts().issueSetupLink())!);
-  const fresh = tokenOf((await accounts().issueSetupLink())!); // the next start
+  const old = tokenOf((await accounts().setup.issueLink())!);
+  const fresh = tokenOf((await accounts().setup.issueLink())!); // the next start
   expect((await setup(old, 'a@example.com')).status).toBe(404);
 
   clock += SETUP_LINK_TTL_MS; // 24 hours later, to the millisecond: expired
@@ -95,7 +95,7 @@ test('an expired link is 404; a restart prints a new link and the old one stops'
   clock += 1;
   // Unknown tokens and wrong shapes: 404 and 400, nothing made.
   await noAccounts();
-  await accounts().issueSetupLink();
+  await accounts().setup.issueLink();
   expect((await setup('A'.repeat(43), 'b@example.com')).status).toBe(404);
   expect((await setup('not a token!', 'b@example.com')).status).toBe(400);
   expect(
@@ -110,7 +110,7 @@ test('an expired link is 404; a restart prints a new link and the old one stops'
 });
 
 test('two uses at once make one owner; the other is 404', async () => {
-  const token = tokenOf((await accounts().issueSetupLink())!);
+  const token = tokenOf((await accounts().setup.issueLink())!);
   const answers = await Promise.all([setup(token, 'one@example.com'), setup(token, 'two@example.com'), setup(token, 'three@example.com')]);
   expect(answers.map((a) => a.status).sort()).toEqual([201, 404, 404]);
   const accountsMade = await h.runtime.db('accounts').select('email');
@@ -120,7 +120,7 @@ test('two uses at once make one owner; the other is 404', async () => {
 });
 
 test('several instances starting at once: one link is valid, the others are 404', async () => {
-  const links = await Promise.all([accounts().issueSetupLink(), accounts().issueSetupLink(), accounts().issueSetupLink()]);
+  const links = await Promise.all([accounts().setup.issueLink(), accounts().setup.issueLink(), accounts().setup.issueLink()]);
   const tokens = links.map((l) => tokenOf(l!));
   expect(await h.runtime.db('setup_links').select('id')).toHaveLength(1);
   // Which one is valid: the row's hash tells, without using any.
@@ -132,7 +132,7 @@ test('several instances starting at once: one link is valid, the others are 404'
 });
 
 test('an account made by the CLI (or an invitation) first ends the link', async () => {
-  const token = tokenOf((await accounts().issueSetupLink())!);
+  const token = tokenOf((await accounts().setup.issueLink())!);
   await newAccount(h, 'operator-made@example.com'); // the CLI's `account create`
   expect(await h.runtime.db('setup_links').select()).toEqual([]);
   expect((await setup(token, 'late@example.com')).status).toBe(404);
@@ -147,7 +147,7 @@ test('an account made by the CLI (or an invitation) first ends the link', async 
 test('the CLI and the link at once: never two owners made by the link, and the link dies either way', async () => {
   for (let i = 0; i < 5; i++) {
     await noAccounts();
-    const token = tokenOf((await accounts().issueSetupLink())!);
+    const token = tokenOf((await accounts().setup.issueLink())!);
     const [used] = await Promise.all([setup(token, `link-${i}@example.com`), newAccount(h, `cli-${i}@example.com`)]);
     expect([201, 404]).toContain(used.status);
     expect(await h.runtime.db('setup_links').select()).toEqual([]);
@@ -157,7 +157,7 @@ test('the CLI and the link at once: never two owners made by the link, and the l
 });
 
 test('a post from another site is refused before the link is looked at (login CSRF), like a sign-in', async () => {
-  const token = tokenOf((await accounts().issueSetupLink())!);
+  const token = tokenOf((await accounts().setup.issueLink())!);
   const cross = await setup(token, 'victim@example.com', { 'Sec-Fetch-Site': 'cross-site' });
   expect(cross.status).toBe(403);
   expect(cross.body.error.code).toBe('cross_site_request');
@@ -168,7 +168,7 @@ test('a post from another site is refused before the link is looked at (login CS
 });
 
 test("the CLI's `setup link` prints a fresh link (ending the one before) while no account exists, and refuses after", async () => {
-  const older = tokenOf((await accounts().issueSetupLink())!);
+  const older = tokenOf((await accounts().setup.issueLink())!);
   const printed = (await accountCommands['setup link'](h.runtime, parseArgs([]))).json as { url: string };
   const fresh = tokenOf(printed);
   expect((await setup(older, 'a@example.com')).status).toBe(404);

@@ -64,13 +64,13 @@ function expectRefused(res: request.Response) {
 }
 
 test('the first owner by the setup link: a full queue refuses it at once, and the link still works after', async () => {
-  const link = (await h.runtime.services.accounts.issueSetupLink())!;
+  const link = (await h.runtime.services.accounts.setup.issueLink())!;
   const token = new URL(link.url).hash.replace('#token=', '');
   const held = await fillThePool();
   const refused = await post('/setup', { token, email: 'first@example.com', password: PASSWORD });
   expectRefused(refused);
   // The CLI's `account create` calls the same service.
-  await expect(h.runtime.services.accounts.createAccount('cli-made@example.com', PASSWORD)).rejects.toMatchObject({
+  await expect(h.runtime.services.accounts.registry.create('cli-made@example.com', PASSWORD)).rejects.toMatchObject({
     status: 503,
     code: 'service_unavailable',
   });

@@ -326,21 +326,15 @@ describe('the fetch stays within its bounds', () => {
     const services = strict.runtime.services;
     const s = await strict.newSite();
     await services.access.setAllowedOrigins(s.id, ['https://shop.example']);
-    const account = await newMember(strict, s.id, 'dns-owner@example.com', 'owner');
+    await newMember(strict, s.id, 'dns-owner@example.com', 'owner');
     const checker = createEmbedCheck({
       access: services.access,
-      accounts: services.accounts,
       windowUrl: 'https://chat.example.com',
       publicUrl: 'https://chat.example.com',
       allowPrivateNetworks: false,
       resolve: async () => [{ ip: '10.0.0.7', family: 4 }],
     });
-    const result = await checker.check(
-      { accountId: account.id, email: account.email, via: 'session' } as never,
-      s.id,
-      'https://shop.example/',
-      async () => undefined,
-    );
+    const result = await checker.check(s.id, 'https://shop.example/', async () => undefined);
     expect(result.problems.map((p) => p.code)).toEqual(['blocked_address']);
   });
 
@@ -353,24 +347,22 @@ describe('the fetch stays within its bounds', () => {
       res.on('close', () => clearInterval(t));
     });
     const services = h.runtime.services;
-    const account = await services.accounts.createAccount('slow-owner@example.com', 'correct horse battery staple');
-    await services.accounts.addMember({ manager: null, clientIp: null }, site, account.email, 'owner');
+    const account = await services.accounts.registry.create('slow-owner@example.com', 'correct horse battery staple');
+    await services.accounts.members.add({ manager: null, clientIp: null }, site, account.email, 'owner');
     const checker = createEmbedCheck({
       access: services.access,
-      accounts: services.accounts,
       windowUrl: h.config.publicUrl,
       publicUrl: h.config.publicUrl,
       allowPrivateNetworks: true,
       timeoutMs: 400,
     });
-    const manager = { accountId: account.id, email: account.email, via: 'session' } as never;
     const started = Date.now();
-    const stalled = await checker.check(manager, site, plain.url('/stall'), async () => undefined);
+    const stalled = await checker.check(site, plain.url('/stall'), async () => undefined);
     // Liveness, not speed: it ended by its own 0.4 s limit, long before the default 10 s one could end it.
     expect(Date.now() - started).toBeLessThan(EMBED_CHECK_LIMITS.timeoutMs / 2);
     expect(stalled).toMatchObject({ status: null, reachable: false, found: false, bytesRead: 0 });
     expect(stalled.problems.map((p) => [p.code, p.message])).toEqual([['timeout', expect.stringContaining('within 0.4 s')]]);
-    const trickle = await checker.check(manager, site, plain.url('/trickle'), async () => undefined);
+    const trickle = await checker.check(site, plain.url('/trickle'), async () => undefined);
     expect(trickle).toMatchObject({ status: 200, reachable: false, found: false });
     expect(trickle.bytesRead).toBeGreaterThan(0);
     expect(trickle.problems.map((p) => p.code)).toEqual(['timeout']);
@@ -401,7 +393,7 @@ describe('the fetch stays within its bounds', () => {
   test('at most 10 checks a minute per site, then 429 with Retry-After', async () => {
     const s = await h.newSite();
     await h.runtime.services.access.setAllowedOrigins(s.id, [secure.origin]);
-    await h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
+    await h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
     secure.on('/budget', html('<p>x</p>'));
     // A refused URL costs nothing.
     expect((await check(foreign.url('/'), { siteId: s.id })).status).toBe(400);
@@ -421,7 +413,7 @@ describe('the fetch stays within its bounds', () => {
     for (let i = 0; i < 4; i++) {
       const s = await h.newSite();
       await h.runtime.services.access.setAllowedOrigins(s.id, [secure.origin]);
-      await h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
+      await h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, s.id, 'owner@example.com', 'owner');
       sites.push(s.id);
     }
     secure.on('/many', html('<p>x</p>'));

@@ -27,7 +27,7 @@ const entries = (siteId: string, action: string) =>
 /** A site of the owner's with its address at `path` of the receiver (answering 410: failed at once, not retried). */
 async function siteFailingAt(path: string) {
   const site = (await suite.h.newSite(path)).id;
-  await suite.h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, site, 'owner@example.com', 'owner');
+  await suite.h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, site, 'owner@example.com', 'owner');
   suite.receiver.on(path, answer(410, 'gone'));
   await api('put', `/sites/${site}/event-address`, { url: suite.receiver.url(path), events: ['message.created'] });
   return site;

@@ -83,7 +83,7 @@ test('written while the address is disabled: failed with 0 attempts and its reas
 
 test('a delivery really attempted keeps its numbers: a round unsent while disabled adds none, the next send continues them', async () => {
   const site = (await suite.h.newSite('numbering')).id;
-  await suite.h.runtime.services.accounts.addMember({ manager: null, clientIp: null }, site, 'owner@example.com', 'owner');
+  await suite.h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, site, 'owner@example.com', 'owner');
   suite.receiver.on('/numbering', answer(410, 'gone'));
   await api('put', `/sites/${site}/event-address`, { url: suite.receiver.url('/numbering'), events: ['message.created'] });
   const id = await messageEvent(site, 'v-numbering', 'failed'); // 410: one attempt, not retried

@@ -1,6 +1,6 @@
 import { CliError, Command, required } from '../args';
 import { randomBase62 } from '../../platform/crypto';
-import { CLI_ACTOR } from '../../accounts/service';
+import { CLI_ACTOR } from '../../accounts/common';
 import { ROLES, Role } from '../../accounts/store';
 
 /** Everything on stdin, without its trailing line break (`printf '%s' "$PW" |` or `echo "$PW" |` alike). */
@@ -23,7 +23,7 @@ export const accountCommands: Record<string, Command> = {
     const email = required(args, 'email');
     const fromStdin = args.flags['password-stdin'] === true;
     const password = fromStdin ? await readStdin() : randomBase62(18);
-    const account = await rt.services.accounts.createAccount(email, password);
+    const account = await rt.services.accounts.registry.create(email, password);
     const json = fromStdin ? { account } : { account, password };
     const text =
       `account ${account.id} <${account.email}> created` +
@@ -31,7 +31,7 @@ export const accountCommands: Record<string, Command> = {
     return { json, text };
   },
   'account list': async (rt) => {
-    const accounts = await rt.services.accounts.listAccounts();
+    const accounts = await rt.services.accounts.registry.list();
     return {
       json: { accounts },
       text: accounts.map((a) => `${a.id}  ${a.email}  ${a.sites.map((s) => `${s.id}:${s.role}`).join(',') || '(no sites)'}`).join('\n') || '(no accounts)',
@@ -42,14 +42,14 @@ export const accountCommands: Record<string, Command> = {
    * several instances printed theirs): the earlier link stops.
    */
   'setup link': async (rt) => {
-    const link = await rt.services.accounts.issueSetupLink();
+    const link = await rt.services.accounts.setup.issueLink();
     if (!link) throw new CliError('an account exists already: its owners invite the others (or: account create, member add)');
     return { json: link, text: `one-time setup link for the first owner, valid until ${link.expiresAt}:\n\n  ${link.url}\n` };
   },
   'member add': async (rt, args) => {
     const role = required(args, 'role');
     if (!ROLES.includes(role as Role)) throw new CliError(`--role is one of ${ROLES.join(', ')}`);
-    const member = await rt.services.accounts.addMember(CLI_ACTOR, required(args, 'site'), required(args, 'email'), role as Role);
+    const member = await rt.services.accounts.members.add(CLI_ACTOR, required(args, 'site'), required(args, 'email'), role as Role);
     return { json: member, text: `${member.email} (${member.accountId}) is ${member.role} of ${member.siteId}` };
   },
 };

@@ -1,5 +1,5 @@
 import { CliError, Command, required } from '../args';
-import { CLI_ACTOR } from '../../accounts/service';
+import { CLI_ACTOR } from '../../accounts/common';
 
 export const visitorCommands: Record<string, Command> = {
   /**

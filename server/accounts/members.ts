@@ -1,0 +1,137 @@
+import type { Knex } from 'knex';
+import { ApiError } from '../platform/errors';
+import { runInTransaction } from '../db/transaction';
+import type { AccessStore } from '../access/store';
+import { normaliseEmail } from './passwords';
+import { sessionState } from './session-rules';
+import type { AuditLog } from './audit';
+import { Actor, lastOwner, Manager, memberToDto, noSuchMember, noSuchSite, onlyOwners, SignedActor, siteToDto } from './common';
+import type { AccountStore, Role } from './store';
+
+export type MemberStore = Pick<
+  AccountStore,
+  | 'db'
+  | 'findAccountByEmail'
+  | 'insertMembership'
+  | 'findMembership'
+  | 'listMembershipsOf'
+  | 'listMembers'
+  | 'countOwners'
+  | 'setRole'
+  | 'deleteMembership'
+  | 'deleteSessionsOf'
+  | 'findSessionOf'
+  | 'findToken'
+>;
+
+/**
+ * Who belongs to which site with which role: the caller's membership (the role check), the
+ * members list, role changes and removals with the rule that a site keeps an owner, and the
+ * operator's `member add`.
+ */
+export function createMembers(opts: { store: MemberStore; sites: Pick<AccessStore, 'findSite'>; audit: AuditLog; now: () => number }) {
+  const { store, now, audit } = opts;
+
+  /** Sets a member's role or adds the account to the site; a changed role ends the account's sessions. */
+  async function setMembership(actor: Actor, siteId: string, accountId: string, role: Role, how: 'add' | 'change') {
+    return runInTransaction(store.db, async (trx) => {
+      const current = await store.findMembership(accountId, siteId, trx);
+      if (how === 'change' && !current) throw noSuchMember();
+      if (current?.role === role) return { changed: false };
+      if (current?.role === 'owner' && (await store.countOwners(siteId, trx)) <= 1) throw lastOwner();
+      if (current) {
+        await store.setRole(accountId, siteId, role, trx);
+        await store.deleteSessionsOf(accountId, undefined, trx);
+        await audit.record(actor, [siteId], `member.role_changed.${role}`, accountId, trx);
+      } else {
+        await store.insertMembership({ account_id: accountId, site_id: siteId, role, created_at: now() }, trx);
+        await audit.record(actor, [siteId], `member.added.${role}`, accountId, trx);
+      }
+      return { changed: true };
+    });
+  }
+
+  /**
+   * The caller's membership of the site, or 404 when it has none (a site one is not a member of
+   * does not exist for one), or 403 `forbidden` when the role is not enough.
+   */
+  async function requireRole(manager: Manager, siteId: string, needed: 'owner' | 'member') {
+    const m = await store.findMembership(manager.accountId, siteId);
+    if (!m) throw noSuchSite();
+    if (needed === 'owner' && m.role !== 'owner') throw onlyOwners();
+    return m;
+  }
+
+  return {
+    requireRole,
+    /** Whether the account is a member of the site (its membership, or undefined). */
+    find: (accountId: string, siteId: string) => store.findMembership(accountId, siteId),
+
+    /**
+     * For a live stream, asked again while it runs (without counting as the session's activity):
+     * why the caller may no longer act on the site (membership, session or token ended), or null.
+     */
+    async refusalOf(manager: Manager, siteId: string): Promise<string | null> {
+      if (!(await store.findMembership(manager.accountId, siteId))) return 'no longer a member of the site';
+      if (manager.sessionId) {
+        const s = await store.findSessionOf(manager.accountId, manager.sessionId);
+        if (!s || sessionState({ createdAt: s.created_at, lastSeenAt: s.last_seen_at }, now()) !== 'active') return 'the session ended';
+      } else if (manager.tokenId) {
+        const t = await store.findToken(manager.tokenId);
+        if (!t || t.revoked_at !== null) return 'the token was revoked';
+      }
+      return null;
+    },
+
+    /** A site made through the management API: its creator becomes its first owner, in the site's transaction. */
+    async addFirstOwner(actor: SignedActor, siteId: string, trx: Knex) {
+      await store.insertMembership({ account_id: actor.manager.accountId, site_id: siteId, role: 'owner', created_at: now() }, trx);
+    },
+
+    /** The CLI's `member add`: an existing account joins the site with `role`, or its role changes. */
+    async add(actor: Actor, siteId: string, rawEmail: string, role: Role) {
+      if (!(await opts.sites.findSite(siteId))) throw noSuchSite();
+      const account = await store.findAccountByEmail(normaliseEmail(rawEmail));
+      if (!account) throw new ApiError('not_found', 'No account has this email; create it first (account create).');
+      await setMembership(actor, siteId, account.id, role, 'add');
+      return { siteId, accountId: account.id, email: account.email, role };
+    },
+
+    async mySites(manager: Manager) {
+      return (await store.listMembershipsOf(manager.accountId)).map(siteToDto);
+    },
+
+    async list(siteId: string) {
+      return (await store.listMembers(siteId)).map(memberToDto);
+    },
+
+    /** An owner changes a member's role; the member's sessions end, so the new role applies to a fresh sign-in. */
+    async changeRole(actor: SignedActor, siteId: string, accountId: string, role: Role) {
+      await setMembership(actor, siteId, accountId, role, 'change');
+      const member = (await store.listMembers(siteId)).find((m) => m.account_id === accountId)!;
+      return memberToDto(member);
+    },
+
+    /** An owner removes a member: the membership and every session of that account end. */
+    async remove(actor: SignedActor, siteId: string, accountId: string) {
+      await runInTransaction(store.db, async (trx) => {
+        const m = await store.findMembership(accountId, siteId, trx);
+        if (!m) throw noSuchMember();
+        if (m.role === 'owner' && (await store.countOwners(siteId, trx)) <= 1) throw lastOwner();
+        await store.deleteMembership(accountId, siteId, trx);
+        await store.deleteSessionsOf(accountId, undefined, trx);
+        await audit.record(actor, [siteId], 'member.removed', accountId, trx);
+      });
+    },
+
+    /** An owner signs a member of the site out everywhere. */
+    async endSessions(actor: SignedActor, siteId: string, accountId: string) {
+      if (!(await store.findMembership(accountId, siteId))) throw noSuchMember();
+      const ended = Number(await store.deleteSessionsOf(accountId));
+      await audit.record(actor, [siteId], 'member.sessions_ended', accountId);
+      return { ended };
+    },
+  };
+}
+
+export type Members = ReturnType<typeof createMembers>;
