@@ -101,7 +101,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(validateAgainst(manageDocument(), opts.validateResponses));
 
   // 4.
-  router.use(manageRoutes(services, createSignInThrottle(limiter), opts.logger));
+  router.use(manageRoutes(services, createSignInThrottle(limiter), opts.logger, limiter));
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));
   router.use(embedCheckRoutes(services.embedCheck, limiter));

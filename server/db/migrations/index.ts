@@ -13,6 +13,7 @@ import * as m011 from './011_inbox';
 import * as m012 from './012_setup_link';
 import * as m013 from './013_idempotency_replays';
 import * as m014 from './014_invitation_list';
+import * as m016 from './016_invitation_attempts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -35,6 +36,7 @@ const migrations: Record<string, Migration> = {
   '012_setup_link': m012,
   '013_idempotency_replays': m013,
   '014_invitation_list': m014,
+  '016_invitation_attempts': m016,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
