@@ -34,6 +34,7 @@ test('the first owner: account create, member add, account list, then sign in th
     accountId: generated.account.id,
     email: 'owner@example.com',
     role: 'owner',
+    emailVerified: true, // the operator made it
   });
   await adminJson(['member', 'add', '--site', site.id, '--email', 'agent@example.com', '--role', 'agent']);
 
