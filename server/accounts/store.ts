@@ -94,7 +94,19 @@ export interface SiteMembershipRow extends MembershipRow {
 const ACCOUNT_COLUMNS = ['id', 'email', 'password_hash', 'created_at', 'password_changed_at', 'email_verified_at'] as const;
 const SESSION_COLUMNS = ['id', 'token_hash', 'account_id', 'created_at', 'last_seen_at', 'idle_expires_at', 'expires_at', 'user_agent', 'client_ip'] as const;
 const TOKEN_COLUMNS = ['id', 'account_id', 'fingerprint', 'display_prefix', 'label', 'created_at', 'last_used_at', 'revoked_at'] as const;
-const INVITATION_COLUMNS = ['id', 'token_hash', 'site_id', 'role', 'email', 'created_by', 'created_at', 'expires_at', 'accepted_at', 'accepted_by', 'attempts'] as const;
+const INVITATION_COLUMNS = [
+  'id',
+  'token_hash',
+  'site_id',
+  'role',
+  'email',
+  'created_by',
+  'created_at',
+  'expires_at',
+  'accepted_at',
+  'accepted_by',
+  'attempts',
+] as const;
 const AUDIT_COLUMNS = ['id', 'site_id', 'created_at', 'actor_account_id', 'actor_token_id', 'action', 'object_id', 'client_ip'] as const;
 
 /** The one row mapping of each table (mysql2 may hand BIGINT back as a string). */
@@ -297,9 +309,16 @@ export function createAccountStore(db: Knex) {
       return Number(((await trx('invitations').where({ id }).first('attempts')) as { attempts: number | string }).attempts);
     },
     /** Gives an attempt back when the check never ran (the hashing queue was full): the guess was not made. */
-    giveBackInvitationAttempt: (id: string) => count(db('invitations').where({ id }).andWhere('attempts', '>', 0).update({ attempts: db.raw('attempts - 1') })),
+    giveBackInvitationAttempt: (id: string) =>
+      count(
+        db('invitations')
+          .where({ id })
+          .andWhere('attempts', '>', 0)
+          .update({ attempts: db.raw('attempts - 1') }),
+      ),
     /** The seam of email verification (issue 26): its link, once followed, marks the account's email. */
-    markEmailVerified: (id: string, at: number, trx: Knex = db) => count(trx('accounts').where({ id }).whereNull('email_verified_at').update({ email_verified_at: at })),
+    markEmailVerified: (id: string, at: number, trx: Knex = db) =>
+      count(trx('accounts').where({ id }).whereNull('email_verified_at').update({ email_verified_at: at })),
     /**
      * Locks the site's owner rows for the caller's transaction (the first read in it), so a change
      * that could drop an owner sees, and holds, the owners as they are: two owners demoting or

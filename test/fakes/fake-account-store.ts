@@ -43,7 +43,11 @@ export function fakeAccountStore() {
   const copy = <T extends object>(row: T | undefined): T | undefined => row && { ...row };
   const uniqueViolation = () => Object.assign(new Error('UNIQUE constraint failed: accounts.email'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
   const emailOf = (accountId: string) => accounts.get(accountId)?.email ?? '';
-  const memberOf = (m: MembershipRow): MemberRow => ({ ...m, email: emailOf(m.account_id), email_verified_at: accounts.get(m.account_id)?.email_verified_at ?? null });
+  const memberOf = (m: MembershipRow): MemberRow => ({
+    ...m,
+    email: emailOf(m.account_id),
+    email_verified_at: accounts.get(m.account_id)?.email_verified_at ?? null,
+  });
   const byJoined = <R extends MembershipRow>(a: R, b: R) => a.created_at - b.created_at || (a.site_id + a.account_id < b.site_id + b.account_id ? -1 : 1);
   /** Deletes the matching rows of a map; the count of those deleted. */
   const deleteWhere = <R>(map: Map<string, R>, match: (r: R) => boolean) => {

@@ -30,22 +30,26 @@ test.each([
   ['demote each other', demote, demote],
   ['remove each other', remove, remove],
   ['one demotes while the other removes', demote, remove],
-])('%s at once: the site keeps an owner, the answers are clear', async (_name, first, second) => {
-  const answers = new Map<number, number>();
-  for (let round = 0; round < ROUNDS; round++) {
-    const site = await h.newSite(`Race ${round}`);
-    for (const who of ['first-owner@example.com', 'second-owner@example.com'])
-      await h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, site.id, who, 'owner');
-    const results = await Promise.all([first(site.id, a, b), second(site.id, b, a)]);
-    for (const r of results) {
-      answers.set(r.status, (answers.get(r.status) ?? 0) + 1);
-      expect([200, 204, 403, 404, 409]).toContain(r.status);
-      if (r.status >= 400) expect(r.body.error).toEqual(expect.objectContaining({ code: expect.any(String), message: expect.any(String) }));
+])(
+  '%s at once: the site keeps an owner, the answers are clear',
+  async (_name, first, second) => {
+    const answers = new Map<number, number>();
+    for (let round = 0; round < ROUNDS; round++) {
+      const site = await h.newSite(`Race ${round}`);
+      for (const who of ['first-owner@example.com', 'second-owner@example.com'])
+        await h.runtime.services.accounts.members.add({ manager: null, clientIp: null }, site.id, who, 'owner');
+      const results = await Promise.all([first(site.id, a, b), second(site.id, b, a)]);
+      for (const r of results) {
+        answers.set(r.status, (answers.get(r.status) ?? 0) + 1);
+        expect([200, 204, 403, 404, 409]).toContain(r.status);
+        if (r.status >= 400) expect(r.body.error).toEqual(expect.objectContaining({ code: expect.any(String), message: expect.any(String) }));
+      }
+      const owners = await h.runtime.db('memberships').where({ site_id: site.id, role: 'owner' });
+      expect(owners.length).toBeGreaterThanOrEqual(1);
+      // One of the two moves went through, the other was refused: the one who lost had lost the role too.
+      expect(results.filter((r) => r.status < 300)).toHaveLength(1);
     }
-    const owners = await h.runtime.db('memberships').where({ site_id: site.id, role: 'owner' });
-    expect(owners.length).toBeGreaterThanOrEqual(1);
-    // One of the two moves went through, the other was refused: the one who lost had lost the role too.
-    expect(results.filter((r) => r.status < 300)).toHaveLength(1);
-  }
-  expect([...answers.keys()].every((s) => [200, 204, 403, 404, 409].includes(s))).toBe(true);
-}, 120_000);
+    expect([...answers.keys()].every((s) => [200, 204, 403, 404, 409].includes(s))).toBe(true);
+  },
+  120_000,
+);
