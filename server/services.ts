@@ -184,7 +184,6 @@ export function createServices(
     /** Whether a page of a site carries its snippet and could show the window (owners, /manage/v1); fetched under the event addresses' SSRF rules and CAs. */
     embedCheck: createEmbedCheck({
       access,
-      members: accounts.members,
       windowUrl: config.windowPublicUrl ?? config.publicUrl,
       publicUrl: config.publicUrl,
       allowPrivateNetworks: config.webhookAllowPrivateNetworks,
@@ -261,7 +260,7 @@ export function accountServices(
     signIn,
     tokens: createTokens({ store, audit, now }),
     members,
-    invitations: createInvitations({ store, registry, signIn, members, hasher, audit, cursors, publicUrl, now }),
+    invitations: createInvitations({ store, registry, signIn, hasher, audit, cursors, publicUrl, now }),
     setup: createSetup({ store, registry, signIn, audit, publicUrl, now }),
   };
 }

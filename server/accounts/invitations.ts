@@ -8,7 +8,6 @@ import type { PasswordHasher } from './passwords';
 import type { AuditLog } from './audit';
 import type { AccountRegistry } from './registry';
 import type { SignIn } from './sign-in';
-import type { Members } from './members';
 import {
   accountToDto,
   Actor,
@@ -88,7 +87,6 @@ export function createInvitations(opts: {
   store: InvitationStore;
   registry: AccountRegistry;
   signIn: Pick<SignIn, 'startSession'>;
-  members: Pick<Members, 'requireRole'>;
   hasher: PasswordHasher;
   audit: AuditLog;
   cursors: CursorCodec;
@@ -96,7 +94,6 @@ export function createInvitations(opts: {
   now: () => number;
 }) {
   const { store, now, audit } = opts;
-  const requireOwner = (manager: Manager, siteId: string) => opts.members.requireRole(manager, siteId, 'owner');
   const otherEmail = () => invalid('This invitation is for another email address.', [{ path: '/body/email', message: 'must be the invited email' }]);
   const gone = () => new ApiError('not_found', 'This invitation does not exist, was used or has expired.');
   const MAX_ATTEMPTS = INVITATION_LIMITS.attemptsPerInvitation;
@@ -140,7 +137,6 @@ export function createInvitations(opts: {
      * The answer is the same whether the email has an account: any account may invite any email.
      */
     async create(actor: SignedActor, siteId: string, rawEmail: string, role: Role, admit: () => Promise<void> = async () => {}) {
-      await requireOwner(actor.manager, siteId);
       const email = checkEmail(rawEmail);
       await admit();
       const token = randomBase62(32);
@@ -166,8 +162,7 @@ export function createInvitations(opts: {
     },
 
     /** An owner's view of the invitations still waiting to be taken (never their tokens), newest first. */
-    async list(manager: Manager, siteId: string, query: { limit?: number; cursor?: string }) {
-      await requireOwner(manager, siteId);
+    async list(siteId: string, query: { limit?: number; cursor?: string }) {
       const limit = query.limit ?? 25;
       const scope = { list: 'invitations', siteId };
       const after = query.cursor ? opts.cursors.decode(query.cursor, scope) : undefined;
@@ -177,7 +172,6 @@ export function createInvitations(opts: {
 
     /** An owner withdraws an invitation nobody has taken: its link stops working at once. */
     async revoke(actor: SignedActor, siteId: string, invitationId: string) {
-      await requireOwner(actor.manager, siteId);
       await runInTransaction(store.db, async (trx) => {
         if (!(await store.deletePendingInvitation(siteId, invitationId, now(), trx))) {
           throw new ApiError('not_found', 'No pending invitation with this id: it was taken, has expired or never existed.');

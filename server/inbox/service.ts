@@ -4,6 +4,7 @@ import { toIso } from '../platform/time';
 import { afterCommit, runInTransaction } from '../db/transaction';
 import type { Manager, SignedActor } from '../accounts/common';
 import type { Members } from '../accounts/members';
+import type { Role } from '../accounts/store';
 import type { AuditLog } from '../accounts/audit';
 import type { ConversationService, ListConversationsQuery } from '../conversations/service';
 import { conversationToDto, type ConversationRow, type ConversationStore, type InboxColumns } from '../conversations/store';
@@ -34,10 +35,15 @@ export function assignmentRefusal(role: 'owner' | 'agent', actorId: string, curr
   return 'An agent may assign a conversation to themselves, or unassign it from themselves; owners assign anyone.';
 }
 
+/**
+ * The inbox's rules for a member of the site. The management entry has checked the membership
+ * (`x-role: member`, server/manage/roles.ts) before any of these runs; `assign` takes the role it
+ * found. A live stream asks again while it runs (`members.refusalOf`).
+ */
 export function createInboxService(deps: {
   db: Knex;
   store: InboxStore;
-  members: Pick<Members, 'requireRole' | 'find' | 'refusalOf'>;
+  members: Pick<Members, 'find' | 'refusalOf'>;
   audit: AuditLog['record'];
   conversations: ConversationService;
   conversationStore: ConversationStore;
@@ -112,7 +118,6 @@ export function createInboxService(deps: {
 
   const service = {
     async list(manager: Manager, siteId: string, query: InboxQuery) {
-      await deps.members.requireRole(manager, siteId, 'member');
       const { assignee = 'any', unread, ...rest } = query;
       const filters = {
         assigneeId: assignee === 'me' ? manager.accountId : assignee === 'unassigned' ? null : undefined,
@@ -123,20 +128,17 @@ export function createInboxService(deps: {
     },
 
     async get(manager: Manager, siteId: string, id: string) {
-      await deps.members.requireRole(manager, siteId, 'member');
       const row = await conversationStore.findWithReads(siteId, id, manager.accountId);
       if (!row) throw notFound('Conversation');
       return (await withInbox(manager.accountId, [row]))[0];
     },
 
-    async messages(manager: Manager, siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
-      await deps.members.requireRole(manager, siteId, 'member');
+    async messages(siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {
       return deps.messages.list(siteId, id, query);
     },
 
-    /** Checked before an upload is spooled: the membership and the conversation. */
-    async checkReply(manager: Manager, siteId: string, id: string) {
-      await deps.members.requireRole(manager, siteId, 'member');
+    /** Checked before an upload is spooled (after the caller's membership): the conversation. */
+    async checkReply(siteId: string, id: string) {
       await conversationOf(siteId, id);
     },
 
@@ -152,7 +154,6 @@ export function createInboxService(deps: {
       input: { content: string; format: MessageFormat; files: IncomingFile[] },
       withinTransaction?: (trx: Knex.Transaction, message: Message) => Promise<void>,
     ) {
-      await deps.members.requireRole(actor.manager, siteId, 'member');
       const result = await deps.messages.reply(
         siteId,
         id,
@@ -167,13 +168,11 @@ export function createInboxService(deps: {
 
     /** Closes through the conversations service (one `conversation.closed`); audited when this call closed it. */
     async close(actor: Signed, siteId: string, id: string) {
-      await deps.members.requireRole(actor.manager, siteId, 'member');
       await deps.conversations.close(siteId, id, (trx, card) => deps.audit(actor, [siteId], 'conversation.closed', card.id, trx).then(() => undefined));
       return service.get(actor.manager, siteId, id);
     },
 
-    async assign(actor: Signed, siteId: string, id: string, assigneeId: string | null) {
-      const membership = await deps.members.requireRole(actor.manager, siteId, 'member');
+    async assign(actor: Signed, siteId: string, id: string, assigneeId: string | null, role: Role) {
       if (assigneeId !== null && !(await deps.members.find(assigneeId, siteId))) {
         throw invalid('The assignee is not a member of this site.', [{ path: '/body/assigneeId', message: 'must be a member of the site' }]);
       }
@@ -181,7 +180,7 @@ export function createInboxService(deps: {
         const row = await conversationStore.findForUpdate(trx, siteId, id);
         if (!row) throw notFound('Conversation');
         const current = (await trx('conversations').where({ id }).first('assignee_id')).assignee_id as string | null;
-        const refusal = assignmentRefusal(membership.role, actor.manager.accountId, current, assigneeId);
+        const refusal = assignmentRefusal(role, actor.manager.accountId, current, assigneeId);
         if (refusal) throw new ApiError('forbidden', refusal);
         if (current === assigneeId) return;
         await store.setAssignee(trx, id, assigneeId);
@@ -196,7 +195,6 @@ export function createInboxService(deps: {
     },
 
     async markRead(manager: Manager, siteId: string, id: string) {
-      await deps.members.requireRole(manager, siteId, 'member');
       const row = await conversationOf(siteId, id);
       return runInTransaction(db, (trx) => markReadIn(trx, manager.accountId, siteId, row));
     },
@@ -207,7 +205,6 @@ export function createInboxService(deps: {
      * every member, a read mark only to its own member.
      */
     async stream(manager: Manager, siteId: string, lastEventId: string | undefined, logger: Logger): Promise<StreamSource<number>> {
-      await deps.members.requireRole(manager, siteId, 'member');
       const tail = await store.tail(siteId);
       let from = tail;
       if (lastEventId !== undefined) {

@@ -30,14 +30,14 @@ export async function admitEmbedCheck(limiter: RateLimiter, siteId: string, acco
   }
 }
 
-/** `POST /sites/{siteId}/embed/check` (openapi/manage.yaml, tag Sites): owners only, see server/sites/embed-check.ts. */
+/** `POST /sites/{siteId}/embed/check` (openapi/manage.yaml, tag Sites, `x-role: owner`): see server/sites/embed-check.ts. */
 export function embedCheckRoutes(check: EmbedCheck, limiter: RateLimiter): Router {
   const router = Router();
   router.post('/sites/:siteId/embed/check', async (req, res) => {
     const { url } = req.body as Schemas['EmbedCheckRequest'];
     const siteId = req.params.siteId;
     const manager = req.manager!;
-    const data = await check.check(manager, siteId, url, () => admitEmbedCheck(limiter, siteId, manager.accountId));
+    const data = await check.check(siteId, url, () => admitEmbedCheck(limiter, siteId, manager.accountId));
     const body: Schemas['EmbedCheckResponse'] = { data };
     res.status(200).json(body);
   });

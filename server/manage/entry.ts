@@ -1,4 +1,4 @@
-import { Request, Router } from 'express';
+import { Router } from 'express';
 import { ApiError } from '../platform/errors';
 import { canonicalContentType, jsonBody } from '../http/bodies';
 import { manageDocument, validateAgainst } from '../http/openapi-document';
@@ -14,6 +14,7 @@ import { siteAdminRoutes } from './sites-routes';
 import { eventRoutes } from './events-routes';
 import { embedCheckRoutes } from './embed-check-routes';
 import { inboxUploads } from './inbox-routes';
+import { credentialFreeMatcher, requireRole } from './roles';
 
 export const MANAGE_BASE_PATH = '/manage/v1';
 
@@ -24,24 +25,25 @@ export interface ManageEntryOptions {
   logger: Logger;
 }
 
-/** The operations that open without a credential: they are how a person gets one. */
-const isCredentialFree = (req: Request) => req.method === 'POST' && (req.path === '/session' || req.path === '/invitations/accept' || req.path === '/setup');
-
 /**
  * The management API's entry, mounted at /manage/v1 (openapi/manage.yaml). In order:
  *  1. a change without a management token must come from the service's own origin (403
  *     `cross_site_request`), before anything is looked up;
  *  2. the credential: `Authorization: Bearer wcm_...` (a wrong one is 401 at once), else the
- *     `__Host-session` cookie; without a valid one, only signing in, accepting an invitation and
- *     the first-start setup pass. A signed-in account is limited per account, everything else per client IP;
+ *     `__Host-session` cookie; without a valid one, only the document's `x-role: public`
+ *     operations pass (signing in, accepting an invitation, the first-start setup). A signed-in
+ *     account is limited per account, everything else per client IP;
  *  3. the JSON body and the document's validation;
- *  4. the operations (routes.ts), whose service checks membership and role on every site.
+ *  4. the role: the operation's `x-role` (roles.ts), the caller's membership of its site resolved
+ *     once (404 for a site it is not a member of, 403 for an agent on an owner's operation);
+ *  5. the operations (routes.ts and the other *-routes.ts), which find the membership on the request.
  * No answer carries CORS headers (a browser on another origin cannot read any of them).
  */
 export function manageEntry(opts: ManageEntryOptions): Router {
   const { services, limiter } = opts;
   const { signIn, tokens } = services.accounts;
   const serviceOrigin = new URL(services.config.publicUrl).origin;
+  const isCredentialFree = credentialFreeMatcher(manageDocument() as never);
   const router = Router();
 
   // 1.
@@ -101,6 +103,9 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(validateAgainst(manageDocument(), opts.validateResponses));
 
   // 4.
+  router.use(requireRole(services.accounts.members));
+
+  // 5.
   router.use(manageRoutes(services, createSignInThrottle(limiter), opts.logger, limiter));
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));

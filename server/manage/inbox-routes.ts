@@ -6,6 +6,8 @@ import type { InboxQuery } from '../inbox/service';
 import { multipartBody } from '../http/bodies';
 import { idempotency, inboxReplayScope } from '../http/idempotency';
 import { normaliseReply } from '../messages/routes';
+import { manageDocument } from '../http/openapi-document';
+import { documentedRole, resolveMembership } from './roles';
 
 type Schemas = components['schemas'];
 type ReplyBody = Schemas['InboxReplyRequest'];
@@ -19,17 +21,22 @@ const REPLY_PATH = '/sites/:siteId/inbox/conversations/:conversationId/messages'
 const actor = (req: Request) => ({ manager: req.manager!, clientIp: req.ip ?? null });
 
 /**
- * Ahead of the entry's validator: a multipart reply is refused (404 site or conversation) before a
- * byte is spooled, then spooled like the public API's reply.
+ * Ahead of the entry's validator: a multipart reply is refused (the operation's role on the site,
+ * then 404 conversation) before a byte is spooled, then spooled like the public API's reply. The
+ * membership resolved here is the one the role step finds on the request.
  */
 export function inboxUploads(services: Services): RequestHandler {
+  const role = documentedRole(manageDocument() as never, 'post', '/sites/{siteId}/inbox/conversations/{conversationId}/messages');
+  if (role !== 'member' && role !== 'owner') throw new Error(`replyFromInbox is a site operation, not ${role}`);
   const router = Router();
   router.post(
     REPLY_PATH,
     async (req, _res, next) => {
       try {
-        if (req.is('multipart/form-data') && req.manager)
-          await services.inbox.service.checkReply(req.manager, String(req.params.siteId), String(req.params.conversationId));
+        if (req.is('multipart/form-data') && req.manager) {
+          await resolveMembership(services.accounts.members, req, role, String(req.params.siteId));
+          await services.inbox.service.checkReply(String(req.params.siteId), String(req.params.conversationId));
+        }
         next();
       } catch (err) {
         next(err);
@@ -40,7 +47,7 @@ export function inboxUploads(services: Services): RequestHandler {
   return router;
 }
 
-/** The inbox's operations of openapi/manage.yaml: each a call into the inbox service, which checks membership. */
+/** The inbox's operations of openapi/manage.yaml (`x-role: member`, checked by the entry): each a call into the inbox service. */
 export function inboxRoutes(services: Services, logger: Logger): Router {
   const inbox = services.inbox.service;
   const router = Router();
@@ -59,7 +66,6 @@ export function inboxRoutes(services: Services, logger: Logger): Router {
 
   router.get(`${one}/messages`, async (req, res) => {
     const answer: MessagesAnswer = await inbox.messages(
-      req.manager!,
       req.params.siteId,
       req.params.conversationId,
       req.query as { limit?: number; cursor?: string; order?: 'asc' | 'desc' },
@@ -94,7 +100,7 @@ export function inboxRoutes(services: Services, logger: Logger): Router {
 
   router.post(`${one}/assignee`, async (req, res) => {
     const { assigneeId } = req.body as Schemas['AssignRequest'];
-    const answer: ConversationAnswer = { data: await inbox.assign(actor(req), req.params.siteId, req.params.conversationId, assigneeId) };
+    const answer: ConversationAnswer = { data: await inbox.assign(actor(req), req.params.siteId, req.params.conversationId, assigneeId, req.membership!.role) };
     res.json(answer);
   });
 

@@ -4,7 +4,7 @@ import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { SignInThrottle } from '../accounts/throttle';
 import { invalid } from '../platform/errors';
 import { sessionCookie } from './guards';
-import { actor, Body, meta, send, signedIn } from './context';
+import { actor, Body, meta, send } from './context';
 
 /** A site's invitations and their acceptance (openapi/manage.yaml, tag Members). */
 export function invitationRoutes(invitations: Invitations, throttle: SignInThrottle, limiter: RateLimiter): Router {
@@ -20,7 +20,7 @@ export function invitationRoutes(invitations: Invitations, throttle: SignInThrot
 
   router.get('/sites/:siteId/invitations', async (req, res) => {
     const query = req.query as { limit?: number; cursor?: string };
-    send<'InvitationList'>(res, 200, await invitations.list(signedIn(req), req.params.siteId, query));
+    send<'InvitationList'>(res, 200, await invitations.list(req.params.siteId, query));
   });
 
   router.delete('/sites/:siteId/invitations/:invitationId', async (req, res) => {

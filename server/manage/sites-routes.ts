@@ -1,10 +1,10 @@
 import { Router } from 'express';
 import type { SiteAdmin } from '../sites/service';
-import { actor, Body, send, signedIn } from './context';
+import { actor, Body, send } from './context';
 
 /**
  * An owner's sites and access keys (openapi/manage.yaml, tags Sites and Keys): each a call into the
- * site admin service, which checks the role and writes the audit entry.
+ * site admin service, which writes the audit entry; the entry has checked the role.
  */
 export function siteAdminRoutes(sites: SiteAdmin): Router {
   const router = Router();
@@ -15,7 +15,7 @@ export function siteAdminRoutes(sites: SiteAdmin): Router {
   });
 
   router.get('/sites/:siteId', async (req, res) => {
-    send<'ManagedSiteResponse'>(res, 200, { data: await sites.getSite(signedIn(req), req.params.siteId) });
+    send<'ManagedSiteResponse'>(res, 200, { data: await sites.getSite(req.params.siteId) });
   });
 
   router.patch('/sites/:siteId', async (req, res) => {
@@ -24,7 +24,7 @@ export function siteAdminRoutes(sites: SiteAdmin): Router {
   });
 
   router.get('/sites/:siteId/allowed-origins', async (req, res) => {
-    send<'OriginList'>(res, 200, { data: await sites.listOrigins(signedIn(req), req.params.siteId) });
+    send<'OriginList'>(res, 200, { data: await sites.listOrigins(req.params.siteId) });
   });
 
   router.put('/sites/:siteId/allowed-origins', async (req, res) => {
@@ -47,11 +47,11 @@ export function siteAdminRoutes(sites: SiteAdmin): Router {
   });
 
   router.get('/sites/:siteId/embed', async (req, res) => {
-    send<'EmbedSnippetResponse'>(res, 200, { data: await sites.embed(signedIn(req), req.params.siteId) });
+    send<'EmbedSnippetResponse'>(res, 200, { data: await sites.embed(req.params.siteId) });
   });
 
   router.get('/sites/:siteId/visitor-files', async (req, res) => {
-    send<'VisitorFilesResponse'>(res, 200, { data: await sites.visitorFiles(signedIn(req), req.params.siteId) });
+    send<'VisitorFilesResponse'>(res, 200, { data: await sites.visitorFiles(req.params.siteId) });
   });
 
   router.patch('/sites/:siteId/visitor-files', async (req, res) => {
@@ -67,7 +67,7 @@ export function siteAdminRoutes(sites: SiteAdmin): Router {
 
   router.get('/sites/:siteId/keys', async (req, res) => {
     const query = req.query as { limit?: number; cursor?: string };
-    send<'ApiKeyList'>(res, 200, await sites.listKeys(signedIn(req), req.params.siteId, query));
+    send<'ApiKeyList'>(res, 200, await sites.listKeys(req.params.siteId, query));
   });
 
   router.post('/sites/:siteId/keys', async (req, res) => {

@@ -8,7 +8,7 @@ import { keyToDto } from '../access/store';
 import type { IdentityMode } from '../access/store';
 import type { Scope } from '../access/scopes';
 import { CLI_ACTOR } from '../accounts/common';
-import type { Actor, Manager, SignedActor } from '../accounts/common';
+import type { Actor, SignedActor } from '../accounts/common';
 import type { Members } from '../accounts/members';
 import type { AuditLog } from '../accounts/audit';
 import type { VisitorFiles } from '../media/visitor-files';
@@ -17,7 +17,7 @@ type Owner = SignedActor;
 
 export interface SiteAdminOptions {
   access: AccessService;
-  members: Pick<Members, 'requireRole' | 'addFirstOwner'>;
+  members: Pick<Members, 'addFirstOwner'>;
   audit: AuditLog['record'];
   visitorFiles: VisitorFiles;
   cursors: CursorCodec;
@@ -32,13 +32,13 @@ export function embedSnippet(windowUrl: string, siteId: string) {
 }
 
 /**
- * What an owner does to a site and its access keys through the management API. Each operation
- * checks the caller's role (another site is 404, an agent 403), then calls the access service the
- * CLI calls too, handing it the audit entry to write in the change's own transaction.
+ * What an owner does to a site and its access keys through the management API. The management
+ * entry has checked the caller's role (`x-role: owner`, server/manage/roles.ts) before any of these
+ * runs; each calls the access service the CLI calls too, handing it the audit entry to write in the
+ * change's own transaction.
  */
 export function createSiteAdmin(opts: SiteAdminOptions) {
   const { access, members, audit, cursors } = opts;
-  const owner = (manager: Manager, siteId: string) => members.requireRole(manager, siteId, 'owner');
   /** The audit entry of a change, written in its transaction. */
   const audited = (actor: Owner, siteId: string, action: string) => (trx: Knex, objectId: string) => audit(actor, [siteId], action, objectId, trx);
 
@@ -62,8 +62,7 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
       return access.getSite(site.id);
     },
 
-    async getSite(manager: Manager, siteId: string) {
-      await owner(manager, siteId);
+    async getSite(siteId: string) {
       return access.getSite(siteId);
     },
 
@@ -72,7 +71,6 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
      * a secret when the site has none: then, and only then, `identitySecret` is in the answer.
      */
     async updateSite(actor: Owner, siteId: string, change: { name?: string; identityMode?: IdentityMode }) {
-      await owner(actor.manager, siteId);
       const actions = [
         ...(change.name !== undefined ? ['site.renamed'] : []),
         ...(change.identityMode !== undefined ? [`site.identity_mode_changed.${change.identityMode}`] : []),
@@ -84,21 +82,17 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
       return identitySecret ? { ...site, identitySecret } : site;
     },
 
-    async listOrigins(manager: Manager, siteId: string) {
-      await owner(manager, siteId);
+    async listOrigins(siteId: string) {
       return (await access.getSite(siteId)).allowedOrigins;
     },
     async replaceOrigins(actor: Owner, siteId: string, origins: string[]) {
-      await owner(actor.manager, siteId);
       return access.setAllowedOrigins(siteId, origins, audited(actor, siteId, 'site.origins_replaced'));
     },
     async addOrigin(actor: Owner, siteId: string, origin: string) {
-      await owner(actor.manager, siteId);
       return access.changeAllowedOrigins(siteId, (current) => [...current, origin], audited(actor, siteId, 'site.origin_added'));
     },
     /** Removes one origin (compared as normalised); one the site does not list is 404. */
     async removeOrigin(actor: Owner, siteId: string, origin: string) {
-      await owner(actor.manager, siteId);
       const gone = normaliseOrigin(origin);
       return access.changeAllowedOrigins(
         siteId,
@@ -112,36 +106,31 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
 
     /** A new identity secret, shown once; tokens and sessions vouched for with the old one are refused from now on. */
     async rotateIdentitySecret(actor: Owner, siteId: string) {
-      await owner(actor.manager, siteId);
       const r = await access.setIdentity(siteId, { rotateSecret: true }, audited(actor, siteId, 'site.identity_secret_rotated'));
       return { identityMode: r.identityMode, identitySecretSet: true as const, identitySecret: r.identitySecret! };
     },
 
-    async embed(manager: Manager, siteId: string) {
-      await owner(manager, siteId);
+    async embed(siteId: string) {
       const site = await access.getSite(siteId);
       return { siteId, ...embedSnippet(opts.windowUrl, siteId), allowedOrigins: site.allowedOrigins };
     },
 
-    async visitorFiles(manager: Manager, siteId: string) {
-      await owner(manager, siteId);
+    async visitorFiles(siteId: string) {
       return opts.visitorFiles.settings(siteId);
     },
     /** Visitor files on or off and their types (`null`: any type); a field left out is unchanged. */
     async updateVisitorFiles(actor: Owner, siteId: string, change: { enabled?: boolean; types?: string[] | null }) {
-      await owner(actor.manager, siteId);
       const types = change.types === undefined ? undefined : change.types === null ? '' : change.types.join(',');
       return opts.visitorFiles.update(siteId, { enabled: change.enabled, types }, (trx) => audit(actor, [siteId], 'site.visitor_files_changed', siteId, trx));
     },
 
     /**
      * Voids one visitor's chat window access (`visitorId`) or every visitor's (null): an owner
-     * through the API, or the operator (the CLI's `visitor revoke`, no role to check). The audit
+     * through the API, or the operator (the CLI's `visitor revoke`). The audit
      * entry follows the revocation (a time moved forward, which a retry repeats harmlessly), not in
      * its transaction: the access store writes it on its own.
      */
     async revokeVisitors(actor: Actor, siteId: string, visitorId: string | null) {
-      if (actor.manager) await owner(actor.manager, siteId);
       const r = await access.revokeVisitors(siteId, visitorId);
       await audit(actor, [siteId], visitorId === null ? 'visitor.revoked_all' : 'visitor.revoked', visitorId ?? siteId);
       return r;
@@ -149,7 +138,6 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
 
     /** A key of the site, issued by the caller's account; its value is in this answer only. */
     async createKey(actor: Owner, siteId: string, label: string, scopes: Scope[]) {
-      await owner(actor.manager, siteId);
       const created = await access.createKey(siteId, [...new Set(scopes)], label, {
         createdBy: actor.manager.accountId,
         also: audited(actor, siteId, 'key.created'),
@@ -158,8 +146,7 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
       return { ...made, label, createdBy: actor.manager.accountId, lastUsedAt: null, revokedAt: null, key: created.key };
     },
 
-    async listKeys(manager: Manager, siteId: string, query: { limit?: number; cursor?: string }) {
-      await owner(manager, siteId);
+    async listKeys(siteId: string, query: { limit?: number; cursor?: string }) {
       const limit = query.limit ?? 25;
       const scope = { list: 'keys', siteId };
       const after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
@@ -168,7 +155,6 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
 
     /** Revokes a key of the site: the public API refuses it from the next request on. Revoking it again changes nothing. */
     async revokeKey(actor: Owner, siteId: string, keyId: string) {
-      await owner(actor.manager, siteId);
       await access.revokeKey(keyId, { siteId, also: audited(actor, siteId, 'key.revoked') });
       return access.getKey(siteId, keyId);
     },

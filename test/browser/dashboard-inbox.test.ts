@@ -320,7 +320,7 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     const taken = await say(newVisitor('filter-mine'), 'the agent has me');
     const done = await say(newVisitor('filter-closed'), 'I was closed');
     const manager = { accountId: d.agent.id, email: d.agent.email, via: 'session' as const };
-    await d.h.runtime.services.inbox.service.assign({ manager, clientIp: null }, d.site.id, taken, d.agent.id);
+    await d.h.runtime.services.inbox.service.assign({ manager, clientIp: null }, d.site.id, taken, d.agent.id, 'agent');
     await d.h.runtime.services.conversations.close(d.site.id, done);
     const page = await d.signedIn(d.agent, inboxPath());
     const ids = async () => page.locator('.inbox-rows [data-conversation]').evaluateAll((els) => els.map((e) => e.getAttribute('data-conversation')));

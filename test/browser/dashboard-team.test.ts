@@ -27,10 +27,7 @@ describeInChromium('settings, team and account pages in Chromium (SQLite pass on
     // the shared harness does not set: the same check, made with that setting, replaces its method
     // (the route looks `check` up on each request), so it can fetch the local shop below.
     const s = d.h.runtime.services;
-    Object.assign(
-      s.embedCheck,
-      createEmbedCheck({ access: s.access, members: s.accounts.members, windowUrl: d.origin, publicUrl: d.origin, allowPrivateNetworks: true }),
-    );
+    Object.assign(s.embedCheck, createEmbedCheck({ access: s.access, windowUrl: d.origin, publicUrl: d.origin, allowPrivateNetworks: true }));
     // A shop on 127.0.0.1: `/` carries the snippet (read from the API once it is known), `/bare` does not.
     shop = http.createServer((req, res) => {
       res.writeHead(200, { 'Content-Type': 'text/html; charset=utf-8' });

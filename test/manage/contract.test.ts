@@ -390,7 +390,9 @@ function siteScenarios() {
     },
     403: () => call('delete', `${member(owner.id)}/sessions`, { cookie: owner.cookie, headers: CROSS_SITE }),
     404: () => call('delete', `${member(NO_ACCOUNT)}/sessions`, { cookie: owner.cookie }),
-    429: () => exhausted('delete', (s, a) => `/sites/${s}/members/${a}/sessions`),
+    // Another member's sessions (none): ending the caller's own would make the second request 401,
+    // or 429 by the client address's budget, depending on the minute.
+    429: () => exhausted('delete', (s) => `/sites/${s}/members/${NO_ACCOUNT}/sessions`),
   });
   const invitations = `/sites/${site}/invitations`;
   Object.assign(scenarios.createInvitation, {
