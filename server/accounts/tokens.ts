@@ -47,9 +47,12 @@ export function createTokens(opts: { store: TokenStore; audit: AuditLog; now: ()
     async revoke(actor: SignedActor, tokenId: string) {
       const row = await store.findToken(tokenId);
       if (!row || row.account_id !== actor.manager.accountId) throw new ApiError('not_found', 'Token not found.');
-      if (Number(await store.revokeToken(tokenId, row.account_id, now())) > 0) {
-        await opts.audit.record(actor, await siteIdsOf(store, row.account_id), 'token.revoked', tokenId);
-      }
+      const sites = await siteIdsOf(store, row.account_id);
+      await runInTransaction(store.db, async (trx) => {
+        if (Number(await store.revokeToken(tokenId, row.account_id, now(), trx)) > 0) {
+          await opts.audit.record(actor, sites, 'token.revoked', tokenId, trx);
+        }
+      });
     },
 
     /** The account behind a management token, looked up on every request so a revocation holds at once. */

@@ -106,7 +106,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(requireRole(services.accounts.members));
 
   // 5.
-  router.use(manageRoutes(services, createSignInThrottle(limiter), opts.logger));
+  router.use(manageRoutes(services, createSignInThrottle(limiter), opts.logger, limiter));
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));
   router.use(embedCheckRoutes(services.embedCheck, limiter));

@@ -14,6 +14,7 @@ import * as m012 from './012_setup_link';
 import * as m013 from './013_idempotency_replays';
 import * as m014 from './014_invitation_list';
 import * as m015 from './015_delivery_unsent_reason';
+import * as m016 from './016_invitation_attempts';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -37,6 +38,7 @@ const migrations: Record<string, Migration> = {
   '013_idempotency_replays': m013,
   '014_invitation_list': m014,
   '015_delivery_unsent_reason': m015,
+  '016_invitation_attempts': m016,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
