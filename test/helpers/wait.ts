@@ -17,3 +17,16 @@ export async function leftAfterCleanUp<T>(list: () => T[], timeoutMs = 15000): P
   while (list().length && Date.now() < end) await new Promise((r) => setTimeout(r, 25));
   return list();
 }
+
+/**
+ * `promise`, or a failure naming `what` after `ms`: a liveness bound, so that a hang fails the test
+ * with its name instead of at jest's time-out. Never a speed assertion: give `ms` far above the
+ * timer of the service that should end the wait, and say which timer that is.
+ */
+export function within<T>(ms: number, what: string, promise: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    promise,
+    new Promise<never>((_r, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not done within ${ms} ms`)), ms))),
+  ]).finally(() => clearTimeout(timer));
+}
