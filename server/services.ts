@@ -263,7 +263,7 @@ export function accountServices(
     signIn,
     tokens: createTokens({ store, audit, securityLog, now }),
     members,
-    invitations: createInvitations({ store, registry, signIn, hasher, audit, cursors, publicUrl, now }),
+    invitations: createInvitations({ store, registry, signIn, hasher, audit, securityLog, cursors, publicUrl, now }),
     setup: createSetup({ store, registry, signIn, audit, publicUrl, now }),
   };
 }
@@ -287,9 +287,9 @@ export function deliveryWorkerFor(
     channel: services.channel,
     secretKey: services.keys.webhookSecrets,
     logger,
-    // Automatic disabling is the service's own change: audited with no account (actor `operator`).
-    onAutoDisabled: (siteId, endpointId) =>
-      services.accounts.audit.record({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId).then(() => undefined),
+    // Automatic disabling is the service's own change: audited with no account (actor `operator`), in its transaction.
+    onAutoDisabled: (siteId, endpointId, trx) =>
+      services.accounts.audit.record({ manager: null, clientIp: null }, [siteId], 'event_address.disabled.failing', endpointId, trx),
     ...options,
     store,
   });

@@ -21,6 +21,7 @@ import { runWritesPart } from './writes';
 import { runScaleOutPart } from './scaleout';
 import { runLivePart } from './live';
 import { runInboxLivePart, runInboxPagePart } from './inbox';
+import { runMarkdownPart } from './markdown';
 
 /** The SQLite data set keeps the shape but at most this many messages (one writer, one file). */
 const SQLITE_MAX_MESSAGES = 200_000;
@@ -93,8 +94,8 @@ async function main() {
   let port = FIRST_PORT;
   const ctx: BenchContext = { options, tls: await tlsFiles(), nextPort: () => port++, quiet: quietFor(options), log };
 
-  // The delivery and live parts make databases of their own.
-  const needsData = options.parts.some((p) => p !== 'delivery' && p !== 'live' && p !== 'inbox-live');
+  // The delivery and live parts make databases of their own; the markdown part needs none.
+  const needsData = options.parts.some((p) => p !== 'delivery' && p !== 'live' && p !== 'inbox-live' && p !== 'markdown');
   const wantsMysql = options.engines.includes('mysql');
   const wantsSqlite = options.engines.includes('sqlite') || options.parts.includes('depth') || options.parts.includes('dataset');
   const shape = shapeFor(options.messages);
@@ -127,6 +128,7 @@ async function main() {
   if (has('inbox-live'))
     for (const engine of options.engines)
       rows.push(...(await runInboxLivePart(ctx, engine, options.quick ? { messages: 40, gapMs: 50 } : { messages: 200, gapMs: 50 })));
+  if (has('markdown')) rows.push(...(await runMarkdownPart(ctx)));
 
   const datasets = [ctx.mysql, ctx.sqlite]
     .filter((d): d is Dataset => d !== undefined)

@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- [flags]` (each flag also as an environment variable, e.g. BENCH_ROUNDS=5):
- *   --parts=read,depth,writes,memory,scaleout,delivery,live,inbox,inbox-live   which parts to run (default: all);
+ *   --parts=read,depth,writes,memory,scaleout,delivery,live,inbox,inbox-live,markdown   which parts to run (default: all);
  *                                `--parts=dataset` only builds (or checks) the cached data sets
  *   --engine=mysql|sqlite|both   where the read, write, scale-out, live and inbox parts run (default mysql; depth runs on both)
  *   --rounds=3                   alternated rounds of service and baseline; medians are reported
@@ -13,9 +13,9 @@
  *   --quiet-wait=30              seconds to wait for a quiet machine before each timed run
  *   --quick                      shorter delivery runs (scripts/bench/delivery.ts) and fewer inbox live messages (scripts/bench/inbox.ts)
  */
-export type Part = 'dataset' | 'read' | 'depth' | 'writes' | 'memory' | 'scaleout' | 'delivery' | 'live' | 'inbox' | 'inbox-live';
+export type Part = 'dataset' | 'read' | 'depth' | 'writes' | 'memory' | 'scaleout' | 'delivery' | 'live' | 'inbox' | 'inbox-live' | 'markdown';
 export type Engine = 'mysql' | 'sqlite';
-export const ALL_PARTS: Part[] = ['read', 'depth', 'writes', 'memory', 'scaleout', 'delivery', 'live', 'inbox', 'inbox-live'];
+export const ALL_PARTS: Part[] = ['read', 'depth', 'writes', 'memory', 'scaleout', 'delivery', 'live', 'inbox', 'inbox-live', 'markdown'];
 
 export interface BenchOptions {
   parts: Part[];

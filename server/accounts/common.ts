@@ -118,7 +118,13 @@ export function tokenToDto(t: TokenRow, passwordChangedAt: number) {
   };
 }
 
-export const memberToDto = (m: MemberRow) => ({ accountId: m.account_id, email: m.email, role: m.role, joinedAt: toIsoRequired(m.created_at) });
+export const memberToDto = (m: MemberRow) => ({
+  accountId: m.account_id,
+  email: m.email,
+  role: m.role,
+  joinedAt: toIsoRequired(m.created_at),
+  emailVerified: m.email_verified_at !== null,
+});
 export const siteToDto = (m: SiteMembershipRow) => ({ id: m.site_id, name: m.site_name, role: m.role, joinedAt: toIsoRequired(m.created_at) });
 
 /** The site ids of an account's memberships (an account-wide change is audited on each). */

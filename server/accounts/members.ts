@@ -17,12 +17,13 @@ export type MemberStore = Pick<
   | 'findMembership'
   | 'listMembershipsOf'
   | 'listMembers'
-  | 'countOwners'
   | 'setRole'
   | 'deleteMembership'
   | 'deleteSessionsOf'
   | 'findSessionOf'
   | 'findToken'
+  | 'lockOwners'
+  | 'findMember'
 >;
 
 /**
@@ -45,13 +46,35 @@ export function createMembers(opts: {
     return ended;
   };
 
-  /** Sets a member's role or adds the account to the site; a changed role ends the account's sessions. */
+  /**
+   * Runs `work`, a change that may drop an owner, in a transaction that first locks the site's owner
+   * rows (store.lockOwners), then checks with them what the entry checked before the lock: that the
+   * acting account is still an owner (another owner may have demoted or removed it meanwhile). The
+   * operator CLI (`manager` null) needs no role. Read committed on MySQL, so every read after the
+   * lock sees what the owners' last change committed.
+   */
+  function asOwner<T>(actor: Actor, siteId: string, work: (trx: Knex.Transaction, owners: string[]) => Promise<T>) {
+    return runInTransaction(
+      store.db,
+      async (trx) => {
+        const owners = await store.lockOwners(siteId, trx);
+        if (actor.manager && !owners.includes(actor.manager.accountId)) throw onlyOwners();
+        return work(trx, owners);
+      },
+      { isolation: 'read committed' },
+    );
+  }
+
+  /**
+   * Sets a member's role or adds the account to the site; a changed role ends the account's
+   * sessions. The member as it is then, read in the same transaction.
+   */
   async function setMembership(actor: Actor, siteId: string, accountId: string, role: Role, how: 'add' | 'change') {
-    return runInTransaction(store.db, async (trx) => {
+    return asOwner(actor, siteId, async (trx, owners) => {
       const current = await store.findMembership(accountId, siteId, trx);
       if (how === 'change' && !current) throw noSuchMember();
-      if (current?.role === role) return { changed: false };
-      if (current?.role === 'owner' && (await store.countOwners(siteId, trx)) <= 1) throw lastOwner();
+      if (current?.role === role) return store.findMember(siteId, accountId, trx);
+      if (current?.role === 'owner' && owners.length <= 1) throw lastOwner();
       if (current) {
         await store.setRole(accountId, siteId, role, trx);
         await endAllSessions(accountId, 'sessions.ended.role_change', trx);
@@ -60,7 +83,7 @@ export function createMembers(opts: {
         await store.insertMembership({ account_id: accountId, site_id: siteId, role, created_at: now() }, trx);
         await audit.record(actor, [siteId], `member.added.${role}`, accountId, trx);
       }
-      return { changed: true };
+      return store.findMember(siteId, accountId, trx);
     });
   }
 
@@ -107,7 +130,8 @@ export function createMembers(opts: {
       const account = await store.findAccountByEmail(normaliseEmail(rawEmail));
       if (!account) throw new ApiError('not_found', 'No account has this email; create it first (account create).');
       await setMembership(actor, siteId, account.id, role, 'add');
-      return { siteId, accountId: account.id, email: account.email, role };
+      // Nobody proved an invited account's mailbox (migration 016): the operator is told whom they add.
+      return { siteId, accountId: account.id, email: account.email, role, emailVerified: account.email_verified_at !== null };
     },
 
     async mySites(manager: Manager) {
@@ -122,17 +146,18 @@ export function createMembers(opts: {
     async changeRole(actor: SignedActor, siteId: string, accountId: string, role: Role) {
       // Making an owner is lasting access to the site: it needs a recent password proof (x-sudo: owner-role).
       if (role === 'owner') throwIf(sudoRefusal(actor.manager, now(), true));
-      await setMembership(actor, siteId, accountId, role, 'change');
-      const member = (await store.listMembers(siteId)).find((m) => m.account_id === accountId)!;
+      // Read in the change's transaction: a removal right after it must not leave nothing to answer.
+      const member = await setMembership(actor, siteId, accountId, role, 'change');
+      if (!member) throw noSuchMember();
       return memberToDto(member);
     },
 
     /** An owner removes a member: the membership and every session of that account end. */
     async remove(actor: SignedActor, siteId: string, accountId: string) {
-      await runInTransaction(store.db, async (trx) => {
+      await asOwner(actor, siteId, async (trx, owners) => {
         const m = await store.findMembership(accountId, siteId, trx);
         if (!m) throw noSuchMember();
-        if (m.role === 'owner' && (await store.countOwners(siteId, trx)) <= 1) throw lastOwner();
+        if (m.role === 'owner' && owners.length <= 1) throw lastOwner();
         await store.deleteMembership(accountId, siteId, trx);
         await endAllSessions(accountId, 'sessions.ended.removal', trx);
         await audit.record(actor, [siteId], 'member.removed', accountId, trx);
@@ -141,13 +166,12 @@ export function createMembers(opts: {
 
     /** An owner signs a member of the site out everywhere. */
     async endSessions(actor: SignedActor, siteId: string, accountId: string) {
-      if (!(await store.findMembership(accountId, siteId))) throw noSuchMember();
-      const ended = await runInTransaction(store.db, async (trx) => {
-        const n = await endAllSessions(accountId, 'sessions.ended.owner', trx);
+      return runInTransaction(store.db, async (trx) => {
+        if (!(await store.findMembership(accountId, siteId, trx))) throw noSuchMember();
+        const ended = await endAllSessions(accountId, 'sessions.ended.owner', trx);
         await audit.record(actor, [siteId], 'member.sessions_ended', accountId, trx);
-        return n;
+        return { ended };
       });
-      return { ended };
     },
   };
 }

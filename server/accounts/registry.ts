@@ -37,19 +37,24 @@ export function createAccountRegistry(opts: { store: RegistryStore; hasher: Pass
     return row;
   }
 
-  /** A new account's row, its password checked and hashed (slow: call it outside any transaction). */
-  async function newRow(email: string, password: string): Promise<AccountRow> {
+  /**
+   * A new account's row, its password checked and hashed (slow: call it outside any transaction).
+   * `emailVerified`: whether whoever makes it vouches for the mailbox (the operator does; an
+   * invitation's link does not, see migration 016).
+   */
+  async function newRow(email: string, password: string, emailVerified: boolean): Promise<AccountRow> {
     checkPassword(password);
     const at = now();
-    return { id: newId('usr', at), email, password_hash: await hasher.hash(password), created_at: at, password_changed_at: at };
+    const password_hash = await hasher.hash(password);
+    return { id: newId('usr', at), email, password_hash, created_at: at, password_changed_at: at, email_verified_at: emailVerified ? at : null };
   }
 
   return {
     newRow,
     insert,
-    /** The CLI's `account create`. */
+    /** The CLI's `account create`: the operator vouches for the email. */
     async create(rawEmail: string, password: string) {
-      return accountToDto(await insert(await newRow(checkEmail(rawEmail), password)));
+      return accountToDto(await insert(await newRow(checkEmail(rawEmail), password, true)));
     },
     /** Every account with its sites (the CLI's `account list`). */
     async list() {

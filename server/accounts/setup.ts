@@ -61,7 +61,7 @@ export function createSetup(opts: {
       const link = await store.findSetupLink();
       if (!link || !safeEqual(link.token_hash, hash) || link.expires_at <= now()) throw gone();
       const email = checkEmail(rawEmail);
-      const row = await opts.registry.newRow(email, password); // the slow hash, outside the transaction
+      const row = await opts.registry.newRow(email, password, true); // the slow hash, outside the transaction; the operator's link vouches
       const actor: Actor = { manager: { accountId: row.id, email, via: 'session' }, clientIp: meta.clientIp ?? null };
       await runInTransaction(store.db, async (trx) => {
         if (!(await store.takeSetupLink(hash, now(), trx))) throw gone();

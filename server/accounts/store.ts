@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { withNumericColumns } from '../db/knex';
+import { forUpdate, withNumericColumns } from '../db/knex';
 
 export type Role = 'owner' | 'agent';
 export const ROLES: Role[] = ['owner', 'agent'];
@@ -10,6 +10,8 @@ export interface AccountRow {
   password_hash: string;
   created_at: number;
   password_changed_at: number;
+  /** When control of the mailbox was established; null for an account made through an invitation (migration 016). */
+  email_verified_at: number | null;
 }
 
 export interface MembershipRow {
@@ -55,6 +57,8 @@ export interface InvitationRow {
   expires_at: number;
   accepted_at: number | null;
   accepted_by: string | null;
+  /** Acceptances tried with a password (migration 016); at the limit the invitation is dead. */
+  attempts: number;
 }
 
 export interface AuditRow {
@@ -96,6 +100,7 @@ const mapSecurityEntry = (r: SecurityLogRow) => withNumericColumns(r, ['created_
 /** A member of a site as the members list shows it: the membership with the account's email. */
 export interface MemberRow extends MembershipRow {
   email: string;
+  email_verified_at: number | null;
 }
 
 /** A site the account belongs to, with its name. */
@@ -103,7 +108,7 @@ export interface SiteMembershipRow extends MembershipRow {
   site_name: string;
 }
 
-const ACCOUNT_COLUMNS = ['id', 'email', 'password_hash', 'created_at', 'password_changed_at'] as const;
+const ACCOUNT_COLUMNS = ['id', 'email', 'password_hash', 'created_at', 'password_changed_at', 'email_verified_at'] as const;
 const SESSION_COLUMNS = [
   'id',
   'token_hash',
@@ -117,15 +122,29 @@ const SESSION_COLUMNS = [
   'reauthenticated_at',
 ] as const;
 const TOKEN_COLUMNS = ['id', 'account_id', 'fingerprint', 'display_prefix', 'label', 'created_at', 'last_used_at', 'revoked_at'] as const;
-const INVITATION_COLUMNS = ['id', 'token_hash', 'site_id', 'role', 'email', 'created_by', 'created_at', 'expires_at', 'accepted_at', 'accepted_by'] as const;
+const INVITATION_COLUMNS = [
+  'id',
+  'token_hash',
+  'site_id',
+  'role',
+  'email',
+  'created_by',
+  'created_at',
+  'expires_at',
+  'accepted_at',
+  'accepted_by',
+  'attempts',
+] as const;
 const AUDIT_COLUMNS = ['id', 'site_id', 'created_at', 'actor_account_id', 'actor_token_id', 'action', 'object_id', 'client_ip'] as const;
 
 /** The one row mapping of each table (mysql2 may hand BIGINT back as a string). */
-const mapAccount = (r: AccountRow) => withNumericColumns(r, ['created_at', 'password_changed_at']);
+const mapAccount = (r: AccountRow) => withNumericColumns(r, ['created_at', 'password_changed_at', 'email_verified_at']);
 const mapMembership = <R extends MembershipRow>(r: R) => withNumericColumns(r, ['created_at']);
 const mapSession = <R extends SessionRow>(r: R) => withNumericColumns(r, ['created_at', 'last_seen_at', 'idle_expires_at', 'expires_at', 'reauthenticated_at']);
 const mapToken = <R extends TokenRow>(r: R) => withNumericColumns(r, ['created_at', 'last_used_at', 'revoked_at']);
-const mapInvitation = (r: InvitationRow) => withNumericColumns(r, ['created_at', 'expires_at', 'accepted_at']);
+const mapInvitation = (r: InvitationRow) => withNumericColumns(r, ['created_at', 'expires_at', 'accepted_at', 'attempts']);
+const mapMember = (r: MemberRow) => withNumericColumns(r, ['created_at', 'email_verified_at']);
+const MEMBER_COLUMNS = ['m.account_id', 'm.site_id', 'm.role', 'm.created_at', 'a.email', 'a.email_verified_at'];
 const mapAudit = (r: AuditRow) => withNumericColumns(r, ['created_at']);
 
 /** A keyset page newest first by (created_at, id): the rows strictly before `after`, when given. */
@@ -206,10 +225,8 @@ export function createAccountStore(db: Knex) {
           .join('accounts as a', 'a.id', 'm.account_id')
           .where('m.site_id', siteId)
           .orderBy([{ column: 'm.created_at' }, { column: 'm.account_id' }])
-          .select('m.account_id', 'm.site_id', 'm.role', 'm.created_at', 'a.email')) as MemberRow[]
-      ).map(mapMembership),
-    countOwners: async (siteId: string, trx: Knex = db) =>
-      Number((await trx('memberships').where({ site_id: siteId, role: 'owner' }).count({ n: '*' }).first())?.n ?? 0),
+          .select(MEMBER_COLUMNS)) as MemberRow[]
+      ).map(mapMember),
     setRole: (accountId: string, siteId: string, role: Role, trx: Knex = db) =>
       count(trx('memberships').where({ account_id: accountId, site_id: siteId }).update({ role })),
     deleteMembership: (accountId: string, siteId: string, trx: Knex = db) => count(trx('memberships').where({ account_id: accountId, site_id: siteId }).del()),
@@ -290,8 +307,8 @@ export function createAccountStore(db: Knex) {
         await trx('invitations').where({ id }).whereNull('accepted_at').andWhere('expires_at', '>', at).update({ accepted_at: at, accepted_by: accountId }),
       ) === 1,
     /** The site's invitations nobody has taken yet and that still can be, newest first by (created_at, id). */
-    listPendingInvitations: async (siteId: string, at: number, limit: number, after?: { createdAt: number; id: string }) => {
-      const q = db('invitations').where({ site_id: siteId }).whereNull('accepted_at').andWhere('expires_at', '>', at);
+    listPendingInvitations: async (siteId: string, at: number, maxAttempts: number, limit: number, after?: { createdAt: number; id: string }) => {
+      const q = db('invitations').where({ site_id: siteId }).whereNull('accepted_at').andWhere('expires_at', '>', at).andWhere('attempts', '<', maxAttempts);
       const rows = (await newestFirst(q, limit, after).select(INVITATION_COLUMNS)) as InvitationRow[];
       return rows.map(mapInvitation);
     },
@@ -300,6 +317,51 @@ export function createAccountStore(db: Knex) {
       (await trx('invitations').where({ id, site_id: siteId }).whereNull('accepted_at').andWhere('expires_at', '>', at).del()) > 0,
     /** Invitations that expired (or were used) more than `before`: nothing can take them any more. */
     purgeInvitations: (before: number) => count(db('invitations').where('expires_at', '<', before).del()),
+
+    // Invitation attempts, unverified emails and the owners' lock (issue 24).
+    /**
+     * Takes one of the invitation's `max` password attempts, in the caller's transaction: the
+     * conditional update is atomic on both engines and holds the row until commit, so the number read
+     * back is this caller's. Null when none is left (or it was taken or expired meanwhile).
+     */
+    takeInvitationAttempt: async (id: string, max: number, at: number, trx: Knex): Promise<number | null> => {
+      const n = Number(
+        await trx('invitations')
+          .where({ id })
+          .whereNull('accepted_at')
+          .andWhere('expires_at', '>', at)
+          .andWhere('attempts', '<', max)
+          .update({ attempts: trx.raw('attempts + 1') }),
+      );
+      if (n !== 1) return null;
+      return Number(((await trx('invitations').where({ id }).first('attempts')) as { attempts: number | string }).attempts);
+    },
+    /** Gives an attempt back when the check never ran (the hashing queue was full): the guess was not made. */
+    giveBackInvitationAttempt: (id: string) =>
+      count(
+        db('invitations')
+          .where({ id })
+          .andWhere('attempts', '>', 0)
+          .update({ attempts: db.raw('attempts - 1') }),
+      ),
+    /** The seam of email verification (issue 26): its link, once followed, marks the account's email. */
+    markEmailVerified: (id: string, at: number, trx: Knex = db) =>
+      count(trx('accounts').where({ id }).whereNull('email_verified_at').update({ email_verified_at: at })),
+    /**
+     * Locks the site's owner rows for the caller's transaction (the first read in it), so a change
+     * that could drop an owner sees, and holds, the owners as they are: two owners demoting or
+     * removing each other wait for one another instead of both counting two owners.
+     */
+    lockOwners: async (siteId: string, trx: Knex): Promise<string[]> =>
+      ((await forUpdate(trx, trx('memberships').where({ site_id: siteId, role: 'owner' }).select('account_id'))) as { account_id: string }[]).map(
+        (r) => r.account_id,
+      ),
+    /** One member of the site as the members list shows it, read in the caller's transaction when given. */
+    findMember: (siteId: string, accountId: string, trx: Knex = db) =>
+      first<MemberRow>(
+        trx('memberships as m').join('accounts as a', 'a.id', 'm.account_id').where({ 'm.site_id': siteId, 'm.account_id': accountId }).first(MEMBER_COLUMNS),
+        mapMember,
+      ),
 
     insertAudit: async (rows: AuditRow[], trx: Knex = db) => {
       if (rows.length) await trx('audit_log').insert(rows);

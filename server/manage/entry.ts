@@ -109,7 +109,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(requireRole(services.accounts.members, signIn.sudoRefusal));
 
   // 5.
-  router.use(manageRoutes(services, createSignInThrottle(limiter, services.keys.deviceCookies), opts.logger));
+  router.use(manageRoutes(services, createSignInThrottle(limiter, services.keys.deviceCookies), opts.logger, limiter));
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));
   router.use(embedCheckRoutes(services.embedCheck, limiter));

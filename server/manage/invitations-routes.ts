@@ -1,17 +1,21 @@
 import { Router } from 'express';
-import type { Invitations, Invitee } from '../accounts/invitations';
+import { Invitations, Invitee, spendInvitationBudget } from '../accounts/invitations';
+import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { SignInThrottle } from '../accounts/throttle';
 import { invalid } from '../platform/errors';
 import { sessionCookie } from './guards';
 import { actor, Body, meta, send } from './context';
 
 /** A site's invitations and their acceptance (openapi/manage.yaml, tag Members). */
-export function invitationRoutes(invitations: Invitations, throttle: SignInThrottle): Router {
+export function invitationRoutes(invitations: Invitations, throttle: SignInThrottle, limiter: RateLimiter): Router {
   const router = Router();
 
   router.post('/sites/:siteId/invitations', async (req, res) => {
     const { email, role } = req.body as Body<'InvitationRequest'>;
-    send<'InvitationResponse'>(res, 201, { data: await invitations.create(actor(req), req.params.siteId, email, role) });
+    const who = actor(req);
+    const siteId = req.params.siteId;
+    const admit = () => spendInvitationBudget(limiter, siteId, who.manager.accountId);
+    send<'InvitationResponse'>(res, 201, { data: await invitations.create(who, siteId, email, role, admit) });
   });
 
   router.get('/sites/:siteId/invitations', async (req, res) => {

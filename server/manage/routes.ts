@@ -2,6 +2,7 @@ import { Router } from 'express';
 import type { SignInThrottle } from '../accounts/throttle';
 import { DEVICE_COOKIE_MAX_AGE_SECONDS } from '../accounts/throttle';
 import { clearedSessionCookie, deviceCookie, deviceCookieOf, sessionCookie } from './guards';
+import type { RateLimiter } from '../http/rate-limit/limiter';
 import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
 import { actor, Body, meta, send, signedIn } from './context';
@@ -15,7 +16,7 @@ import { invitationRoutes } from './invitations-routes';
  * tokens, members and invitations, each a call into its accounts service. The entry (entry.ts)
  * has authenticated, checked the origin and validated by then.
  */
-export function manageRoutes(services: Services, throttle: SignInThrottle, logger: Logger): Router {
+export function manageRoutes(services: Services, throttle: SignInThrottle, logger: Logger, limiter: RateLimiter): Router {
   const { signIn: accounts, setup } = services.accounts;
   const router = Router();
   router.use(inboxRoutes(services, logger));
@@ -90,6 +91,6 @@ export function manageRoutes(services: Services, throttle: SignInThrottle, logge
 
   router.use(tokenRoutes(services.accounts.tokens));
   router.use(memberRoutes(services.accounts));
-  router.use(invitationRoutes(services.accounts.invitations, throttle));
+  router.use(invitationRoutes(services.accounts.invitations, throttle, limiter));
   return router;
 }

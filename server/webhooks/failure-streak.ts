@@ -1,6 +1,10 @@
 import type { Logger } from '../platform/logger';
 import { shouldAutoDisable, streakAfter } from './address-rules';
+import type { Knex } from 'knex';
 import type { EndpointRow, EventStore } from './store';
+
+/** What runs in the transaction that disables an address after persistent failure (its audit entry). */
+export type AutoDisabledHook = (siteId: string, endpointId: string, trx: Knex.Transaction) => Promise<unknown> | void;
 
 /** A delivery that ended with an attempt (delivered, or failed for good), with the address as its claim read it. */
 export interface EndedDelivery {
@@ -17,10 +21,10 @@ export interface EndedDelivery {
  * disabling writes again.
  */
 export function createStreakKeeper(opts: {
-  store: Pick<EventStore, 'noteEndedDeliveries' | 'disableEndpoint'>;
+  store: Pick<EventStore, 'noteEndedDeliveries' | 'disableEndpointWith'>;
   logger: Pick<Logger, 'warn' | 'error'>;
-  /** Told once per address the rule disabled (services.ts writes the audit entry). */
-  onAutoDisabled?: (siteId: string, endpointId: string) => Promise<void> | void;
+  /** Run once per address the rule disabled, in the transaction that disables it (services.ts writes the audit entry). */
+  onAutoDisabled?: AutoDisabledHook;
   now?: () => number;
 }) {
   const now = opts.now ?? Date.now;
@@ -40,9 +44,12 @@ export function createStreakKeeper(opts: {
         }
         await opts.store.noteEndedDeliveries(endpoint.id, { delivered, failed }, at);
         const streak = streakAfter({ failingSince: endpoint.failing_since, failedDeliveries: endpoint.failure_streak }, { delivered, failed }, at);
-        if (endpoint.disabled_at === null && shouldAutoDisable(streak, at) && (await opts.store.disableEndpoint(endpoint.id, 'failing', at))) {
+        if (
+          endpoint.disabled_at === null &&
+          shouldAutoDisable(streak, at) &&
+          (await opts.store.disableEndpointWith(endpoint.id, 'failing', at, (trx) => opts.onAutoDisabled?.(endpoint.site_id, endpoint.id, trx)))
+        ) {
           opts.logger.warn({ endpointId: endpoint.id, siteId: endpoint.site_id, streak }, 'event delivery: address disabled after persistent failure');
-          await opts.onAutoDisabled?.(endpoint.site_id, endpoint.id);
         }
       } catch (err) {
         // The streak is advisory: a lost update delays a disabling, it never loses a delivery.

@@ -15,6 +15,8 @@ export interface LoggedDelivery {
   test: boolean;
   next_attempt_at: number;
   updated_at: number;
+  /** Why it ended failed without sending in its last round (rows.ts UNSENT); null otherwise. */
+  unsent_reason: string | null;
 }
 
 export interface DeliveryFilter {
@@ -28,6 +30,7 @@ export interface DeliveryFilter {
 const mapLogged = (r: Record<string, unknown>): LoggedDelivery => ({
   ...withNumericColumns(r as unknown as LoggedDelivery, ['created_at', 'attempts', 'next_attempt_at', 'updated_at']),
   test: Boolean(r.test),
+  unsent_reason: (r.unsent_reason as string | null) ?? null,
 });
 
 /**
@@ -35,6 +38,14 @@ const mapLogged = (r: Record<string, unknown>): LoggedDelivery => ({
  * streak and conversation timelines (spread into createEventStore: the same tables, one owner).
  */
 export function createLogQueries(db: Knex) {
+  async function disable(endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex): Promise<boolean> {
+    const n = await trx('webhook_endpoints')
+      .where({ id: endpointId })
+      .whereNull('disabled_at')
+      .update({ disabled_at: now, disabled_reason: reason, updated_at: now });
+    return Number(n) > 0;
+  }
+
   /**
    * The site's events joined to their deliveries, walking events by (site_id[, name], created_at):
    * FORCE INDEX (withIndex) keeps MariaDB from starting at deliveries and sorting the whole site.
@@ -80,6 +91,7 @@ export function createLogQueries(db: Knex) {
           'deliveries.test',
           'deliveries.next_attempt_at',
           'deliveries.updated_at',
+          'deliveries.unsent_reason',
         );
       return rows.map(mapLogged);
     },
@@ -89,7 +101,7 @@ export function createLogQueries(db: Knex) {
       const r = await db('events as e')
         .join('deliveries as d', 'd.event_id', 'e.id')
         .where({ 'e.id': eventId, 'e.site_id': siteId })
-        .first('e.*', 'd.status', 'd.attempts', 'd.test', 'd.next_attempt_at', 'd.updated_at');
+        .first('e.*', 'd.status', 'd.attempts', 'd.test', 'd.next_attempt_at', 'd.updated_at', 'd.unsent_reason');
       if (!r) return undefined;
       return { delivery: mapLogged(r), event: mapEventRow({ id: r.id, site_id: r.site_id, name: r.name, body: r.body, created_at: r.created_at }) };
     },
@@ -129,9 +141,12 @@ export function createLogQueries(db: Knex) {
       return Number(r?.n ?? 0);
     },
 
-    /** A test delivery, already sent: its event, its finished delivery and its one attempt, in one commit. */
-    async insertTestDelivery(event: EventRow, endpointId: string, status: 'delivered' | 'failed', attempt: AttemptRow): Promise<void> {
-      await runInTransaction(db, async (trx) => {
+    /**
+     * A test delivery, already sent: its event, its finished delivery and its one attempt, in one
+     * commit (`trx` when given: the audited change's).
+     */
+    async insertTestDelivery(event: EventRow, endpointId: string, status: 'delivered' | 'failed', attempt: AttemptRow, trx?: Knex.Transaction): Promise<void> {
+      const work = async (trx: Knex.Transaction) => {
         await trx('events').insert(event);
         await trx('deliveries').insert({
           event_id: event.id,
@@ -147,7 +162,40 @@ export function createLogQueries(db: Knex) {
           test: true,
         });
         await trx('delivery_attempts').insert(attempt);
-      });
+      };
+      await (trx ? work(trx) : runInTransaction(db, work));
+    },
+
+    /**
+     * The site's deliveries that ended without sending in their last round, newest first, for the
+     * attempt log (which has no row for them): the (site_id, status, updated_at) index, each joined
+     * to its event and address by primary key.
+     */
+    async listUnsent(
+      siteId: string,
+      filter: { eventId?: string; eventName?: string; limit: number },
+    ): Promise<{ event_id: string; event_name: string; url: string | null; updated_at: number; unsent_reason: string }[]> {
+      let q = db('deliveries as d')
+        .join('events as e', 'e.id', 'd.event_id')
+        .leftJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+        .where({ 'd.site_id': siteId, 'd.status': 'failed' })
+        .whereNotNull('d.unsent_reason')
+        .orderBy([
+          { column: 'd.updated_at', order: 'desc' },
+          { column: 'd.event_id', order: 'desc' },
+        ])
+        .limit(filter.limit)
+        .select('d.event_id', 'e.name as event_name', 'w.url', 'd.updated_at', 'd.unsent_reason');
+      if (filter.eventId) q = q.andWhere('d.event_id', filter.eventId);
+      if (filter.eventName) q = q.andWhere('e.name', filter.eventName);
+      const rows: Record<string, unknown>[] = await q;
+      return rows.map((r) => ({
+        event_id: String(r.event_id),
+        event_name: String(r.event_name),
+        url: (r.url as string | null) ?? null,
+        updated_at: Number(r.updated_at),
+        unsent_reason: String(r.unsent_reason),
+      }));
     },
 
     /**
@@ -200,13 +248,19 @@ export function createLogQueries(db: Knex) {
       return Number(n);
     },
 
-    /** Disables an enabled address for `reason`; false when it was disabled already. */
-    async disableEndpoint(endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex = db): Promise<boolean> {
-      const n = await trx('webhook_endpoints')
-        .where({ id: endpointId })
-        .whereNull('disabled_at')
-        .update({ disabled_at: now, disabled_reason: reason, updated_at: now });
-      return Number(n) > 0;
+    /**
+     * disableEndpoint with `alongside` (its audit entry) in the same transaction, run only when this
+     * call disabled the address; false when it was disabled already.
+     */
+    async disableEndpointWith(endpointId: string, reason: 'owner' | 'failing', now: number, alongside: (trx: Knex.Transaction) => Promise<unknown> | void) {
+      return runInTransaction(db, async (trx) => {
+        const disabled = await disable(endpointId, reason, now, trx);
+        if (disabled) await alongside(trx);
+        return disabled;
+      });
     },
+
+    /** Disables an enabled address for `reason`; false when it was disabled already. */
+    disableEndpoint: (endpointId: string, reason: 'owner' | 'failing', now: number, trx: Knex = db) => disable(endpointId, reason, now, trx),
   };
 }

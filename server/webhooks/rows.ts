@@ -37,7 +37,19 @@ export interface DeliveryRow {
   lease_owner: string | null;
   lease_until: number | null;
   updated_at: number;
+  /** Why the delivery ended failed without sending in its last round (UNSENT); null otherwise. */
+  unsent_reason?: string | null;
 }
+
+/**
+ * The reasons a claim ends a delivery failed without sending it: no attempt is made, none is
+ * counted and none is logged, so the delivery carries the reason itself.
+ */
+export const UNSENT = {
+  disabled: 'event address disabled',
+  addressRemoved: 'event address removed',
+  eventRemoved: 'event removed',
+} as const;
 
 export interface EventRow {
   id: string;

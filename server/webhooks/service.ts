@@ -6,7 +6,7 @@ import { BlockedIpError, hostOf, resolveChecked, Resolver } from './ssrf';
 import { attemptToDto, EndpointRow, EventStore } from './store';
 import type { AccessStore } from '../access/store';
 import type { Knex } from 'knex';
-import { runInTransaction } from '../db/transaction';
+import { runInTransaction, type TransactionOptions } from '../db/transaction';
 import { ulidBody } from '../platform/ids';
 import { toIso, toIsoRequired } from '../platform/time';
 import type { CursorCodec } from '../platform/cursor';
@@ -49,6 +49,7 @@ const deliveryToDto = (d: LoggedDelivery) => ({
   test: d.test,
   nextAttemptAt: d.status === 'pending' ? toIsoRequired(d.next_attempt_at) : null,
   updatedAt: toIsoRequired(d.updated_at),
+  unsentReason: d.unsent_reason,
 });
 
 /** A roll while one is pending: the owner decides what happens to the pending one first. */
@@ -98,14 +99,29 @@ export function createWebhookService(deps: {
   const { store, sites } = deps;
   const now = deps.now ?? Date.now;
 
-  /** A change and its audit entry in one commit (the entry alone when no database was given). */
-  async function audited<T>(actor: AuditActor, siteId: string, action: string, objectId: string, change: (trx?: Knex) => Promise<T>): Promise<T> {
+  /**
+   * A change and its audit entry in one commit: the entry is written after the change, in its
+   * transaction, so a change that fails writes no entry and an entry that fails undoes the change.
+   * Without a database (tests of the rules alone) the change runs by itself, unaudited.
+   */
+  async function audited<T>(
+    actor: AuditActor,
+    siteId: string,
+    action: string,
+    objectId: string,
+    change: (trx?: Knex.Transaction) => Promise<T>,
+    options?: TransactionOptions,
+  ): Promise<T> {
     if (!deps.db) return change();
-    return runInTransaction(deps.db, async (trx) => {
-      const out = await change(trx);
-      await deps.audit?.(actor, [siteId], action, objectId, trx);
-      return out;
-    });
+    return runInTransaction(
+      deps.db,
+      async (trx) => {
+        const out = await change(trx);
+        await deps.audit?.(actor, [siteId], action, objectId, trx);
+        return out;
+      },
+      options,
+    );
   }
 
   /** The site's address with a switch that has come completed (the old secret dropped), or 404. */
@@ -326,21 +342,31 @@ export function createWebhookService(deps: {
       const durationMs = Date.now() - startedAt;
       const outcome = outcomeOf(result) === 'delivered' ? ('delivered' as const) : ('failed' as const);
       const error = result.status !== null && result.status >= 300 && result.status < 400 ? 'redirect not followed' : (result.error?.slice(0, 500) ?? null);
-      await store.insertTestDelivery({ id, site_id: siteId, name: eventName, body, created_at: at, conversation_id: null, message_id: null }, row.id, outcome, {
-        event_id: id,
-        site_id: siteId,
-        endpoint_id: row.id,
-        event_name: eventName,
-        attempt: 1,
-        url: row.url,
-        started_at: startedAt,
-        duration_ms: durationMs,
-        status_code: result.status,
-        error,
-        response_excerpt: result.response,
-        request_headers: JSON.stringify(headers),
-      });
-      await deps.audit?.(actor, [siteId], 'event_address.test_sent', id);
+      // The send itself cannot be in a transaction: the entry commits with the test's record in the
+      // log, so the audit log and the delivery log agree (docs/manage.md, the audit log).
+      const event = { id, site_id: siteId, name: eventName, body, created_at: at, conversation_id: null, message_id: null };
+      await audited(actor, siteId, 'event_address.test_sent', id, (trx) =>
+        store.insertTestDelivery(
+          event,
+          row.id,
+          outcome,
+          {
+            event_id: id,
+            site_id: siteId,
+            endpoint_id: row.id,
+            event_name: eventName,
+            attempt: 1,
+            url: row.url,
+            started_at: startedAt,
+            duration_ms: durationMs,
+            status_code: result.status,
+            error,
+            response_excerpt: result.response,
+            request_headers: JSON.stringify(headers),
+          },
+          trx,
+        ),
+      );
       return { eventId: id, event: eventName as EventName, outcome, status: result.status, error, response: result.response, durationMs };
     },
 
@@ -396,22 +422,41 @@ export function createWebhookService(deps: {
       return store.countFailedSince(siteId, since);
     },
 
-    /** The delivery log, one row per attempt, newest first. `event` is an event id or an event name. */
+    /**
+     * The delivery log, one row per attempt, newest first. `event` is an event id or an event name.
+     * A delivery that ended without sending in its last round has no attempt row: it is listed as
+     * one row of attempt 0 at the time it ended, its error the reason (always a failure).
+     */
     async deliveries(siteId: string, filter: { event?: string; failed?: boolean; limit?: number } = {}) {
       await requireSite(siteId);
       const isName = filter.event !== undefined && EVENT_NAMES.includes(filter.event as EventName);
       const limit = filter.limit ?? 100;
       if (!Number.isInteger(limit) || limit < 1 || limit > 1000) throw invalid('limit must be 1 to 1000.');
-      const rows = await store.listAttempts(siteId, {
-        eventId: isName ? undefined : filter.event,
-        eventName: isName ? filter.event : undefined,
-        failedOnly: filter.failed,
-        limit,
-      });
-      return rows.map(attemptToDto);
+      const which = { eventId: isName ? undefined : filter.event, eventName: isName ? filter.event : undefined, limit };
+      const [attempts, unsent] = await Promise.all([store.listAttempts(siteId, { ...which, failedOnly: filter.failed }), store.listUnsent(siteId, which)]);
+      const rows = [
+        ...attempts.map(attemptToDto),
+        ...unsent.map((u) => ({
+          eventId: u.event_id,
+          event: u.event_name,
+          attempt: 0,
+          url: u.url,
+          startedAt: toIsoRequired(u.updated_at),
+          durationMs: 0,
+          status: null,
+          error: `not sent: ${u.unsent_reason}`,
+          response: null,
+          deliveryStatus: 'failed' as const,
+        })),
+      ];
+      // Both lists are newest first; merged, the newest `limit` of them.
+      return rows.sort((a, b) => (a.startedAt < b.startedAt ? 1 : a.startedAt > b.startedAt ? -1 : 0)).slice(0, limit);
     },
 
-    /** Sends one event again: same id, same body, attempt numbers continue, a fresh budget of attempts. */
+    /**
+     * Sends one event again: same id, same body, attempt numbers continue, a fresh budget of
+     * attempts. Audited (the CLI as `operator`) in the transaction that queues it.
+     */
     async redeliverEvent(eventId: string, opts: { siteId?: string; actor?: AuditActor } = {}): Promise<string[]> {
       const event = await store.findEvent(eventId);
       if (!event || (opts.siteId !== undefined && event.site_id !== opts.siteId)) throw notFound('Event');
@@ -419,22 +464,24 @@ export function createWebhookService(deps: {
         throw invalid('A test delivery is not redelivered; send another test.');
       const endpoint = await store.findEndpoint(event.site_id);
       if (!endpoint) throw new ApiError('invalid_request', 'The site of this event has no event address.');
-      const queued = await store.resetForRedelivery(event, endpoint.id, now());
-      if (opts.actor) await deps.audit?.(opts.actor, [event.site_id], 'delivery.redelivered', event.id);
+      const queued = await audited(opts.actor ?? CLI_ACTOR, event.site_id, 'delivery.redelivered', event.id, (trx) =>
+        store.resetForRedelivery(event, endpoint.id, now(), trx),
+      );
       return queued ? [event.id] : [];
     },
 
-    /** Sends again every event of the site created since `since` whose delivery ended failed. */
-    async redeliverFailedSince(siteId: string, since: number, actor?: AuditActor): Promise<string[]> {
+    /**
+     * Sends again every event of the site created since `since` whose delivery ended failed: every
+     * row is queued, and the entry written, in one transaction (READ COMMITTED: no gap locks hold up
+     * the outbox's new deliveries meanwhile).
+     */
+    async redeliverFailedSince(siteId: string, since: number, actor: AuditActor = CLI_ACTOR): Promise<string[]> {
       await requireSite(siteId);
       const endpoint = await store.findEndpoint(siteId);
       if (!endpoint) throw new ApiError('invalid_request', 'This site has no event address.');
-      const out: string[] = [];
-      for (const event of await store.failedEventsSince(siteId, since)) {
-        if (await store.resetForRedelivery(event, endpoint.id, now())) out.push(event.id);
-      }
-      if (actor) await deps.audit?.(actor, [siteId], 'delivery.recovered', endpoint.id);
-      return out;
+      return audited(actor, siteId, 'delivery.recovered', endpoint.id, (trx) => store.resetFailedSince(siteId, since, endpoint.id, now(), trx), {
+        isolation: 'read committed',
+      });
     },
   };
 }

@@ -46,12 +46,17 @@ export interface Claimed {
   endpoint: EndpointRow | undefined;
 }
 
-/** A delivery's state after an attempt (`attempts`: when the claim is given back unsent, the count before it). */
+/**
+ * A delivery's state after a claim. `attempts`: when the claim sent nothing (given back, or ended
+ * unsent), the count before it. `unsentReason`: the claim ended the delivery failed without sending
+ * (UNSENT), told in the delivery since no attempt row is logged.
+ */
 export interface NextState {
   status: DeliveryStatus;
   nextAttemptAt: number;
   now: number;
   attempts?: number;
+  unsentReason?: string;
 }
 
 /** One claim's result for finishAttempts: its log row (none when nothing was sent) and the next state. */
@@ -117,6 +122,8 @@ async function finishOne(
       lease_owner: null,
       lease_until: null,
       updated_at: next.now,
+      // A claimed row has no reason (redelivery clears it), so only an unsent end writes one.
+      ...(next.unsentReason === undefined ? {} : { unsent_reason: next.unsentReason }),
     });
   if (row) {
     if (n === 0) await trx('delivery_attempts').where({ event_id: eventId, attempt: row.attempt }).andWhere('error', INTERRUPTED).del();
@@ -430,6 +437,8 @@ export function createEventStore(db: Knex) {
             lease_owner: null,
             lease_until: null,
             updated_at: byEvent((r) => r.next.now),
+            // Only a group with an unsent end pays for this column (the others' rows have none already).
+            ...(results.some((r) => r.next.unsentReason !== undefined) ? { unsent_reason: byEvent((r) => r.next.unsentReason ?? null) } : {}),
           });
         if (n !== results.length) throw new PartialGroup();
         const rows = results.flatMap((r) => (r.row ? [r.row] : []));
@@ -458,33 +467,53 @@ export function createEventStore(db: Knex) {
 
     /**
      * Puts an event back to pending with a fresh attempt budget (attempt numbers continue). A row
-     * that a worker is sending right now is left alone: it is being delivered already.
+     * that a worker is sending right now is left alone: it is being delivered already. In `trx`
+     * when given (an audited redelivery), else in a transaction of its own.
      */
-    async resetForRedelivery(event: EventRow, endpointId: string, now: number): Promise<boolean> {
-      return runInTransaction(db, async (trx) => {
-        const current = await forUpdate(trx, trx('deliveries').where({ event_id: event.id }).first());
+    async resetForRedelivery(event: EventRow, endpointId: string, now: number, trx?: Knex.Transaction): Promise<boolean> {
+      const work = async (t: Knex.Transaction) => {
+        const current = await forUpdate(t, t('deliveries').where({ event_id: event.id }).first());
         if (!current) {
-          await insertPendingDelivery(trx, { event_id: event.id, site_id: event.site_id, endpoint_id: endpointId }, now);
+          await insertPendingDelivery(t, { event_id: event.id, site_id: event.site_id, endpoint_id: endpointId }, now);
           return true;
         }
         const row = mapDeliveryRow(current);
         if (row.status === 'pending' && row.lease_owner && (row.lease_until ?? 0) > now) return false;
-        await trx('deliveries')
+        await t('deliveries')
           .where({ event_id: event.id })
-          .update({ status: 'pending', endpoint_id: endpointId, round_base: row.attempts, next_attempt_at: now, updated_at: now });
+          .update({ status: 'pending', endpoint_id: endpointId, round_base: row.attempts, next_attempt_at: now, updated_at: now, unsent_reason: null });
         return true;
-      });
+      };
+      return trx ? work(trx) : runInTransaction(db, work);
     },
 
-    /** Events of a site created at or after `since` whose delivery ended failed. */
-    async failedEventsSince(siteId: string, since: number): Promise<EventRow[]> {
-      const rows = await db('deliveries as d')
-        .join('events as e', 'e.id', 'd.event_id')
-        .where({ 'd.site_id': siteId, 'd.status': 'failed', 'd.test': false })
-        .andWhere('e.created_at', '>=', since)
-        .orderBy('e.created_at')
-        .select('e.*');
-      return rows.map(mapEventRow);
+    /**
+     * Recovery: every real (not test) delivery of the site's events created at or after `since`
+     * that ended failed goes back to pending, as resetForRedelivery does, in `trx` when given (the
+     * audited change's; READ COMMITTED, so no gap locks hold up the outbox meanwhile). The rows are locked first (only the deliveries: the events are read, not locked),
+     * so the ids answered are exactly the rows changed. Returns them in the events' creation order.
+     */
+    async resetFailedSince(siteId: string, since: number, endpointId: string, now: number, trx?: Knex.Transaction): Promise<string[]> {
+      const work = async (t: Knex.Transaction) => {
+        const ids: string[] = (
+          await forUpdate(
+            t,
+            t('deliveries')
+              .where({ site_id: siteId, status: 'failed', test: false })
+              .whereIn('event_id', t('events').where('site_id', siteId).andWhere('created_at', '>=', since).select('id'))
+              .select('event_id'),
+          )
+        ).map((r: { event_id: string }) => r.event_id);
+        for (const some of chunks(ids)) {
+          await t('deliveries')
+            .whereIn('event_id', some)
+            .update({ status: 'pending', endpoint_id: endpointId, round_base: t.ref('attempts'), next_attempt_at: now, updated_at: now, unsent_reason: null });
+        }
+        // An event id ends in a ULID of its creation time: sorted by it, the ids are in creation order.
+        const created = (id: string) => id.slice(id.indexOf(':') + 1);
+        return ids.sort((a, b) => (created(a) < created(b) ? -1 : created(a) > created(b) ? 1 : 0));
+      };
+      return trx ? work(trx) : runInTransaction(db, work, { isolation: 'read committed' });
     },
 
     ...createLogQueries(db),

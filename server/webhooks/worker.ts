@@ -3,7 +3,7 @@ import os from 'node:os';
 import type { Config } from '../config';
 import type { Logger } from '../platform/logger';
 import { decrypt, hmacHex, randomBase62 } from '../platform/crypto';
-import type { Claimed, EventStore, Outcome } from './store';
+import { UNSENT, type Claimed, type EventStore, type Outcome } from './store';
 import { createDeliveryTransport, DeliveryTransport, PostResult } from './transport';
 import { retryPolicy } from './retry-policy';
 import { createScheduler, heldPerAddress, ScheduledRow } from './scheduler';
@@ -12,7 +12,7 @@ import { adaptivePoll, EventChannel } from './channel';
 import { memoised } from '../platform/memo';
 import type { Resolver } from './ssrf';
 import { signingSecret, SWITCH_SETTLE_MS } from './address-rules';
-import { createStreakKeeper, EndedDelivery } from './failure-streak';
+import { AutoDisabledHook, createStreakKeeper, EndedDelivery } from './failure-streak';
 
 export interface WorkerOptions {
   store: EventStore;
@@ -40,8 +40,8 @@ export interface WorkerOptions {
   leaseMs?: number;
   resolve?: Resolver;
   owner?: string;
-  /** Told when persistent failure disabled an address (failure-streak.ts). */
-  onAutoDisabled?: (siteId: string, endpointId: string) => Promise<void> | void;
+  /** Run in the transaction that disables an address after persistent failure (failure-streak.ts): its audit entry. */
+  onAutoDisabled?: AutoDisabledHook;
 }
 
 export interface DeliveryWorker {
@@ -260,17 +260,45 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     const h: Held = { claimed: c, address: c.delivery.endpoint_id, state: 'preparing', queuedAt: Date.now(), blocked: false, done, settle };
     held.set(c.delivery.event_id, h);
     const { event, endpoint } = c;
-    if (c.exhausted || !event || !endpoint || endpoint.disabled_at !== null) {
-      // Given up (its round's budget went to interrupted attempts), its event or address was
-      // removed, or the address is disabled (recovery sends it again once enabled).
-      if (c.exhausted) stats.failed++;
-      record(h, { row: null, next: { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() } });
+    if (c.exhausted) {
+      // Given up: its round's budget went to interrupted attempts, the last of which is logged
+      // first like any other, so the log holds every attempt the delivery counts.
+      stats.failed++;
+      afterInterrupted(h, () => record(h, { row: null, next: { status: 'failed', nextAttemptAt: Date.now(), now: Date.now() } }));
+      return h;
+    }
+    const unsent = !event ? UNSENT.eventRemoved : !endpoint ? UNSENT.addressRemoved : endpoint.disabled_at !== null ? UNSENT.disabled : null;
+    if (unsent) {
+      // Ended without an attempt (recovery sends it once the address is enabled again): the claim's
+      // count is taken back, so the next real send is the attempt after the last one sent.
+      afterInterrupted(h, () => {
+        const now = Date.now();
+        record(h, { row: null, next: { status: 'failed', nextAttemptAt: now, now, attempts: c.attempt - 1, unsentReason: unsent } });
+      });
       return h;
     }
     if (!c.interrupted) {
       scheduler.enqueue(h);
       return h;
     }
+    afterInterrupted(h, () => {
+      if (stopped) return giveBack(h); // stop() has given back the queue already
+      scheduler.enqueue(h);
+      pump();
+      scheduler.markBlocked([h]);
+    });
+    return h;
+  }
+
+  /**
+   * Runs `next` once the attempt a previous claim of this row never reported back is logged (at
+   * once when there was none). If that cannot be logged, the row is let go: its lease runs out and
+   * it is claimed again, interrupted attempt and all.
+   */
+  function afterInterrupted(h: Held, next: () => void): void {
+    const { claimed: c } = h;
+    const { event, endpoint } = c;
+    if (!c.interrupted || !event || !endpoint) return next();
     const { attempt, startedAt, leaseUntil } = c.interrupted;
     store
       .logInterrupted({
@@ -283,20 +311,10 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
         started_at: startedAt,
         duration_ms: Math.max(0, leaseUntil - startedAt),
       })
-      .then(
-        () => {
-          if (stopped) return giveBack(h); // stop() has given back the queue already
-          scheduler.enqueue(h);
-          pump();
-          scheduler.markBlocked([h]);
-        },
-        (err) => {
-          // The lease runs out and the row is claimed again, interrupted placeholder and all.
-          logger.error({ eventId: event.id, err: { message: (err as Error).message } }, 'event delivery: an interrupted attempt could not be logged');
-          forget(h);
-        },
-      );
-    return h;
+      .then(next, (err) => {
+        logger.error({ eventId: event.id, err: { message: (err as Error).message } }, 'event delivery: an interrupted attempt could not be logged');
+        forget(h);
+      });
   }
 
   /** Starts the POSTs that have a free slot, and gives back the rows that waited too long for theirs. */

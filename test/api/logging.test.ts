@@ -2,6 +2,7 @@ import request from 'supertest';
 import { createHarness, Harness, bearer } from '../helpers/harness';
 import { loggedApp } from '../helpers/test-app';
 import { createMemoryLimiter } from '../../server/http/rate-limit/limiter';
+import { waitFor } from '../helpers/wait';
 
 let h: Harness;
 beforeAll(async () => {
@@ -28,7 +29,10 @@ test('access logs are JSON lines with the request id, and never carry keys, sign
   const failing = jest.spyOn(h.runtime.services.conversations, 'list').mockRejectedValueOnce(new Error('kaboom'));
   const crashed = await request(app).get('/api/v1/conversations').set(bearer(h.site.key));
   failing.mockRestore();
-  await new Promise((r) => setTimeout(r, 50));
+  // An access line is written when its answer has finished, which may be after the client read it.
+  await waitFor('the access line of the last request', () =>
+    logged().some((l) => l.includes(crashed.headers['x-request-id']) && l.includes('"statusCode":500')),
+  );
 
   const lines = logged();
   const all = lines.join('\n');

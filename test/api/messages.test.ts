@@ -1,5 +1,6 @@
 import request from 'supertest';
 import { createHarness, Harness, bearer } from '../helpers/harness';
+import { leftAfterCleanUp } from '../helpers/wait';
 
 let h: Harness;
 beforeAll(async () => {
@@ -222,7 +223,6 @@ describe('replies', () => {
   test('the spool directory is left empty after uploads, failed ones included', async () => {
     const fs = await import('node:fs');
     const path = await import('node:path');
-    await new Promise((r) => setTimeout(r, 50));
-    expect(fs.readdirSync(path.join(h.config.dataDir, 'tmp'))).toEqual([]);
+    expect(await leftAfterCleanUp(() => fs.readdirSync(path.join(h.config.dataDir, 'tmp')))).toEqual([]);
   });
 });

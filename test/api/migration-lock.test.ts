@@ -27,8 +27,8 @@ test('two migrations at once on a new database both finish, and the waiting one 
   const [a, b] = [connect(), connect()];
   const started = Date.now();
   await Promise.all([migrate(a), migrate(b)]);
-  // A busy wait inside SQLite holds the event loop, so the migration holding the lock cannot go on:
-  // the two would wait out the whole lock time-out (120 s) and the second would fail.
+  // Liveness, not speed: a busy wait inside SQLite holds the event loop, so the migration holding the
+  // lock cannot go on: the two would wait out the whole lock time-out (120 s) and the second would fail.
   expect(Date.now() - started).toBeLessThan(30_000);
   const names = (await a('knex_migrations').pluck('name')) as string[];
   expect(new Set(names).size).toBe(names.length);

@@ -13,6 +13,7 @@ import { connectRaw, RealServer, request, startRealServer } from './upload-fault
 import { spawnTs } from '../helpers/spawn';
 import { createDb } from '../../server/db/knex';
 import { DAY_MS, secondsUntilNextUtcDay } from '../../server/media/quota';
+import { leftAfterCleanUp } from '../helpers/wait';
 
 const ORIGIN = 'https://shop.example';
 const KB = 1000;
@@ -71,9 +72,7 @@ const uploadsIn = (dir: string) => (fs.existsSync(dir) ? fs.readdirSync(dir).fil
 
 /** Spool files go when the answer has been sent: give the removal a moment. */
 async function noSpoolFiles(server: RealServer) {
-  const dir = path.join(server.dataDir, 'tmp');
-  for (let i = 0; i < 100 && uploadsIn(dir).length; i++) await new Promise((r) => setTimeout(r, 20));
-  expect(uploadsIn(dir)).toEqual([]);
+  expect(await leftAfterCleanUp(() => uploadsIn(path.join(server.dataDir, 'tmp')))).toEqual([]);
 }
 
 describe('server A: the setting, the per-client-IP budgets and a full disk', () => {

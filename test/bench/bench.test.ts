@@ -4,6 +4,8 @@ import { filterCombinations } from '../../scripts/bench/depth';
 import type { Dataset } from '../../scripts/bench/dataset';
 import { clientIp, STREAM_COUNTS } from '../../scripts/bench/live';
 import { pauseBefore } from '../../scripts/bench/inbox';
+import { runMarkdownPart } from '../../scripts/bench/markdown';
+import type { BenchContext } from '../../scripts/bench/context';
 
 // The benchmark's own arithmetic and options; the timed runs are exercised by `npm run bench`.
 describe('bench harness', () => {
@@ -45,6 +47,20 @@ describe('bench harness', () => {
     expect(parseOptions(['--parts=read,depth', '--engine=both', '--rounds=5']).engines).toEqual(['mysql', 'sqlite']);
     expect(() => parseOptions(['--round=5'])).toThrow(/unknown argument/);
     expect(() => parseOptions(['--parts=reads'])).toThrow(/unknown part/);
+  });
+
+  it('has a markdown part that needs no data set and gives one row per markup run, beside its baseline', async () => {
+    expect(parseOptions([]).parts).toContain('markdown');
+    const logged: string[] = [];
+    const ctx = {
+      options: parseOptions(['--parts=markdown', '--rounds=1']),
+      quiet: async () => '',
+      log: (m: string) => logged.push(m),
+    } as unknown as BenchContext;
+    const rows = await runMarkdownPart(ctx, 10_000);
+    expect(rows.map((r) => r.what.match(/of (`.+`)/)?.[1])).toEqual(['`[`', '`*`', '`[*_`']);
+    for (const r of rows) expect(r.ratio).toBeCloseTo(r.value / r.baseline!);
+    expect(logged).toHaveLength(3);
   });
 
   it('spreads the inbox live messages so they cannot fall into step with the feed poll', () => {

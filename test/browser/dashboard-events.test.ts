@@ -16,6 +16,7 @@ import { answer, deliveryEnv, Receiver, startReceiver, waitFor, workerPool, type
 import { M } from '../manage/helpers';
 import { checkPage, dashboardHarness, provokeViolation, screenshot, type DashboardHarness, type Person } from './dashboard/harness';
 import { verifySignedDelivery } from '../../sdk/src/webhooks';
+import { SWITCH_SETTLE_MS } from '../../server/webhooks/address-rules';
 
 describeInChromium('the events page and the timeline in Chromium (SQLite pass only)', () => {
   let receiver: Receiver;
@@ -227,8 +228,10 @@ describeInChromium('the events page and the timeline in Chromium (SQLite pass on
     await page.getByRole('button', { name: 'Switch now' }).click();
     await page.getByRole('dialog', { name: 'Switch to the new secret now?' }).getByRole('button', { name: 'Switch now' }).click();
     await page.getByRole('dialog').waitFor({ state: 'detached' });
+    // Once the switch time has passed (a condition on the clock the service signs by, not a sleep with a
+    // margin), every attempt that starts is signed with the new secret.
     const row = await h.runtime.db('webhook_endpoints').where({ site_id: site }).first();
-    await new Promise((r) => setTimeout(r, Math.max(0, Number(row.secret_switch_at) - Date.now() + 200)));
+    await waitFor('the switch time', () => Date.now() > Number(row.secret_switch_at), 2 * SWITCH_SETTLE_MS);
     const after = await testDelivery(page);
     expect(await sdkRefusal(after, [secret2])).toBeNull();
     expect(await sdkRefusal(after, [secret1])).toBe('signature_mismatch');

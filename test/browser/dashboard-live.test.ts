@@ -148,15 +148,19 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     await page.getByText('Notifications', { exact: true }).click();
 
     await page.evaluate(() => ((window as unknown as { __hidden: boolean }).__hidden = true));
+    const loadedAt = await page.evaluate(() => performance.timeOrigin);
     const visitor = newVisitor();
     const sent = Date.now();
     await say(visitor, 'hello, is anyone there?');
-    await waitForContent(page, 'hello, is anyone there?');
-    const latency = Date.now() - sent;
-    console.log(`visitor message to the open dashboard: ${latency} ms`);
-    expect(latency).toBeLessThan(2_000);
+    await waitForContent(page, 'hello, is anyone there?'); // a 10 s liveness bound
+    console.log(`visitor message to the open dashboard: ${Date.now() - sent} ms`);
+    // Live is told by the path, not the speed: the same document, the one stream, and an event of that
+    // stream rather than a catch-up after a reconnect. That the server's notice (not its poll or a
+    // heartbeat) wakes the stream is counted in test/manage/inbox-live.test.ts.
     const mine = (await events(page)).find((e) => e.data.message?.content === 'hello, is anyone there?')!;
     expect(mine.replayed).toBe(false);
+    expect(await page.evaluate(() => performance.timeOrigin)).toBe(loadedAt);
+    expect(streams()).toBe(1);
     await page.waitForFunction(() => document.title.startsWith('(1) '));
     expect(await page.title()).toMatch(/^\(1\) Inbox · /);
     await page.waitForFunction(() => (window as unknown as { __notifications: string[] }).__notifications.length === 1);
@@ -263,12 +267,13 @@ describeInChromium('live updates and notifications in Chromium (SQLite pass only
     proxy.freeze();
     const frozenAt = Date.now();
     await say(visitor, 'sent into the silence');
-    await waitForContent(page, 'sent into the silence', WATCHDOG_MS + 8_000);
+    // A liveness bound below the page's other ways out of a silence: its default 40 s watchdog and the
+    // 20 s after a sleep. A page that ignored the 3 s it was given would not make it.
+    await waitForContent(page, 'sent into the silence', 15_000);
     const replaced = Date.now() - frozenAt;
     console.log(`silent stream replaced and caught up after ${replaced} ms (watchdog ${WATCHDOG_MS} ms)`);
-    // The silence is counted from the last byte (a ping, up to 1 s before the freeze).
+    // The silence is counted from the last byte (a ping, up to 1 s before the freeze): not before it.
     expect(replaced).toBeGreaterThanOrEqual(WATCHDOG_MS - 1_200);
-    expect(replaced).toBeLessThan(WATCHDOG_MS + 3_000);
     expect(proxy.accepted).toBeGreaterThan(accepted);
     await state(page).filter({ hasText: 'Live' }).waitFor();
     expect((await contents(page)).filter((c) => c === 'sent into the silence')).toHaveLength(1);

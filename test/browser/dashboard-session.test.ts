@@ -59,25 +59,38 @@ describeInChromium('a session ending under several tabs (SQLite pass only)', () 
     );
   const loadedAt = (page: Page) => page.evaluate(() => performance.timeOrigin);
 
-  /** Calls in flight, by the tab, apart from the stream (which stays open). */
-  const inFlight = new Map<Page, number>();
+  /** The tabs whose calls settled() waits for. */
+  const tabs: Page[] = [];
   function countCalls(page: Page) {
-    inFlight.set(page, 0);
-    const counted = (r: { url(): string }) => new URL(r.url()).pathname.startsWith('/manage/') && !r.url().endsWith('/inbox/events');
-    page.on('request', (r) => counted(r) && inFlight.set(page, inFlight.get(page)! + 1));
-    page.on('requestfinished', (r) => counted(r) && inFlight.set(page, inFlight.get(page)! - 1));
-    page.on('requestfailed', (r) => counted(r) && inFlight.set(page, inFlight.get(page)! - 1));
+    tabs.push(page);
   }
   /**
-   * Until neither tab has had a call in flight for a second: opening the conversation marks it
-   * read, and the read sets off each tab's unread count. A call still on its way when the session
-   * ends would meet the 401 itself, which is not what the test is about.
+   * Until every tab has seen the inbox's newest feed position and has nothing more to ask: opening
+   * the conversation marks it read, the read comes back as an event, and each event sets off the tab's
+   * unread recount (RECOUNT_AFTER_MS, 400 ms later). So a tab is done when no call is in flight and a
+   * recount has been answered after its last such event. A call still on its way when the session
+   * ends would meet the 401 itself, which is not what the test is about. Conditions, not a quiet time.
    */
   async function settled() {
-    let quietSince = Date.now();
-    await waitFor('the tabs’ calls to settle', () => {
-      if ([...inFlight.values()].some((n) => n > 0)) quietSince = Date.now();
-      return Date.now() - quietSince > 1_000;
+    await waitFor('the tabs’ calls to settle', async () => {
+      const tail = Number((await d.h.runtime.db('inbox_positions').where({ site_id: d.site.id }).first('position'))?.position ?? 0);
+      for (const page of tabs) {
+        const done = await page.evaluate((tail) => {
+          const w = window as unknown as { __order: string[]; __dashboardLive: { events: LiveEvent[] } };
+          if (Math.max(0, ...w.__dashboardLive.events.map((e) => Number(e.id))) < tail) return false;
+          const open = new Map<string, number>();
+          for (const line of w.__order) {
+            const [kind, call] = [line.slice(0, line.indexOf(' ')), line.slice(line.indexOf(' ') + 1)];
+            if (kind === 'start' || kind === 'end') open.set(call, (open.get(call) ?? 0) + (kind === 'start' ? 1 : -1));
+          }
+          if ([...open.values()].some((n) => n > 0)) return false;
+          const counting = (line: string) => /^event (message\.created|conversation\.read|conversation\.closed)$/.test(line);
+          const lastEvent = w.__order.map(counting).lastIndexOf(true);
+          return w.__order.slice(lastEvent + 1).some((line) => /^end GET \S*\/inbox\/conversations\?\S*unread=true/.test(line));
+        }, tail);
+        if (!done) return false;
+      }
+      return true;
     });
   }
 
@@ -95,7 +108,27 @@ describeInChromium('a session ending under several tabs (SQLite pass only)', () 
     const at = `${d.origin}/dashboard/sites/${d.site.id}/inbox?conversation=${conv}`;
 
     ctx = await d.newContext();
-    await ctx.addInitScript(() => ((window as unknown as Record<string, unknown>).__dashboardLive = { events: [] }));
+    await ctx.addInitScript(() => {
+      // What the tab did, in its own order: the live events it received and the calls it made
+      // (started, answered), the stream itself apart (it stays open).
+      const order: string[] = [];
+      const events: { name: string }[] = [];
+      const push = events.push.bind(events);
+      events.push = (...items) => {
+        for (const e of items) order.push(`event ${e.name}`);
+        return push(...items);
+      };
+      Object.assign(window, { __order: order, __dashboardLive: { events } });
+      const fetch = window.fetch.bind(window);
+      window.fetch = (input, init) => {
+        const request = input instanceof Request ? input : null;
+        const url = new URL(request ? request.url : String(input), location.href);
+        if (url.pathname.endsWith('/inbox/events')) return fetch(input, init);
+        const call = `${(init?.method ?? request?.method ?? 'GET').toUpperCase()} ${url.pathname}${url.search}`;
+        order.push(`start ${call}`);
+        return fetch(input, init).finally(() => order.push(`end ${call}`));
+      };
+    });
     const first = await ctx.newPage();
     countCalls(first);
     await first.goto(at);

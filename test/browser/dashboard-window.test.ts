@@ -86,11 +86,11 @@ describeInChromium('a visitor in the window and an agent in the inbox (SQLite pa
     const sentAt = Date.now();
     await panel.locator('#cw-input').press('Enter');
     const row = inbox.locator('.inbox-rows [data-conversation]');
+    // A liveness bound below the inbox stream's 15 s heartbeat (whose re-read would find it too): the
+    // row came by a wake-up of the open stream, in the same document (checked below), not by a reload.
     await row.first().waitFor({ timeout: 10_000 });
-    const latencyMs = Date.now() - sentAt;
-    console.log(`visitor message -> open inbox row: ${latencyMs} ms (from pressing Enter in the window)`);
+    console.log(`visitor message -> open inbox row: ${Date.now() - sentAt} ms (from pressing Enter in the window)`);
     expect(await row.count()).toBe(1);
-    expect(latencyMs).toBeLessThan(5_000);
     await panel.locator('.msg.mine:not(.pending)', { hasText: 'blue one' }).waitFor();
     const conversationId = await row.first().getAttribute('data-conversation');
     expect(conversationId).toBeTruthy();

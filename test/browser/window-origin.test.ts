@@ -13,7 +13,7 @@ import { describeInChromium, launchChromium } from '../helpers/chromium';
 import { freePort } from '../helpers/spawn';
 import { makeSelfSignedCert } from '../../server/platform/tls';
 import { loadConfig } from '../../server/config';
-import { allowOrigins, auth, getToken, ORIGIN, w } from '../window/helpers';
+import { allowOrigins, ARRIVAL_MS, auth, getToken, ORIGIN, w } from '../window/helpers';
 
 const MAIN = 'localhost:8443';
 const WINDOW = '127.0.0.1:8443';
@@ -205,7 +205,7 @@ describeInChromium('the window on its own origin, in Chromium', () => {
       .set(bearer(h.site.key))
       .send({ content: 'Thanks, received.' })
       .expect(201);
-    await panel.locator('.msg.theirs', { hasText: 'Thanks, received.' }).waitFor({ timeout: 5000 });
+    await panel.locator('.msg.theirs', { hasText: 'Thanks, received.' }).waitFor({ timeout: ARRIVAL_MS });
 
     // The docs' origin serves no window and holds nothing of the visitor's.
     const docs = await context.newPage();

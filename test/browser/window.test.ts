@@ -15,7 +15,7 @@ import { createHarness, Harness, bearer } from '../helpers/harness';
 import { describeInChromium, launchChromium } from '../helpers/chromium';
 import { freePort } from '../helpers/spawn';
 import { makeSelfSignedCert } from '../../server/platform/tls';
-import { allowOrigins, auth, getToken, w } from '../window/helpers';
+import { allowOrigins, ARRIVAL_MS, auth, getToken, w } from '../window/helpers';
 import { identityHash } from '../../server/window/tokens';
 
 const ARTIFACTS = path.resolve(__dirname, '../../test-artifacts');
@@ -193,7 +193,7 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       .send({ content: 'Yes, **three** left. See [the page](https://shop.example/blue).', format: 'markdown' })
       .expect(201);
     const reply = panel.locator('.msg.theirs', { hasText: 'left' });
-    await reply.waitFor({ timeout: 5000 });
+    await reply.waitFor({ timeout: ARRIVAL_MS });
     expect(await reply.locator('strong').innerText()).toBe('three');
     const link = reply.locator('a');
     expect(await link.getAttribute('href')).toBe('https://shop.example/blue');
@@ -231,7 +231,7 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     const content = 'Quoting you:\n\n>>>>> x\n\n> > > > > x\n\n# a\u2028b';
     await api().post(`/api/v1/conversations/${conversationId}/messages`).set(bearer(h.site.key)).send({ content, format: 'markdown' }).expect(201);
     const msg = panel.locator('.msg.theirs', { hasText: 'Quoting you' });
-    await msg.waitFor({ timeout: 5000 });
+    await msg.waitFor({ timeout: ARRIVAL_MS });
     // Quotes nest four deep; the fifth marker stays text.
     const innermost = msg.locator('blockquote blockquote blockquote blockquote');
     expect(await innermost.allInnerTexts()).toEqual(['> x', '> x']);
@@ -245,7 +245,7 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       .set(bearer(h.site.key))
       .send({ content: 'Still *here*', format: 'markdown' })
       .expect(201);
-    await panel.locator('.msg.theirs', { hasText: 'Still here' }).waitFor({ timeout: 5000 });
+    await panel.locator('.msg.theirs', { hasText: 'Still here' }).waitFor({ timeout: ARRIVAL_MS });
     expect(pageErrors).toEqual([]);
   });
 
@@ -264,7 +264,7 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     ]);
 
     await api().post(`/api/v1/conversations/${conversationId}/close`).set(bearer(h.site.key)).expect(200);
-    await panel.locator('.notice', { hasText: 'next message starts a new one' }).waitFor({ timeout: 5000 });
+    await panel.locator('.notice', { hasText: 'next message starts a new one' }).waitFor({ timeout: ARRIVAL_MS });
 
     await panel.locator('#cw-input').fill('One more question');
     await panel.locator('#cw-input').press('Enter');
@@ -385,9 +385,9 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     await second.evaluate(() => (window as unknown as { ChatWindow: { close(): void } }).ChatWindow.close());
 
     await reply('Reaches every tab');
-    await first.locator('.msg.theirs', { hasText: 'Reaches every tab' }).waitFor({ timeout: 5000 });
+    await first.locator('.msg.theirs', { hasText: 'Reaches every tab' }).waitFor({ timeout: ARRIVAL_MS });
     // The second tab's window is closed (hidden): the message is there all the same.
-    await secondPanel.locator('.msg.theirs', { hasText: 'Reaches every tab' }).waitFor({ state: 'attached', timeout: 5000 });
+    await secondPanel.locator('.msg.theirs', { hasText: 'Reaches every tab' }).waitFor({ state: 'attached', timeout: ARRIVAL_MS });
     expect(secondStreams).toEqual([]); // it heard the leader tab, with no stream of its own
     expect(await secondPanel.evaluate(() => document.documentElement.dataset.leader)).toBeUndefined();
     expect(await launcher(second).locator('.badge').innerText()).toBe('1');
@@ -399,9 +399,9 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
 
     await page.close();
     // Polled on a timer: the second tab's window is hidden, where requestAnimationFrame (the default) never fires.
-    await secondPanel.waitForFunction(() => document.documentElement.dataset.leader === 'true', undefined, { polling: 50, timeout: 5000 });
+    await secondPanel.waitForFunction(() => document.documentElement.dataset.leader === 'true', undefined, { polling: 50, timeout: ARRIVAL_MS });
     await reply('After the first tab left');
-    await secondPanel.locator('.msg.theirs', { hasText: 'After the first tab left' }).waitFor({ state: 'attached', timeout: 5000 });
+    await secondPanel.locator('.msg.theirs', { hasText: 'After the first tab left' }).waitFor({ state: 'attached', timeout: ARRIVAL_MS });
     expect(secondStreams.length).toBeGreaterThanOrEqual(1);
     await second.close();
     expect(pageErrors).toEqual([]);
@@ -531,13 +531,13 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       const reply = (content: string) => api().post(`/api/v1/conversations/${id}/messages`).set(bearer(h.site.key)).send({ content }).expect(201);
 
       await reply(`Answered live (${label})`);
-      await panel.locator('.msg.theirs', { hasText: `Answered live (${label})` }).waitFor({ timeout: 5000 });
+      await panel.locator('.msg.theirs', { hasText: `Answered live (${label})` }).waitFor({ timeout: ARRIVAL_MS });
       await p.evaluate(() => (window as unknown as { ChatWindow: { close(): void } }).ChatWindow.close());
       await reply(`Answered while closed (${label})`);
-      await panel.locator('.msg.theirs', { hasText: `Answered while closed (${label})` }).waitFor({ state: 'attached', timeout: 5000 });
+      await panel.locator('.msg.theirs', { hasText: `Answered while closed (${label})` }).waitFor({ state: 'attached', timeout: ARRIVAL_MS });
       expect(await launcher(p).locator('.badge').innerText()).toBe('1');
       await api().post(`/api/v1/conversations/${id}/close`).set(bearer(h.site.key)).expect(200);
-      await panel.locator('.notice', { hasText: 'next message starts a new one' }).waitFor({ state: 'attached', timeout: 5000 });
+      await panel.locator('.notice', { hasText: 'next message starts a new one' }).waitFor({ state: 'attached', timeout: ARRIVAL_MS });
 
       // The visitor's own message may come back as an event too (the stream can beat the POST's answer).
       const heard = (await p.evaluate(() => (window as unknown as { __heard: { name: string; d: { direction?: string } }[] }).__heard)).filter(
@@ -714,7 +714,7 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       expect(after.id).not.toBe(before.id);
       // The live connection follows the new visitor.
       await api().post(`/api/v1/conversations/${after.id}/messages`).set(bearer(h.site.key)).send({ content: 'Answered the new visitor' }).expect(201);
-      await panel.locator('.msg.theirs', { hasText: 'Answered the new visitor' }).waitFor({ timeout: 5000 });
+      await panel.locator('.msg.theirs', { hasText: 'Answered the new visitor' }).waitFor({ timeout: ARRIVAL_MS });
       expect(await panel.locator('.msg').allInnerTexts()).toEqual([
         expect.stringContaining('After the revocation'),
         expect.stringContaining('Answered the new visitor'),
@@ -746,7 +746,7 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       await first.locator('#cw-input').press('Enter');
       await first.locator('.msg.mine:not(.pending)', { hasText: 'First tab, new visitor' }).waitFor();
       // The second tab shows it too: it follows the same new visitor, not a third one.
-      await second.locator('.msg', { hasText: 'First tab, new visitor' }).waitFor({ state: 'attached', timeout: 5000 });
+      await second.locator('.msg', { hasText: 'First tab, new visitor' }).waitFor({ state: 'attached', timeout: ARRIVAL_MS });
       expect((await conversationWith('First tab, new visitor')).visitorId).not.toBe(before.visitorId);
     } finally {
       await ctx.close();

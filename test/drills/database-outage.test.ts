@@ -16,7 +16,12 @@ import { Sample, startTraffic } from './traffic';
  * itself. The figures are printed for docs/operations.md.
  */
 
-/** The bound on any answer during an outage: a hung server is detected in about 2 s + 1.5 s. */
+/**
+ * The bounds below are set by the service's own timers, not by the machine's speed: an answer during
+ * an outage comes by the stall check (2 s) and its probe (1.5 s + 1.5 s) at the latest, where a hang
+ * would reach the client's 15 s time-out; /readyz by its own 2 s time-out, before the 3 s connect one;
+ * recovery by the probe every second (liveness).
+ */
 const MAX_ANSWER_MS = 6000;
 /** Once the database answers again, requests succeed within this. */
 const MAX_RECOVERY_MS = 10_000;

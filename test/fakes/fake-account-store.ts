@@ -45,6 +45,11 @@ export function fakeAccountStore() {
   const copy = <T extends object>(row: T | undefined): T | undefined => row && { ...row };
   const uniqueViolation = () => Object.assign(new Error('UNIQUE constraint failed: accounts.email'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
   const emailOf = (accountId: string) => accounts.get(accountId)?.email ?? '';
+  const memberOf = (m: MembershipRow): MemberRow => ({
+    ...m,
+    email: emailOf(m.account_id),
+    email_verified_at: accounts.get(m.account_id)?.email_verified_at ?? null,
+  });
   const byJoined = <R extends MembershipRow>(a: R, b: R) => a.created_at - b.created_at || (a.site_id + a.account_id < b.site_id + b.account_id ? -1 : 1);
   /** Deletes the matching rows of a map; the count of those deleted. */
   const deleteWhere = <R>(map: Map<string, R>, match: (r: R) => boolean) => {
@@ -101,8 +106,7 @@ export function fakeAccountStore() {
       [...memberships.values()]
         .filter((m) => m.site_id === siteId)
         .sort(byJoined)
-        .map((m): MemberRow => ({ ...m, email: emailOf(m.account_id) })),
-    countOwners: async (siteId) => [...memberships.values()].filter((m) => m.site_id === siteId && m.role === 'owner').length,
+        .map(memberOf),
     setRole: async (accountId, siteId, role) => {
       const m = memberships.get(key(accountId, siteId));
       if (!m) return 0;
@@ -173,15 +177,39 @@ export function fakeAccountStore() {
       Object.assign(i, { accepted_at: at, accepted_by: accountId });
       return true;
     },
-    listPendingInvitations: async (siteId, at, limit, after) =>
+    listPendingInvitations: async (siteId, at, maxAttempts, limit, after) =>
       newestFirst(
-        [...invitations.values()].filter((i) => i.site_id === siteId && i.accepted_at === null && i.expires_at > at),
+        [...invitations.values()].filter((i) => i.site_id === siteId && i.accepted_at === null && i.expires_at > at && i.attempts < maxAttempts),
         limit,
         after,
       ).map((i) => ({ ...i })),
     deletePendingInvitation: async (siteId, id, at) =>
       deleteWhere(invitations, (i) => i.id === id && i.site_id === siteId && i.accepted_at === null && i.expires_at > at) > 0,
     purgeInvitations: async (before) => deleteWhere(invitations, (i) => i.expires_at < before),
+
+    // Invitation attempts, unverified emails and the owners' lock (issue 24); one caller at a time here, so no lock is needed.
+    takeInvitationAttempt: async (id, max, at) => {
+      const i = invitations.get(id);
+      if (!i || i.accepted_at !== null || i.expires_at <= at || i.attempts >= max) return null;
+      return ++i.attempts;
+    },
+    giveBackInvitationAttempt: async (id) => {
+      const i = invitations.get(id);
+      if (!i || i.attempts <= 0) return 0;
+      i.attempts--;
+      return 1;
+    },
+    markEmailVerified: async (id, at) => {
+      const a = accounts.get(id);
+      if (!a || a.email_verified_at !== null) return 0;
+      a.email_verified_at = at;
+      return 1;
+    },
+    lockOwners: async (siteId) => [...memberships.values()].filter((m) => m.site_id === siteId && m.role === 'owner').map((m) => m.account_id),
+    findMember: async (siteId, accountId) => {
+      const m = memberships.get(key(accountId, siteId));
+      return m && memberOf(m);
+    },
 
     insertAudit: async (rows) => {
       audit.push(...rows.map((r) => ({ ...r })));

@@ -8,7 +8,8 @@ import type { Knex } from 'knex';
  */
 export function fakeDb(): Knex {
   const trx = { isCompleted: () => false };
-  const db = { transaction: async <T>(work: (t: typeof trx) => Promise<T>) => work(trx) };
+  // `client` names no engine, so dialect-dependent options (an isolation level) read as SQLite's: none.
+  const db = { client: { config: { client: 'fake' } }, transaction: async <T>(work: (t: typeof trx) => Promise<T>) => work(trx) };
   return db as unknown as Knex;
 }
 

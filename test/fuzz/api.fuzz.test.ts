@@ -8,6 +8,7 @@ import { publicExpectations } from './checks';
 import { fuzzSettings, runFuzz } from './runner';
 import { startFuzzServer, FuzzServer } from './wire';
 import { publicDomain, seedWorld, World } from './world';
+import { leftAfterCleanUp } from '../helpers/wait';
 
 /**
  * Property-based fuzzing of every operation of openapi/openapi.yaml against the real app behind a
@@ -84,6 +85,5 @@ test('afterwards the service still answers, site B is untouched and no upload is
   // Spool files are removed when each answer (or dropped connection) is done; allow that to finish.
   const spool = path.join(h.config.dataDir, 'tmp');
   const leftovers = () => (fs.existsSync(spool) ? fs.readdirSync(spool) : []);
-  for (let i = 0; i < 40 && leftovers().length > 0; i++) await new Promise((r) => setTimeout(r, 50));
-  expect(leftovers()).toEqual([]);
+  expect(await leftAfterCleanUp(leftovers)).toEqual([]);
 });

@@ -34,6 +34,7 @@ test('the first owner: account create, member add, account list, then sign in th
     accountId: generated.account.id,
     email: 'owner@example.com',
     role: 'owner',
+    emailVerified: true, // the operator made it
   });
   await adminJson(['member', 'add', '--site', site.id, '--email', 'agent@example.com', '--role', 'agent']);
 
@@ -107,4 +108,24 @@ test("the CLI's site and key changes are audited as the operator's, and its keys
   );
   const keys = await request(app).get(`${M}/sites/${site.id}/keys`).set('Authorization', `Bearer ${token}`);
   expect(keys.body.data).toEqual([expect.objectContaining({ id: key.id, label: 'ops', createdBy: null, revokedAt: expect.any(String) })]);
+}, 120_000);
+
+test('member add --email says when the account was made through an invitation: its email is unverified', async () => {
+  const first = await adminJson(['site', 'create', '--name', 'Invited to']);
+  const second = await adminJson(['site', 'create', '--name', 'Added to']);
+  const inviter = await runtime.services.accounts.registry.create('inviter@example.com', 'a long enough password');
+  await runtime.services.accounts.members.add({ manager: null, clientIp: null }, first.id, inviter.email, 'owner');
+  const actor = { manager: { accountId: inviter.id, email: inviter.email, via: 'session' as const }, clientIp: null };
+  const inv = await runtime.services.accounts.invitations.create(actor, first.id, 'claimed@example.com', 'agent');
+  await runtime.services.accounts.invitations.accept(inv.token, { email: 'claimed@example.com', password: 'a long enough password' }, {});
+
+  expect(await adminJson(['member', 'add', '--site', second.id, '--email', 'claimed@example.com', '--role', 'agent'])).toMatchObject({
+    email: 'claimed@example.com',
+    emailVerified: false,
+  });
+  const text = await admin(['member', 'add', '--site', second.id, '--email', 'claimed@example.com', '--role', 'owner']);
+  expect(text.code).toBe(0);
+  expect(text.stdout).toMatch(/email of this account is unverified/);
+  const verified = await admin(['member', 'add', '--site', second.id, '--email', 'inviter@example.com', '--role', 'agent']);
+  expect(verified.stdout).not.toMatch(/unverified/);
 }, 120_000);

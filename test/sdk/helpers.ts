@@ -8,6 +8,8 @@ export interface Exchange {
   url: string;
   headers: Record<string, string>;
   status: number | null;
+  /** The answer's Retry-After header, if any. */
+  retryAfter?: string | null;
   error?: unknown;
 }
 
@@ -42,6 +44,7 @@ export async function startSdkServer(options: HarnessOptions = {}): Promise<SdkS
     try {
       const res = await tlsFetch(url, init);
       exchange.status = res.status;
+      exchange.retryAfter = res.headers.get('retry-after');
       return res;
     } catch (err) {
       exchange.error = err;

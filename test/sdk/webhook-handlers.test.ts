@@ -18,6 +18,7 @@ import {
   handleWebhookRequest,
   signTestWebhook,
 } from '../../sdk/src';
+import { waitFor } from '../helpers/wait';
 
 const SECRET = 'whsec_' + 'h4ndl3rs'.repeat(6);
 let h: Harness;
@@ -260,7 +261,7 @@ describe('a retry that arrives while the first attempt is still running', () => 
       return processWebhook(signed.rawBody, signed.headers, options, listener);
     };
     const first = send();
-    await new Promise((r) => setTimeout(r, 20));
+    await waitFor('the first delivery to be in its listener', () => runs === 1);
     const retry = await send(); // the service's retry after its 20 s time-out
     expect(retry.status).toBe(503);
     finishFirst(false);

@@ -231,12 +231,11 @@ onSqlite('one build for every process', () => {
     const dead = spawn(process.execPath, ['-e', '0']);
     await new Promise((r) => dead.on('close', r));
     fs.writeFileSync(path.join(dir, '.dist/.lock'), JSON.stringify({ pid: dead.pid, host: os.hostname(), at: Date.now() }));
-    const started = Date.now();
     const cli = npm(dir, 'admin', ['site', 'list', '--json'], { DATA_DIR: dataDir(), DATABASE_URL: '', LOG_LEVEL: 'silent' });
     procs.push(cli);
     expect(await cli.closed).toBe(0);
     expect(JSON.parse(cli.out())).toEqual({ sites: [] });
-    expect(Date.now() - started).toBeLessThan(20_000);
+    // Taken over and released, not waited out: a lock waited out (120 s) is not taken, so it would stay.
     expect(fs.existsSync(path.join(dir, '.dist/.lock'))).toBe(false);
 
     // A lock whose writer died between creating and writing it (empty, some seconds old), and a source changed.
@@ -244,10 +243,9 @@ onSqlite('one build for every process', () => {
     const past = new Date(Date.now() - 10_000);
     fs.utimesSync(path.join(dir, '.dist/.lock'), past, past);
     fs.appendFileSync(path.join(dir, 'server/main.ts'), '\n');
-    const again = Date.now();
     const rebuilt = await runNode(dir, ['scripts/build.js', '--if-stale']);
     expect(rebuilt.code).toBe(0);
-    expect(Date.now() - again).toBeLessThan(20_000);
+    expect(fs.existsSync(path.join(dir, '.dist/.lock'))).toBe(false);
     expect(builds(dir)).toHaveLength(2);
   }, 60_000);
 

@@ -9,6 +9,14 @@ export const OTHER_ORIGIN = 'https://evil.example';
 export const w = (siteId: string, rest: string) => `/window/v1/sites/${siteId}${rest}`;
 
 /**
+ * How long a test waits for an event a live stream should get: a liveness bound, far above the
+ * milliseconds a commit's notice takes and the hub's 500 ms poll even on a busy machine, and below the
+ * streams' 15 s heartbeat, whose re-read would bring what a broken push left behind. Which path
+ * brought an event is told by counting (polls held or read, heartbeats seen), never by how fast it came.
+ */
+export const ARRIVAL_MS = 10_000;
+
+/**
  * A harness made before the file's tests and closed after them, whose main site's window is on
  * ORIGIN, with a clock the tests can move (token expiry without waiting); the clock is put back
  * after each test. `ready` receives the harness.
@@ -62,6 +70,8 @@ export interface SseStream {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   events: SseEvent[];
+  /** Comments received (the service's heartbeat writes `: ping` before each of its re-reads). */
+  readonly pings: number;
   /** Resolves with the first event (seen or coming) after index `from` that matches, or fails after `timeoutMs`. */
   waitFor(match: (e: SseEvent) => boolean, timeoutMs?: number, from?: number): Promise<SseEvent>;
   ended: Promise<void>;
@@ -82,6 +92,7 @@ export function openSse(
     const events: SseEvent[] = [];
     const waiters: { match: (e: SseEvent) => boolean; from: number; resolve: (e: SseEvent) => void }[] = [];
     let buffer = '';
+    let pings = 0;
     let endResolve: () => void;
     const ended = new Promise<void>((r) => (endResolve = r));
     // A local address of 127.0.0.0/8 other than 127.0.0.1 stands for another client IP.
@@ -99,6 +110,7 @@ export function openSse(
             buffer = buffer.slice(cut + 2);
             const e: Partial<SseEvent> & { lines: string[] } = { lines: [] };
             for (const line of block.split('\n')) {
+              if (line.startsWith(':')) pings++;
               if (line.startsWith(':') || line === '') continue;
               const i = line.indexOf(':');
               const field = i < 0 ? line : line.slice(0, i);
@@ -131,6 +143,9 @@ export function openSse(
           status: res.statusCode ?? 0,
           headers: res.headers,
           events,
+          get pings() {
+            return pings;
+          },
           ended,
           waitFor(match, timeoutMs = 5000, from = 0) {
             const seen = events.slice(from).find(match);

@@ -12,6 +12,7 @@ import { allowOrigins, auth, getToken, ORIGIN, w } from './helpers';
 import { runMaintenance } from '../../server/maintenance';
 import { DAY_MS } from '../../server/media/quota';
 import { migrationSource } from '../../server/db/migrations';
+import { leftAfterCleanUp } from '../helpers/wait';
 
 let h: Harness;
 let now = Date.UTC(2026, 2, 10, 9, 0, 0);
@@ -71,8 +72,7 @@ function watchSpool() {
 }
 
 async function spoolEmpty() {
-  for (let i = 0; i < 50 && fs.readdirSync(spoolDir()).length; i++) await new Promise((r) => setTimeout(r, 20));
-  expect(fs.readdirSync(spoolDir())).toEqual([]);
+  expect(await leftAfterCleanUp(() => fs.readdirSync(spoolDir()))).toEqual([]);
 }
 
 describe("the site's setting", () => {

@@ -50,6 +50,10 @@ export const accountCommands: Record<string, Command> = {
     const role = required(args, 'role');
     if (!ROLES.includes(role as Role)) throw new CliError(`--role is one of ${ROLES.join(', ')}`);
     const member = await rt.services.accounts.members.add(CLI_ACTOR, required(args, 'site'), required(args, 'email'), role as Role);
-    return { json: member, text: `${member.email} (${member.accountId}) is ${member.role} of ${member.siteId}` };
+    // An account made through an invitation holds an email nobody proved: the operator adding it by email is told.
+    const unverified = member.emailVerified
+      ? ''
+      : `\nnote: the email of this account is unverified: it was made by accepting an invitation, which proves no control of ${member.email}`;
+    return { json: member, text: `${member.email} (${member.accountId}) is ${member.role} of ${member.siteId}${unverified}` };
   },
 };

@@ -13,6 +13,8 @@ import * as m011 from './011_inbox';
 import * as m012 from './012_setup_link';
 import * as m013 from './013_idempotency_replays';
 import * as m014 from './014_invitation_list';
+import * as m015 from './015_delivery_unsent_reason';
+import * as m016 from './016_invitation_attempts';
 import * as m017 from './017_security_log';
 
 interface Migration {
@@ -36,6 +38,8 @@ const migrations: Record<string, Migration> = {
   '012_setup_link': m012,
   '013_idempotency_replays': m013,
   '014_invitation_list': m014,
+  '015_delivery_unsent_reason': m015,
+  '016_invitation_attempts': m016,
   '017_security_log': m017,
 };
 

@@ -17,9 +17,13 @@ export interface paths {
         /**
          * Accept an invitation
          * @description With a session or token, the signed-in account joins. Without, `email` (the invited one) and
-         *     `password` name the account: a new account is made, or an existing one proves its password; the
-         *     answer then starts a session and sets its cookie. An unknown, used or expired invitation answers
-         *     `404`. Taken once: a second acceptance answers `404`.
+         *     `password` name the account: a new account is made (its email unverified), or an existing one
+         *     proves its password; the answer then starts a session and sets its cookie. A password that breaks
+         *     the rules is `400` whether or not the email has an account, and a wrong one is sign-in's `401`.
+         *     An invitation answers at most 5 password checks: then it is dead. An unknown, used, expired or dead
+         *     invitation answers `404`. Taken once: a second acceptance answers `404`. An existing member
+         *     invited as owner is promoted: a role change, which ends the account's sessions (a browser that
+         *     accepted with a session gets a fresh one, with its cookie).
          */
         post: operations["acceptInvitation"];
         delete?: never;
@@ -873,7 +877,9 @@ export interface paths {
          * Invite someone
          * @description Owners only. A single-use link for `email` to join with `role`, valid 7 days, shown in this answer
          *     only (only a fingerprint of its token is kept). The invited person opens it and accepts with
-         *     `acceptInvitation`. An owner invitation makes an owner: it needs a session in its sudo window
+         *     `acceptInvitation`. The answer is the same whether `email` has an account. At most 50 invitations a
+         *     day per site and per inviting account, counted across instances: past either, `429` with
+         *     `Retry-After`. An owner invitation makes an owner: it needs a session in its sudo window
          *     (`403 reauthentication_required` otherwise; `x-sudo: owner-role`).
          */
         post: operations["createInvitation"];
@@ -1134,7 +1140,7 @@ export interface components {
         AcceptInvitationResponse: {
             data: {
                 account: components["schemas"]["Account"];
-                /** @description The session started when `email` and `password` were sent (its cookie is set); `null` for a signed-in account. */
+                /** @description The session started when `email` and `password` were sent, or when a signed-in browser's role changed (its cookie is set); otherwise `null`. */
                 session: components["schemas"]["Session"] | null;
                 site: components["schemas"]["MySite"];
             };
@@ -1310,7 +1316,7 @@ export interface components {
         Delivery: {
             /**
              * Format: int32
-             * @description Attempts made, across redeliveries.
+             * @description Attempts made, across redeliveries (a round that ended without sending adds none, so the next one sent is `X-Service-Attempt` this plus one).
              */
             attempts: number;
             createdAt: components["schemas"]["Timestamp"];
@@ -1321,6 +1327,11 @@ export interface components {
             outcome: components["schemas"]["DeliveryOutcome"];
             /** @description A test delivery (`sendTestEvent`). */
             test: boolean;
+            /**
+             * @description Why the delivery ended `failed` without sending in its last round (no attempt was made or
+             *     logged); `null` when its last round sent, and while it is pending.
+             */
+            unsentReason: ("event address disabled" | "event address removed" | "event removed") | null;
             updatedAt: components["schemas"]["Timestamp"];
         };
         DeliveryDetail: {
@@ -1619,6 +1630,12 @@ export interface components {
         Member: {
             accountId: components["schemas"]["AccountIdValue"];
             email: components["schemas"]["Email"];
+            /**
+             * @description `false` for an account made by accepting an invitation: holding the link proves no control of the
+             *     mailbox (any account may invite any email). Accounts the operator made, and those that existed
+             *     before this mark, are `true`.
+             */
+            emailVerified: boolean;
             joinedAt: components["schemas"]["Timestamp"];
             role: components["schemas"]["Role"];
         };

@@ -196,13 +196,20 @@ function DeliveryItem({ siteId, delivery: initial, onCheck }: { siteId: string; 
         return;
       }
       setSaid('Queued again: sending…');
-      setDelivery((d) => ({ ...d, outcome: 'pending' }));
+      setDelivery((d) => ({ ...d, outcome: 'pending', unsentReason: null }));
       const before = delivery.attempts;
       for (let i = 0; i < 40 && alive.current; i++) {
         await new Promise((r) => setTimeout(r, 1500));
         const d = await fetchDetail();
-        if (d.delivery.outcome !== 'pending' && d.delivery.attempts > before) {
-          setSaid(d.delivery.outcome === 'delivered' ? 'Redelivered: delivered.' : 'Redelivered: it failed again. Open the attempts to see why.');
+        // A round that ended unsent (the address is disabled) adds no attempt: its reason says it ended.
+        if (d.delivery.outcome !== 'pending' && (d.delivery.attempts > before || d.delivery.unsentReason !== null)) {
+          setSaid(
+            d.delivery.outcome === 'delivered'
+              ? 'Redelivered: delivered.'
+              : d.delivery.unsentReason !== null
+                ? `Not sent: ${d.delivery.unsentReason}.`
+                : 'Redelivered: it failed again. Open the attempts to see why.',
+          );
           return;
         }
       }
@@ -223,6 +230,7 @@ function DeliveryItem({ siteId, delivery: initial, onCheck }: { siteId: string; 
         <Outcome outcome={delivery.outcome} />
         <span class="muted">
           {delivery.attempts} {delivery.attempts === 1 ? 'attempt' : 'attempts'} · <RelativeTime at={delivery.createdAt} />
+          {delivery.unsentReason !== null && <> · not sent: {delivery.unsentReason}</>}
           {delivery.nextAttemptAt && (
             <>
               {' '}
@@ -258,7 +266,9 @@ function DeliveryItem({ siteId, delivery: initial, onCheck }: { siteId: string; 
                 <summary>Request body ({detail.requestBody.length} bytes, the same on every attempt)</summary>
                 <Excerpt text={detail.requestBody} />
               </details>
-              {detail.attempts.length === 0 && <p class="muted">No attempt yet.</p>}
+              {detail.attempts.length === 0 && (
+                <p class="muted">{detail.delivery.unsentReason ? `Not sent: ${detail.delivery.unsentReason}.` : 'No attempt yet.'}</p>
+              )}
               <ol class="attempts">
                 {detail.attempts.map((a) => (
                   <AttemptItem
