@@ -45,7 +45,7 @@ test('the entry lets through without a credential exactly the x-role public oper
   }
   // A path no operation has is not credential-free (so it is 401 without a credential, as before).
   expect(isCredentialFree({ method: 'POST', path: '/session/extra' })).toBe(false);
-  expect(isCredentialFree({ method: 'GET', path: '/session' })).toBe(false);
+  expect(isCredentialFree({ method: 'PATCH', path: '/session' })).toBe(false);
 });
 
 describe(`over HTTP (${TEST_DB})`, () => {
