@@ -46,7 +46,11 @@ beforeAll(async () => {
 afterAll(() => h.close());
 
 const services = () => h.runtime.services.accounts;
-const ownerActor = (): SignedActor => ({ manager: { accountId: owner.id, email: 'owner@example.com', via: 'session' }, clientIp: null });
+// A session inside its sudo window, as one just signed in is: owner invitations need one.
+const ownerActor = (): SignedActor => ({
+  manager: { accountId: owner.id, email: 'owner@example.com', via: 'session', sudoUntil: Date.now() + 60_000 },
+  clientIp: null,
+});
 /** An invitation made through the service (no daily budget: that is the route's). */
 const invite = (email: string, role: 'owner' | 'agent' = 'agent', siteId = h.site.id) => services().invitations.create(ownerActor(), siteId, email, role);
 const accept = (body: object, cookie?: string) => {
