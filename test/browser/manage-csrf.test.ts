@@ -92,7 +92,11 @@ describeInChromium('the management API in Chromium', () => {
     }, PASSWORD);
     expect(signedIn).toBe(200);
     const cookies = await context.cookies(serviceOrigin);
-    expect(cookies).toEqual([expect.objectContaining({ name: '__Host-session', httpOnly: true, secure: true, sameSite: 'Lax', path: '/' })]);
+    // The session's cookie, and the device cookie a sign-in sets beside it (Strict: never sent cross-site).
+    expect(cookies).toEqual([
+      expect.objectContaining({ name: '__Host-session', httpOnly: true, secure: true, sameSite: 'Lax', path: '/' }),
+      expect.objectContaining({ name: '__Host-device', httpOnly: true, secure: true, sameSite: 'Strict', path: '/' }),
+    ]);
     expect(await page.evaluate(() => document.cookie)).toBe(''); // HttpOnly: page scripts cannot read it
 
     const made = await page.evaluate(
