@@ -57,6 +57,13 @@ export function fakeAccountStore() {
     for (const [k, r] of map) if (match(r) && map.delete(k)) n++;
     return n;
   };
+  /** Drops the rows of an append-only log written before `before`; how many went. */
+  const purgeBefore = <R extends { created_at: number }>(rows: R[], before: number) => {
+    const kept = rows.filter((r) => r.created_at >= before);
+    const n = rows.length - kept.length;
+    rows.splice(0, rows.length, ...kept);
+    return n;
+  };
 
   const store: AccountStore = {
     db: fakeDb(),
@@ -220,12 +227,7 @@ export function fakeAccountStore() {
         limit,
         after,
       ).map((r) => ({ ...r })),
-    purgeAudit: async (before) => {
-      const kept = audit.filter((r) => r.created_at >= before);
-      const n = audit.length - kept.length;
-      audit.splice(0, audit.length, ...kept);
-      return n;
-    },
+    purgeAudit: async (before) => purgeBefore(audit, before),
 
     insertSecurityEntry: async (row) => void securityLog.push({ ...row }),
     listSecurityLog: async (accountId, limit, after) =>
@@ -234,12 +236,7 @@ export function fakeAccountStore() {
         limit,
         after,
       ).map((r) => ({ ...r })),
-    purgeSecurityLog: async (before) => {
-      const kept = securityLog.filter((r) => r.created_at >= before);
-      const n = securityLog.length - kept.length;
-      securityLog.splice(0, securityLog.length, ...kept);
-      return n;
-    },
+    purgeSecurityLog: async (before) => purgeBefore(securityLog, before),
     markReauthenticated: async (sessionId, accountId, at) => {
       const s = sessions.get(sessionId);
       if (!s || s.account_id !== accountId) return 0;
