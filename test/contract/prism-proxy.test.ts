@@ -578,8 +578,12 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
       json: { label: 'x' },
       headers: { Cookie: cookie, 'Sec-Fetch-Site': 'cross-site' },
     });
-    const created = await m('POST', '/tokens', 201, { op: 'createToken', json: { label: 'prism script' }, ...t(ownerToken) });
+    // A token never mints a token: only a session inside its sudo window does.
+    await m('POST', '/tokens', 403, { op: 'createToken', code: 'forbidden', json: { label: 'minted by a token' }, ...t(ownerToken) });
+    await m('POST', '/session/sudo', 200, { op: 'reauthenticate', json: { password: PASSWORD }, headers: { Cookie: cookie, ...SAME } });
+    const created = await m('POST', '/tokens', 201, { op: 'createToken', json: { label: 'prism script' }, headers: { Cookie: cookie, ...SAME } });
     await m('GET', '/tokens', 200, { op: 'listTokens', ...t(ownerToken) });
+    await m('GET', '/security-log?limit=5', 200, { op: 'listSecurityLog', ...t(ownerToken) });
     await m('DELETE', `/tokens/${created.json.data.id}`, 204, { op: 'revokeToken', ...t(ownerToken) });
     await m('DELETE', '/tokens/mtk_00000000000000000000000000', 404, { op: 'revokeToken', code: 'not_found', ...t(ownerToken) });
     await m('DELETE', '/session', 204, { op: 'signOut', headers: { Cookie: cookie, ...SAME } });
