@@ -48,6 +48,7 @@ import { createInboxStore } from './inbox/store';
 import { withInboxActivity } from './inbox/activity';
 import { createInboxHub } from './inbox/live';
 import { createInboxService } from './inbox/service';
+import { createVisitorStore } from './visitors/store';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -134,6 +135,8 @@ export function createServices(
      * and a webhook service with an address policy of its own (tests: a fake DNS).
      */
     stores: { access: accessStore, events: eventStore, media: mediaStore },
+    /** What the site knows of its visitors beyond their ids (names, emails, first and last seen). */
+    visitors: { store: createVisitorStore(db) },
     access,
     conversations,
     messages,

@@ -16,6 +16,7 @@ import * as m014 from './014_invitation_list';
 import * as m015 from './015_delivery_unsent_reason';
 import * as m016 from './016_invitation_attempts';
 import * as m017 from './017_security_log';
+import * as m018 from './018_people';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -41,6 +42,7 @@ const migrations: Record<string, Migration> = {
   '015_delivery_unsent_reason': m015,
   '016_invitation_attempts': m016,
   '017_security_log': m017,
+  '018_people': m018,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
