@@ -17,6 +17,7 @@ import * as m015 from './015_delivery_unsent_reason';
 import * as m016 from './016_invitation_attempts';
 import * as m017 from './017_security_log';
 import * as m018 from './018_people';
+import * as m019 from './019_tags';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -43,6 +44,7 @@ const migrations: Record<string, Migration> = {
   '016_invitation_attempts': m016,
   '017_security_log': m017,
   '018_people': m018,
+  '019_tags': m019,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
