@@ -129,7 +129,8 @@ export function spawnTs(entry: string, args: string[], env: Record<string, strin
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       await closed;
     },
-    waitFor: (pattern, timeoutMs = 30_000) =>
+    // A liveness bound, not a measure: a loaded CI machine starts tsx slowly.
+    waitFor: (pattern, timeoutMs = 90_000) =>
       new Promise((resolve, reject) => {
         const started = Date.now();
         const tick = () => {
