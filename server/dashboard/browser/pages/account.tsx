@@ -15,6 +15,8 @@ import { RelativeTime } from '../components/RelativeTime';
 import { ShownOnce } from '../components/ShownOnce';
 import { Table } from '../components/Table';
 import { useAction } from '../use-action';
+import { usePagedList } from '../use-paged-list';
+import { LoadMore } from '../components/LoadMore';
 
 type Session = Schemas['Session'];
 type Token = Schemas['Token'];
@@ -311,20 +313,11 @@ const ACTIONS: Record<string, string> = {
 };
 
 function SecurityLog({ version }: { version: number }) {
-  const [entries, setEntries] = useState<SecurityEntry[] | null>(null);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const load = async (cursor?: string) => {
-    setError(null);
-    try {
-      const page = await callPage(() => client.GET('/security-log', { params: { query: { limit: 25, cursor } } }));
-      setEntries((before) => (cursor ? [...(before ?? []), ...page.items] : page.items));
-      setNext(page.nextCursor);
-    } catch (err) {
-      setError(err);
-    }
-  };
-  useEffect(() => void load(), [version]);
+  const list = usePagedList<SecurityEntry>(
+    (cursor) => callPage(() => client.GET('/security-log', { params: { query: { limit: 25, ...(cursor ? { cursor } : {}) } } })),
+    [version],
+  );
+  const { items: entries, error } = list;
   return (
     <section class="card stack" aria-labelledby="security-log-title">
       <h2 id="security-log-title">Security log</h2>
@@ -346,11 +339,7 @@ function SecurityLog({ version }: { version: number }) {
           ]}
         />
       )}
-      {next && (
-        <div>
-          <Button onClick={() => void load(next)}>Older entries</Button>
-        </div>
-      )}
+      <LoadMore list={list} label="Older entries" />
     </section>
   );
 }
