@@ -4,6 +4,7 @@ import type { FeedEvent } from '../live-connection';
 import { toParent } from './host';
 import type { Panel } from './state';
 import type { Conversation, Message } from './types';
+import { timeText } from './time';
 
 export function setStatus(p: Panel, text: string) {
   if (p.dom.status.textContent !== text) p.dom.status.textContent = text;
@@ -13,20 +14,6 @@ export function formatSize(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
-}
-
-/**
- * A message's time: the hour for today's, the date and hour for older ones (a conversation picked
- * up the next day reads "12 Mar, 14:05", never a bare "14:05"); the full date and time on hover.
- */
-export function timeText(d: Date, now = new Date()): string {
-  const hour = d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-  if (d.toDateString() === now.toDateString()) return hour;
-  const date = d.toLocaleDateString(
-    [],
-    d.getFullYear() === now.getFullYear() ? { day: 'numeric', month: 'short' } : { day: 'numeric', month: 'short', year: 'numeric' },
-  );
-  return `${date}, ${hour}`;
 }
 
 function timeOf(iso: string): HTMLTimeElement {
