@@ -143,10 +143,11 @@ function SignedInShell({ me, path, onSignOut, onSitesChanged }: { me: Me; path: 
   }, [path]);
 
   let page;
-  // A new site's owner lands on its settings, once the account's sites are read again.
+  // A new site's owner lands on its settings, shown once the account's sites are read again (the
+  // address first: at `/` with a site, the shell would go to the first site's inbox).
   const created = async (siteId: string) => {
-    await onSitesChanged();
     navigate(`/sites/${siteId}/settings`);
+    await onSitesChanged();
   };
   if (account) page = <AccountPage me={me} />;
   else if (newSite || !me.sites.length) page = <NewSitePage first={!me.sites.length} onCreated={created} />;

@@ -223,12 +223,12 @@ export function InboxPage({ site, me }: PageProps) {
 
   return (
     <div class={`inbox${selectedId ? ' inbox-has-open' : ''}`}>
-      <ImportOffer siteId={site.id} accountId={myId} role={site.role} onImported={() => setCannedVersion((n) => n + 1)} />
       <div class="inbox-bar">
         <Button variant="link" class="inbox-keys" onClick={() => setSheet(true)} aria-keyshortcuts="?">
           Keyboard shortcuts
         </Button>
       </div>
+      <ImportOffer siteId={site.id} accountId={myId} role={site.role} onImported={() => setCannedVersion((n) => n + 1)} />
       <div class="inbox-panes">
         <ConversationList
           siteId={site.id}

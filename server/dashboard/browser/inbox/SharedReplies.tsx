@@ -189,7 +189,7 @@ export function ImportOffer({ siteId, accountId, role, onImported }: { siteId: s
       </div>
     );
   return (
-    <div class="banner banner-info" role="region" aria-label="Import canned replies">
+    <div class="banner banner-info stack" role="region" aria-label="Import canned replies">
       <p>
         This browser kept {kept.length} canned {kept.length === 1 ? 'reply' : 'replies'} of yours from before replies were shared. Import them as shared replies
         of this site, for everyone on it?
