@@ -49,6 +49,10 @@ import { withInboxActivity } from './inbox/activity';
 import { createInboxHub } from './inbox/live';
 import { createInboxService } from './inbox/service';
 import { createVisitorStore } from './visitors/store';
+import { createReplyAuthors } from './window/authors';
+import { createSharedReplyStore } from './replies/store';
+import { createSharedReplies } from './replies/service';
+import { createProfile } from './accounts/profile';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -123,7 +127,11 @@ export function createServices(
   /** What the chat window reads and writes through: the same rules, its own file links. */
   const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
   const conversations = createConversationService({ db, store: conversationStore, cursors, now, outbox });
-  const accounts = accountServices(createAccountStore(db), { sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
+  const accountStore = createAccountStore(db);
+  const accounts = accountServices(accountStore, { sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
+  const visitorStore = createVisitorStore(db);
+  // Who the chat window says wrote a reply: the agent's name or the site's, by the site's setting.
+  const replyAuthors = createReplyAuthors({ sites: accessStore, accounts: accountStore });
   return {
     db,
     config,
@@ -136,7 +144,7 @@ export function createServices(
      */
     stores: { access: accessStore, events: eventStore, media: mediaStore },
     /** What the site knows of its visitors beyond their ids (names, emails, first and last seen). */
-    visitors: { store: createVisitorStore(db) },
+    visitors: { store: visitorStore },
     access,
     conversations,
     messages,
@@ -162,7 +170,9 @@ export function createServices(
         now,
         outbox,
       }),
-      feed: createFeed({ conversations: conversationStore, messageStore, messages: windowMessages, mediaStore }),
+      feed: createFeed({ conversations: conversationStore, messageStore, messages: windowMessages, mediaStore, authors: replyAuthors }),
+      /** The names the window shows on replies (the agent's or the site's). */
+      authors: replyAuthors,
       /** The window's messages and files: links on WINDOW_PUBLIC_URL when set (app.ts serves them there). */
       messages: windowMessages,
       media: windowMedia,
@@ -210,6 +220,15 @@ export function createServices(
       /** Open inbox streams: 5 per account, a quarter of the connections in all; `closeAll()` on shutdown. */
       streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 4)) }),
     },
+    /** A site's shared replies: owners keep them, members insert them filled in for a conversation (/manage/v1). */
+    replies: createSharedReplies({
+      store: createSharedReplyStore(db),
+      audit: accounts.audit.record,
+      conversations: conversationStore,
+      visitors: visitorStore,
+      authors: replyAuthors,
+      now,
+    }),
     /** Event addresses, signing secrets, the delivery log and redelivery (the CLI's `webhook` commands). */
     webhooks: createWebhookService({
       store: eventStore,
@@ -246,7 +265,7 @@ export type Services = ReturnType<typeof createServices>;
 /**
  * The accounts' services over one store, each given the narrow part of it its concern needs:
  * the audit log, the account's security log, the accounts themselves, sign-in and sessions, management tokens, members and
- * roles, invitations, and the first owner's setup link.
+ * roles, invitations, the first owner's setup link, and the account's display name.
  */
 export function accountServices(
   store: AccountStore,
@@ -267,6 +286,8 @@ export function accountServices(
     tokens: createTokens({ store, audit, securityLog, now }),
     members,
     invitations: createInvitations({ store, registry, signIn, hasher, audit, securityLog, cursors, publicUrl, now }),
+    /** The account's own display name. */
+    profile: createProfile({ store }),
     setup: createSetup({ store, registry, signIn, audit, publicUrl, now }),
   };
 }

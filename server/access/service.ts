@@ -172,6 +172,23 @@ export function createAccessService(store: AccessStore, now: () => number = Date
       });
     },
 
+    /** Whether the site's chat window shows agents' names on their replies (server/window/authors.ts), or 404. */
+    async agentNames(siteId: string) {
+      const naming = await store.findReplyNaming(siteId);
+      if (!naming) throw new ApiError('not_found', `Site ${siteId} not found.`);
+      return { shown: naming.agentNames };
+    },
+
+    /** Shows (true) or hides agents' names in the site's chat window; the window's next answers follow. */
+    async setAgentNames(siteId: string, shown: boolean, also?: AlsoInTransaction) {
+      await mustFindSite(siteId);
+      await runInTransaction(store.db, async (trx) => {
+        await store.setAgentNames(siteId, shown, now(), trx);
+        await also?.(trx, siteId, siteId);
+      });
+      return { shown };
+    },
+
     /**
      * What a window request may do, from the one read it makes: whether `origin` is allowed, the
      * identity mode, the generation of the identity secret (a fingerprint of the sealed secret: it

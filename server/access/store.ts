@@ -126,6 +126,26 @@ export function createAccessStore(db: Knex) {
       if (Number(updated) === 0) await trx('site_window_settings').insert(row);
     },
 
+    /**
+     * What the chat window names a reply by on this site (server/window/authors.ts): the site's
+     * name, and whether agents' names are shown (a site without a settings row shows them).
+     * Undefined when there is no such site.
+     */
+    findReplyNaming: async (siteId: string): Promise<{ siteName: string; agentNames: boolean } | undefined> => {
+      const row: { name: string; agent_names: unknown } | undefined = await db('sites as s')
+        .leftJoin('site_window_settings as ws', 'ws.site_id', 's.id')
+        .where('s.id', siteId)
+        .first('s.name', 'ws.agent_names');
+      return row && { siteName: row.name, agentNames: row.agent_names === null || row.agent_names === undefined ? true : Boolean(row.agent_names) };
+    },
+    /** Shows or hides agents' names in the site's chat window (the settings row is made when missing). */
+    setAgentNames: async (siteId: string, shown: boolean, at: number, trx: Knex = db): Promise<void> => {
+      await trx('site_window_settings')
+        .insert({ site_id: siteId, identity_mode: 'off', identity_secret_encrypted: null, updated_at: at, agent_names: shown })
+        .onConflict('site_id')
+        .merge(['agent_names', 'updated_at']);
+    },
+
     /** The window's one read per request (WindowAccessRow); undefined when there is no such site. */
     findWindowAccess: async (siteId: string, origin: string, visitorId: string): Promise<WindowAccessRow | undefined> => {
       const [row] = await windowAccess([siteId, origin, visitorId]);

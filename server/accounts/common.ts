@@ -3,6 +3,7 @@ import { toIso, toIsoRequired } from '../platform/time';
 import { normaliseEmail, passwordProblem } from './passwords';
 import { sessionExpiry } from './session-rules';
 import type { AuditActor } from './audit';
+import { memberDisplayName } from '../visitors/display-name';
 import type { AccountRow, InvitationRow, MemberRow, SessionRow, SiteMembershipRow, TokenRow } from './store';
 
 /** What the accounts services share: who calls, the input checks, the errors said alike, and the one DTO of each row. */
@@ -76,7 +77,14 @@ export const throwIf = (err: ApiError | null) => {
 export const lastOwner = () => new ApiError('forbidden', 'A site keeps at least one owner: make another member owner first.');
 
 export function accountToDto(a: AccountRow) {
-  return { id: a.id, email: a.email, createdAt: toIsoRequired(a.created_at), passwordChangedAt: toIsoRequired(a.password_changed_at) };
+  return {
+    id: a.id,
+    email: a.email,
+    createdAt: toIsoRequired(a.created_at),
+    passwordChangedAt: toIsoRequired(a.password_changed_at),
+    displayName: a.display_name ?? null,
+    name: memberDisplayName({ displayName: a.display_name ?? null, email: a.email }),
+  };
 }
 
 export function sessionToDto(s: SessionRow, currentId?: string) {
@@ -124,6 +132,8 @@ export const memberToDto = (m: MemberRow) => ({
   role: m.role,
   joinedAt: toIsoRequired(m.created_at),
   emailVerified: m.email_verified_at !== null,
+  displayName: m.display_name ?? null,
+  name: memberDisplayName({ displayName: m.display_name ?? null, email: m.email }),
 });
 export const siteToDto = (m: SiteMembershipRow) => ({ id: m.site_id, name: m.site_name, role: m.role, joinedAt: toIsoRequired(m.created_at) });
 

@@ -46,7 +46,15 @@ export function createAccountRegistry(opts: { store: RegistryStore; hasher: Pass
     checkPassword(password);
     const at = now();
     const password_hash = await hasher.hash(password);
-    return { id: newId('usr', at), email, password_hash, created_at: at, password_changed_at: at, email_verified_at: emailVerified ? at : null };
+    return {
+      id: newId('usr', at),
+      email,
+      password_hash,
+      created_at: at,
+      password_changed_at: at,
+      email_verified_at: emailVerified ? at : null,
+      display_name: null,
+    };
   }
 
   return {

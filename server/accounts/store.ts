@@ -12,6 +12,8 @@ export interface AccountRow {
   password_changed_at: number;
   /** When control of the mailbox was established; null for an account made through an invitation (migration 016). */
   email_verified_at: number | null;
+  /** What the account is called on rows, notes and the window (migration 018); null: the email's local part. */
+  display_name: string | null;
 }
 
 export interface MembershipRow {
@@ -101,6 +103,7 @@ const mapSecurityEntry = (r: SecurityLogRow) => withNumericColumns(r, ['created_
 export interface MemberRow extends MembershipRow {
   email: string;
   email_verified_at: number | null;
+  display_name: string | null;
 }
 
 /** A site the account belongs to, with its name. */
@@ -108,7 +111,7 @@ export interface SiteMembershipRow extends MembershipRow {
   site_name: string;
 }
 
-const ACCOUNT_COLUMNS = ['id', 'email', 'password_hash', 'created_at', 'password_changed_at', 'email_verified_at'] as const;
+const ACCOUNT_COLUMNS = ['id', 'email', 'password_hash', 'created_at', 'password_changed_at', 'email_verified_at', 'display_name'] as const;
 const SESSION_COLUMNS = [
   'id',
   'token_hash',
@@ -144,7 +147,7 @@ const mapSession = <R extends SessionRow>(r: R) => withNumericColumns(r, ['creat
 const mapToken = <R extends TokenRow>(r: R) => withNumericColumns(r, ['created_at', 'last_used_at', 'revoked_at']);
 const mapInvitation = (r: InvitationRow) => withNumericColumns(r, ['created_at', 'expires_at', 'accepted_at', 'attempts']);
 const mapMember = (r: MemberRow) => withNumericColumns(r, ['created_at', 'email_verified_at']);
-const MEMBER_COLUMNS = ['m.account_id', 'm.site_id', 'm.role', 'm.created_at', 'a.email', 'a.email_verified_at'];
+const MEMBER_COLUMNS = ['m.account_id', 'm.site_id', 'm.role', 'm.created_at', 'a.email', 'a.email_verified_at', 'a.display_name'];
 const mapAudit = (r: AuditRow) => withNumericColumns(r, ['created_at']);
 
 /** A keyset page newest first by (created_at, id): the rows strictly before `after`, when given. */
@@ -200,6 +203,17 @@ export function createAccountStore(db: Knex) {
       const rows: { id: string; email: string }[] = await db('accounts').whereIn('id', ids).select('id', 'email');
       return new Map(rows.map((r) => [r.id, r.email]));
     },
+    /** The names of these accounts (the ones that exist): the display name each chose, and the email it falls back on. */
+    namesOf: async (ids: readonly string[]): Promise<Map<string, { displayName: string | null; email: string }>> => {
+      const unique = [...new Set(ids)];
+      if (!unique.length) return new Map();
+      const rows: { id: string; email: string; display_name: string | null }[] = await db('accounts')
+        .whereIn('id', unique)
+        .select('id', 'email', 'display_name');
+      return new Map(rows.map((r) => [r.id, { displayName: r.display_name, email: r.email }]));
+    },
+    /** Sets or clears (null) the account's display name. */
+    setDisplayName: (id: string, name: string | null, trx: Knex = db) => count(trx('accounts').where({ id }).update({ display_name: name })),
     listAccounts: async () => ((await db('accounts').orderBy('created_at').select(ACCOUNT_COLUMNS)) as AccountRow[]).map(mapAccount),
     setPassword: (id: string, hash: string, at: number, trx: Knex = db) =>
       count(trx('accounts').where({ id }).update({ password_hash: hash, password_changed_at: at })),

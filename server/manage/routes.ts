@@ -10,6 +10,7 @@ import { inboxRoutes } from './inbox-routes';
 import { tokenRoutes } from './tokens-routes';
 import { memberRoutes } from './members-routes';
 import { invitationRoutes } from './invitations-routes';
+import { replyRoutes } from './replies-routes';
 
 /**
  * The account operations of openapi/manage.yaml: sign-in, sessions and the password here, then
@@ -92,5 +93,6 @@ export function manageRoutes(services: Services, throttle: SignInThrottle, logge
   router.use(tokenRoutes(services.accounts.tokens));
   router.use(memberRoutes(services.accounts));
   router.use(invitationRoutes(services.accounts.invitations, throttle, limiter));
+  router.use(replyRoutes({ replies: services.replies, siteAdmin: services.siteAdmin, profile: services.accounts.profile, signIn: accounts }));
   return router;
 }

@@ -82,6 +82,14 @@ export function createSiteAdmin(opts: SiteAdminOptions) {
       return identitySecret ? { ...site, identitySecret } : site;
     },
 
+    async agentNames(siteId: string) {
+      return access.agentNames(siteId);
+    },
+    /** Agents' names on replies in the chat window on (the default) or off (the site's name instead). */
+    async setAgentNames(actor: Owner, siteId: string, shown: boolean) {
+      return access.setAgentNames(siteId, shown, audited(actor, siteId, shown ? 'site.agent_names_shown' : 'site.agent_names_hidden'));
+    },
+
     async listOrigins(siteId: string) {
       return (await access.getSite(siteId)).allowedOrigins;
     },

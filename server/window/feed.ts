@@ -20,6 +20,7 @@ import type { MessageService } from '../messages/service';
 import type { Message, MessageStore } from '../messages/store';
 import type { MediaStore } from '../media/store';
 import type { components } from './generated/api';
+import type { ReplyAuthors } from './authors';
 
 export type FeedPosition =
   { kind: 'start' } | { kind: 'at'; conversationId: string; createdAt: number; ids: string[] } | { kind: 'closed'; conversationId: string };
@@ -48,13 +49,22 @@ export function decodePosition(text: string, where: string): FeedPosition {
   return { kind: 'at', conversationId: m[1], createdAt: Number(m[3]), ids: m[4] ? m[4].split(',') : [] };
 }
 
-/** What the window sees of a message: no API key ids, authors or origins of the service's side. */
-export function toWindowMessage(m: Message): WindowMessage {
+/**
+ * What the window sees of a message: no API key ids, account ids or origins of the service's side;
+ * a reply's author only by the name the site shows (authors.ts), null on the visitor's own.
+ */
+export function toWindowMessage(m: Message, authorName: string | null): WindowMessage {
   const { origin: _origin, apiKeyId: _apiKeyId, authorId: _authorId, ...rest } = m;
-  return rest;
+  return { ...rest, authorName };
 }
 
-export function createFeed(deps: { conversations: ConversationStore; messageStore: MessageStore; messages: MessageService; mediaStore: MediaStore }) {
+export function createFeed(deps: {
+  conversations: ConversationStore;
+  messageStore: MessageStore;
+  messages: MessageService;
+  mediaStore: MediaStore;
+  authors: Pick<ReplyAuthors, 'ofMessages'>;
+}) {
   const { conversations, messageStore } = deps;
 
   async function ownConversation(siteId: string, visitorId: string, id: string, where: string): Promise<ConversationRow> {
@@ -119,21 +129,24 @@ export function createFeed(deps: { conversations: ConversationStore; messageStor
         const taken = fresh.slice(0, budget);
         // Only messages that carry files cost a lookup (attachment_count is written with the message).
         const attachments = await deps.mediaStore.forMessages(taken.filter((r) => r.attachment_count > 0).map((r) => r.id));
+        const messages = taken.map((r) =>
+          deps.messages.toDto(
+            r,
+            attachments.filter((a) => a.message_id === r.id),
+          ),
+        );
+        const authorNames = await deps.authors.ofMessages(siteId, messages);
         let createdAt = at.createdAt;
         let ids = at.ids;
-        for (const r of taken) {
+        taken.forEach((r, i) => {
           if (r.created_at === createdAt) ids = [...ids, r.id];
           else {
             createdAt = r.created_at;
             ids = [r.id];
           }
           pos = { kind: 'at', conversationId: conversation.id, createdAt, ids };
-          const message = deps.messages.toDto(
-            r,
-            attachments.filter((a) => a.message_id === r.id),
-          );
-          events.push({ id: encodePosition(pos), event: 'message', data: { message: toWindowMessage(message) } });
-        }
+          events.push({ id: encodePosition(pos), event: 'message', data: { message: toWindowMessage(messages[i], authorNames[i]) } });
+        });
         if (fresh.length > budget) return { events, position: pos, more: true };
         if (conversation.state !== 'closed') break;
         pos = { kind: 'closed', conversationId: conversation.id };

@@ -164,7 +164,8 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
     const own = await win.feed.conversationOf(v.siteId, v.visitorId, req.params.conversationId);
     if (!own) throw new ApiError('not_found', 'Conversation not found.');
     const page = await win.messages.list(v.siteId, own.id, req.query as MessagesQuery);
-    const answer: MessagesAnswer = { data: page.data.map(toWindowMessage), page: page.page };
+    const authorNames = await win.authors.ofMessages(v.siteId, page.data);
+    const answer: MessagesAnswer = { data: page.data.map((m, i) => toWindowMessage(m, authorNames[i])), page: page.page };
     res.json(answer);
   });
 
@@ -182,7 +183,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
       clientMessageId: body.clientMessageId,
     });
     if (result.replayed) res.setHeader('Idempotent-Replayed', 'true');
-    const answer: SendAnswer = { data: { conversation: result.conversation, message: toWindowMessage(result.message) } };
+    const answer: SendAnswer = { data: { conversation: result.conversation, message: toWindowMessage(result.message, null) } };
     res.status(result.replayed ? 200 : 201).json(answer);
   });
 

@@ -4,7 +4,7 @@
  * files (the public API shows the reply as origin `messenger` with the agent's authorId), a retry
  * after a dropped answer posts once, a draft survives a switch of conversation and a session that
  * ends, close, assign, the filters, the list's paging, live updates through the stand-in stream,
- * keyboard-only use, canned replies and a phone-width layout. Every state visited is CSP clean and
+ * keyboard-only use, shared replies (and the import of a browser's old ones) and a phone-width layout. Every state visited is CSP clean and
  * axe clean; screenshots go to test-artifacts/dashboard/ (inbox.png, inbox-phone.png and others).
  */
 import request from 'supertest';
@@ -465,39 +465,128 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await page.context().close();
   });
 
-  test('canned replies: / at the start lists them, typing filters, Enter inserts; one added is kept in this browser', async () => {
-    const conv = await say(newVisitor('canned'), 'Hi there');
+  test('shared replies: an owner adds one with {visitor.name}; an agent types /, filters, Enter inserts it filled in for the visitor', async () => {
+    const visitorId = newVisitor('named');
+    const conv = await say(visitorId, 'Hi there');
+    await d.h.runtime.services.visitors.store.record(d.site.id, visitorId, { name: 'Maria Lopez', verified: true }, Date.now());
+    const anonymous = await say(newVisitor('anonymous'), 'Anyone?');
+
+    // The owner keeps the site's replies in the Shared replies dialog.
+    const ownerPage = await d.signedIn(d.owner, inboxPath(conv));
+    await history(ownerPage).getByText('Hi there').waitFor();
+    await ownerPage.getByRole('button', { name: 'Shared replies' }).click();
+    const editor = ownerPage.getByRole('dialog', { name: 'Shared replies' });
+    await editor.getByText('None yet.').waitFor();
+    await editor.getByLabel('Title').fill('Order number');
+    await editor.getByLabel('Text').fill('Thanks {visitor.firstName|there}! Could you send me your **order number**?');
+    await editor.getByRole('button', { name: 'Add', exact: true }).click();
+    await editor.getByText('Saved “Order number”.').waitFor();
+    await editor.getByLabel('Title').fill('Greeting');
+    await editor.getByLabel('Text').fill('Hello {visitor.name}, how can I help?');
+    await editor.getByRole('button', { name: 'Add', exact: true }).click();
+    await editor.getByRole('list', { name: 'The site’s shared replies' }).getByText('Greeting').waitFor();
+    await checkPage(ownerPage, 'inbox-shared-replies');
+    await editor.getByRole('button', { name: 'Done' }).click();
+    await ownerPage.context().close();
+
+    // An agent uses them: / lists them filled in for this visitor, typing filters, Enter inserts.
     const page = await d.signedIn(d.agent, inboxPath(conv));
     await history(page).getByText('Hi there').waitFor();
     await replyField(page).focus();
     await page.keyboard.type('/');
-    const list = page.getByRole('listbox', { name: 'Canned replies' });
+    const list = page.getByRole('listbox', { name: 'Shared replies' });
     await list.waitFor();
-    expect(await list.getByRole('option').count()).toBeGreaterThanOrEqual(4);
+    expect(await list.getByRole('option').allInnerTexts()).toEqual([
+      expect.stringContaining('Hello Maria Lopez, how can I help?'),
+      expect.stringContaining('Thanks Maria! Could you send me'),
+    ]);
     await page.keyboard.type('order');
     expect(await list.getByRole('option').allInnerTexts()).toEqual([expect.stringContaining('Order number')]);
     await checkPage(page, 'inbox-canned');
     await page.keyboard.press('Enter');
     await list.waitFor({ state: 'detached' });
-    expect(await replyField(page).inputValue()).toBe('Could you send me your **order number**? You will find it in the confirmation email.');
+    expect(await replyField(page).inputValue()).toBe('Thanks Maria! Could you send me your **order number**?');
 
-    // Esc closes the list and leaves the text; an added reply is offered next time.
+    // Esc closes the list and leaves the text; an agent reads the replies but cannot change them.
     await replyField(page).fill('');
-    await page.getByRole('button', { name: 'Canned replies' }).click();
-    const editor = page.getByRole('dialog', { name: 'Canned replies' });
-    await editor.getByLabel('Title').fill('Refund');
-    await editor.getByLabel('Text').fill('Your refund is on its way.');
-    await editor.getByRole('button', { name: 'Add' }).click();
-    await editor.getByText('Your refund is on its way.').waitFor();
-    await checkPage(page);
-    await editor.getByRole('button', { name: 'Done' }).click();
     await replyField(page).focus();
-    await page.keyboard.type('/refu');
-    await list.getByRole('option', { name: /Refund/ }).waitFor();
+    await page.keyboard.type('/gree');
+    await list.getByRole('option', { name: /Greeting/ }).waitFor();
     await page.keyboard.press('Escape');
     await list.waitFor({ state: 'detached' });
-    expect(await replyField(page).inputValue()).toBe('/refu');
+    expect(await replyField(page).inputValue()).toBe('/gree');
+    await page.getByRole('button', { name: 'Shared replies' }).click();
+    const readOnly = page.getByRole('dialog', { name: 'Shared replies' });
+    await readOnly.getByText('owners add and change them').waitFor();
+    expect(await readOnly.getByRole('button', { name: /^Edit/ }).count()).toBe(0);
+    await checkPage(page);
+    await readOnly.getByRole('button', { name: 'Done' }).click();
+
+    // Another conversation, an anonymous visitor: the fallback, not the inbox's friendly name.
+    await page.goto(`${d.origin}/dashboard${inboxPath(anonymous)}`);
+    await history(page).getByText('Anyone?').waitFor();
+    await replyField(page).focus();
+    await page.keyboard.type('/order');
+    await page.keyboard.press('Enter');
+    expect(await replyField(page).inputValue()).toBe('Thanks there! Could you send me your **order number**?');
     await page.context().close();
+  });
+
+  test('canned replies this browser kept before they were shared are offered to an owner once, and imported', async () => {
+    const conv = await say(newVisitor('import'), 'Hello again');
+    const ctx = await d.newContext();
+    const kept = [
+      { title: 'Refund', body: 'Your refund is on its way.' },
+      { title: 'order NUMBER', body: 'A title the site has already (another case).' },
+    ];
+    await ctx.addInitScript(
+      ([key, value]) => {
+        if (!localStorage.getItem(key)) localStorage.setItem(key, value);
+      },
+      [`dashboard.canned.${d.owner.id}`, JSON.stringify(kept)],
+    );
+    const page = await ctx.newPage();
+    await page.goto(`${d.origin}/dashboard${inboxPath(conv)}`);
+    await d.signIn(page, d.owner.email);
+    const offer = page.getByRole('region', { name: 'Import canned replies' });
+    await offer.getByText('This browser kept 2 canned replies').waitFor();
+    await checkPage(page, 'inbox-import-offer');
+    await offer.getByRole('button', { name: 'Import 2 replies' }).click();
+    const said = page.getByText(/^Imported 1 reply\. 1 left out: “order NUMBER” \(duplicate\)\.$/);
+    await said.waitFor();
+    await replyField(page).focus();
+    await page.keyboard.type('/refund');
+    await page
+      .getByRole('listbox', { name: 'Shared replies' })
+      .getByRole('option', { name: /Refund/ })
+      .waitFor();
+
+    // Offered once: not again after a reload, in this browser.
+    await page.reload();
+    await history(page).getByText('Hello again').waitFor();
+    await page.getByRole('button', { name: 'Keyboard shortcuts' }).waitFor();
+    expect(await page.getByRole('region', { name: 'Import canned replies' }).count()).toBe(0);
+    await ctx.close();
+
+    // An agent is never offered it; "No, thanks" also ends the offer.
+    for (const who of [d.agent, d.owner]) {
+      const c = await d.newContext();
+      await c.addInitScript(([key, value]) => localStorage.setItem(key, value), [`dashboard.canned.${who.id}`, JSON.stringify(kept)]);
+      const p = await c.newPage();
+      await p.goto(`${d.origin}/dashboard${inboxPath(conv)}`);
+      await d.signIn(p, who.email);
+      await history(p).getByText('Hello again').waitFor();
+      if (who === d.agent) expect(await p.getByRole('region', { name: 'Import canned replies' }).count()).toBe(0);
+      else {
+        await p.getByRole('button', { name: 'No, thanks' }).click();
+        await p.reload();
+        await history(p).getByText('Hello again').waitFor();
+        expect(await p.getByRole('region', { name: 'Import canned replies' }).count()).toBe(0);
+      }
+      await c.close();
+    }
+    const titles = (await d.h.runtime.services.replies.list(d.site.id)).map((r) => r.title);
+    expect(titles.filter((t) => t === 'Refund')).toHaveLength(1);
   });
 
   test('a phone-width layout (375x740): the list, then the conversation with a way back', async () => {

@@ -107,6 +107,8 @@ describeInChromium('a visitor in the window and an agent in the inbox (SQLite pa
     await reply.waitFor({ timeout: 10_000 });
     console.log(`agent reply -> window: ${Date.now() - repliedAt} ms (from clicking Send in the inbox)`);
     expect(await reply.locator('strong').innerText()).toBe('42');
+    // The reply names its agent as the site shows it: no display name set, the email's local part.
+    expect(await reply.locator('.author').textContent()).toBe('agent: ');
     await history.locator('.msg-outgoing', { hasText: 'is in stock' }).waitFor();
 
     // 3. The agent closes it after the confirmation; the window says the conversation was closed.

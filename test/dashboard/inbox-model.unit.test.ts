@@ -4,7 +4,7 @@
  * once in order, and the canned replies' filter.
  */
 import { applyToRow, matches, mergeMessages, formatSize, visitorOf, type Conversation, type Message } from '../../server/dashboard/browser/inbox/model';
-import { DEFAULT_CANNED, filterCanned } from '../../server/dashboard/browser/inbox/canned';
+import { filterReplies } from '../../server/dashboard/browser/inbox/canned';
 import type { InboxLiveEvent } from '../../server/dashboard/browser/live/inbox-stream';
 
 const ME = 'usr_01jd8x3r5k0000000000000001';
@@ -106,14 +106,19 @@ test('the visitor, sizes and canned replies', () => {
   expect(visitorOf({ visitorId: 'user:42' })).toEqual({ label: '42', verified: true });
   expect(visitorOf({ visitorId: 'anon-1' })).toEqual({ label: 'anon-1', verified: false });
   expect([formatSize(12), formatSize(2048), formatSize(20 * 1024 * 1024 + 1)]).toEqual(['12 B', '2.0 KB', '20 MB']);
-  expect(filterCanned(DEFAULT_CANNED, '')).toBe(DEFAULT_CANNED);
-  expect(filterCanned(DEFAULT_CANNED, 'ORDER').map((r) => r.title)).toEqual(['Order number']);
+  const replies = [
+    { title: 'Greeting', text: 'Hello there' },
+    { title: 'Order number', text: 'Your order number, please' },
+  ];
+  expect(filterReplies(replies, '')).toBe(replies);
+  expect(filterReplies(replies, 'ORDER').map((r) => r.title)).toEqual(['Order number']);
+  expect(filterReplies(replies, 'there').map((r) => r.title)).toEqual(['Greeting']); // the text counts too
   // Titles that start with the query come before those that only contain it.
   expect(
-    filterCanned(
+    filterReplies(
       [
-        { title: 'Say thanks', body: '' },
-        { title: 'Thanks', body: '' },
+        { title: 'Say thanks', text: '' },
+        { title: 'Thanks', text: '' },
       ],
       'thanks',
     ).map((r) => r.title),

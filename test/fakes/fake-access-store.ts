@@ -13,6 +13,7 @@ export function fakeAccessStore() {
   const origins = new Map<string, Set<string>>();
   const settings = new Map<string, WindowSettingsRow & { visitors_revoked_before: number | null }>();
   const visitorRevocations = new Map<string, number>(); // `${siteId}\n${visitorId}` -> revoked_before
+  const agentNames = new Map<string, boolean>();
   const visitorKey = (siteId: string, visitorId: string) => `${siteId}\n${visitorId}`;
   const copy = <T extends object>(row: T | undefined): T | undefined => row && { ...row };
   const uniqueViolation = () => Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_UNIQUE' });
@@ -48,6 +49,14 @@ export function fakeAccessStore() {
     },
     saveWindowSettings: async (row) => {
       settings.set(row.site_id, { visitors_revoked_before: null, ...settings.get(row.site_id), ...row });
+    },
+
+    findReplyNaming: async (siteId) => {
+      const site = sites.get(siteId);
+      return site && { siteName: site.name, agentNames: agentNames.get(siteId) ?? true };
+    },
+    setAgentNames: async (siteId, shown) => {
+      agentNames.set(siteId, shown);
     },
 
     findWindowAccess: async (siteId, origin, visitorId) => {

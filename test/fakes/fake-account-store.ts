@@ -49,6 +49,7 @@ export function fakeAccountStore() {
     ...m,
     email: emailOf(m.account_id),
     email_verified_at: accounts.get(m.account_id)?.email_verified_at ?? null,
+    display_name: accounts.get(m.account_id)?.display_name ?? null,
   });
   const byJoined = <R extends MembershipRow>(a: R, b: R) => a.created_at - b.created_at || (a.site_id + a.account_id < b.site_id + b.account_id ? -1 : 1);
   /** Deletes the matching rows of a map; the count of those deleted. */
@@ -90,6 +91,14 @@ export function fakeAccountStore() {
     },
     findAccount: async (id) => copy(accounts.get(id)),
     findAccountByEmail: async (email) => copy([...accounts.values()].find((a) => a.email === email)),
+    namesOf: async (ids) =>
+      new Map(ids.filter((id) => accounts.has(id)).map((id) => [id, { displayName: accounts.get(id)!.display_name ?? null, email: emailOf(id) }])),
+    setDisplayName: async (id, name) => {
+      const a = accounts.get(id);
+      if (!a) return 0;
+      a.display_name = name;
+      return 1;
+    },
     emailsOf: async (ids) => new Map(ids.filter((id) => accounts.has(id)).map((id) => [id, emailOf(id)])),
     listAccounts: async () => [...accounts.values()].sort((a, b) => a.created_at - b.created_at).map((a) => ({ ...a })),
     setPassword: async (id, hash, at) => {

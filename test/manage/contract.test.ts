@@ -269,6 +269,20 @@ const scenarios: Record<string, Record<string, Scenario>> = {
     ...common('get', '/sites', 'members.mySites'),
     200: () => call('get', '/sites', { bearer: ownerToken }),
   },
+  updateMe: {
+    ...common('patch', '/me', 'profile.setDisplayName', { displayName: 'Olga' }),
+    ...writes('patch', '/me', { displayName: 'Olga' }),
+    200: () => call('patch', '/me', { cookie: owner.cookie, body: { displayName: 'Olga' } }),
+    400: () => call('patch', '/me', { cookie: owner.cookie, body: { displayName: 'Olga\u202E' } }),
+  },
+  listSharedReplies: {},
+  createSharedReply: {},
+  importSharedReplies: {},
+  updateSharedReply: {},
+  deleteSharedReply: {},
+  listConversationSharedReplies: {},
+  getAgentNames: {},
+  setAgentNames: {},
   listMembers: {},
   changeMemberRole: {},
   removeMember: {},
@@ -446,6 +460,7 @@ function siteScenarios() {
   ownerScenarios();
   eventScenarios();
   inboxScenarios();
+  replyScenarios();
 }
 
 type SiteAdminMethod = keyof Harness['runtime']['services']['siteAdmin'];
@@ -886,6 +901,107 @@ function inboxScenarios() {
     404: () => call('get', `/sites/${OTHER_SITE}/inbox/events`, { cookie: owner.cookie }),
     // The first request must not become a stream (it would never end): a bad Last-Event-ID is answered at once.
     429: () => exhausted('get', (s) => `/sites/${s}/inbox/events`, undefined, { 'Last-Event-ID': 'x' }),
+  });
+}
+
+type RepliesMethod = keyof Harness['runtime']['services']['replies'];
+
+/** `common` for the shared replies' operations: their 500 comes from the replies service. */
+function repliesCommon(method: Method, path: string, service: RepliesMethod, body?: object): Record<string, Scenario> {
+  return {
+    ...common(method, path, 'signIn.me', body),
+    500: async () => {
+      const spy = jest
+        .spyOn(h.runtime.services.replies, service as never)
+        .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+      try {
+        return await call(method, path, { cookie: owner.cookie, body });
+      } finally {
+        spy.mockRestore();
+      }
+    },
+  };
+}
+
+/** Shared replies (server/replies/) and the agent-names setting. */
+function replyScenarios() {
+  const list = `/sites/${site}/shared-replies`;
+  const NO_REPLY = `${list}/srp_00000000000000000000000000`;
+  const made = async (title: string) =>
+    (await call('post', list, { cookie: owner.cookie, body: { title, body: 'Hello {visitor.name}' } })).body.data.id as string;
+  const reply = { title: 'Contract', body: 'Hello {visitor.name}' };
+  Object.assign(scenarios.listSharedReplies, {
+    ...repliesCommon('get', list, 'list'),
+    200: async () => {
+      await made(`Listed ${++counter}`);
+      return call('get', list, { cookie: agent.cookie });
+    },
+    404: () => call('get', `/sites/${OTHER_SITE}/shared-replies`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/shared-replies`),
+  });
+  Object.assign(scenarios.createSharedReply, {
+    ...repliesCommon('post', list, 'create', reply),
+    ...writes('post', list, reply),
+    201: () => call('post', list, { cookie: owner.cookie, body: { title: `Made ${++counter}`, body: 'Hi {visitor.firstName|there}' } }),
+    400: () => call('post', list, { cookie: owner.cookie, body: { title: 'Typo', body: 'Hi {visitor.nmae}' } }),
+    404: () => call('post', `/sites/${OTHER_SITE}/shared-replies`, { cookie: owner.cookie, body: reply }),
+    409: async () => {
+      await made('Taken');
+      return call('post', list, { cookie: owner.cookie, body: { title: 'TAKEN', body: 'x' } });
+    },
+    429: () => exhausted('post', (s) => `/sites/${s}/shared-replies`, reply),
+  });
+  const batch = { replies: [reply] };
+  Object.assign(scenarios.importSharedReplies, {
+    ...repliesCommon('post', `${list}/import`, 'import', batch),
+    ...writes('post', `${list}/import`, batch),
+    200: () => call('post', `${list}/import`, { cookie: owner.cookie, body: { replies: [{ title: `Imported ${++counter}`, body: 'x' }, reply, reply] } }),
+    400: () => call('post', `${list}/import`, { cookie: owner.cookie, body: { replies: [] } }),
+    404: () => call('post', `/sites/${OTHER_SITE}/shared-replies/import`, { cookie: owner.cookie, body: batch }),
+    429: () => exhausted('post', (s) => `/sites/${s}/shared-replies/import`, batch),
+  });
+  Object.assign(scenarios.updateSharedReply, {
+    ...repliesCommon('patch', NO_REPLY, 'update', { body: 'x' }),
+    ...writes('patch', NO_REPLY, { body: 'x' }),
+    200: async () => call('patch', `${list}/${await made(`To change ${++counter}`)}`, { cookie: owner.cookie, body: { body: 'Changed' } }),
+    400: () => call('patch', NO_REPLY, { cookie: owner.cookie, body: {} }),
+    404: () => call('patch', NO_REPLY, { cookie: owner.cookie, body: { body: 'x' } }),
+    409: async () => {
+      await made('Kept title');
+      return call('patch', `${list}/${await made(`Renamed ${++counter}`)}`, { cookie: owner.cookie, body: { title: 'kept TITLE' } });
+    },
+    429: () => exhausted('patch', (s) => `/sites/${s}/shared-replies/srp_00000000000000000000000000`, { body: 'x' }),
+  });
+  Object.assign(scenarios.deleteSharedReply, {
+    ...repliesCommon('delete', NO_REPLY, 'remove'),
+    204: async () => call('delete', `${list}/${await made(`To delete ${++counter}`)}`, { cookie: owner.cookie }),
+    400: () => call('delete', `${list}/not-a-reply`, { cookie: owner.cookie }),
+    403: () => call('delete', NO_REPLY, { cookie: agent.cookie }),
+    404: () => call('delete', NO_REPLY, { cookie: owner.cookie }),
+    429: () => exhausted('delete', (s) => `/sites/${s}/shared-replies/srp_00000000000000000000000000`),
+  });
+  const filled = (id: string) => `/sites/${site}/inbox/conversations/${id}/shared-replies`;
+  Object.assign(scenarios.listConversationSharedReplies, {
+    ...repliesCommon('get', filled(NO_CONVERSATION), 'filledFor'),
+    200: async () => call('get', filled(await conversation()), { cookie: agent.cookie }),
+    400: () => call('get', filled('not-a-conversation'), { cookie: owner.cookie }),
+    404: () => call('get', filled(NO_CONVERSATION), { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/shared-replies`),
+  });
+  const names = `/sites/${site}/agent-names`;
+  Object.assign(scenarios.getAgentNames, {
+    ...ownerCommon('get', names, 'agentNames'),
+    200: () => call('get', names, { cookie: owner.cookie }),
+    403: () => call('get', names, { cookie: agent.cookie }),
+    404: () => call('get', `/sites/${OTHER_SITE}/agent-names`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/agent-names`),
+  });
+  Object.assign(scenarios.setAgentNames, {
+    ...ownerCommon('put', names, 'setAgentNames', { shown: true }),
+    ...writes('put', names, { shown: true }),
+    200: () => call('put', names, { cookie: owner.cookie, body: { shown: true } }),
+    404: () => call('put', `/sites/${OTHER_SITE}/agent-names`, { cookie: owner.cookie, body: { shown: true } }),
+    429: () => exhausted('put', (s) => `/sites/${s}/agent-names`, { shown: false }),
   });
 }
 

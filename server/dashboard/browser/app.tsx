@@ -16,6 +16,7 @@ import { SignInForm, SignInPage } from './pages/sign-in';
 import { AcceptInvitationPage } from './pages/accept-invitation';
 import { SetupPage } from './pages/setup';
 import { AccountPage } from './pages/account';
+import { NewSitePage } from './pages/new-site';
 import { Button } from './components/Button';
 import { Dialog } from './components/Dialog';
 import { EmptyState } from './components/EmptyState';
@@ -94,7 +95,7 @@ export function App() {
   else if (path === '/accept-invitation') content = <AcceptInvitationPage me={session.kind === 'signed-in' ? session.me : null} onJoined={joined} />;
   else if (path === '/setup') content = <SetupPage onDone={joined} />;
   else if (session.kind === 'signed-out') content = <SignInPage onSignedIn={joined} />;
-  else content = <SignedInShell me={session.me} path={path} onSignOut={signOut} />;
+  else content = <SignedInShell me={session.me} path={path} onSignOut={signOut} onSitesChanged={() => refresh()} />;
 
   return (
     <>
@@ -116,7 +117,7 @@ export function App() {
   );
 }
 
-function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOut: () => Promise<void> }) {
+function SignedInShell({ me, path, onSignOut, onSitesChanged }: { me: Me; path: string; onSignOut: () => Promise<void>; onSitesChanged: () => Promise<void> }) {
   const match = matchSitePath(path);
   const site = match && me.sites.find((s) => s.id === match.siteId);
   const first = me.sites[0];
@@ -128,9 +129,10 @@ function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOu
   }, [path, first?.id, site?.id]);
 
   const route = site && SITE_PAGES.find((p) => p.path === match.page);
-  // The account page belongs to the person, not to a site.
+  // The account page belongs to the person, not to a site; so does making a new site.
   const account = path === '/account';
-  const title = account ? 'Account' : (route?.title ?? (path === '/' ? 'Dashboard' : 'Not found'));
+  const newSite = path === '/new-site';
+  const title = account ? 'Account' : newSite ? 'New site' : (route?.title ?? (path === '/' ? 'Dashboard' : 'Not found'));
   const heading = useRef<HTMLHeadingElement>(null);
   const firstRender = useRef(true);
   useEffect(() => {
@@ -141,8 +143,14 @@ function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOu
   }, [path]);
 
   let page;
+  // A new site's owner lands on its settings, shown once the account's sites are read again (the
+  // address first: at `/` with a site, the shell would go to the first site's inbox).
+  const created = async (siteId: string) => {
+    navigate(`/sites/${siteId}/settings`);
+    await onSitesChanged();
+  };
   if (account) page = <AccountPage me={me} />;
-  else if (!me.sites.length) page = <EmptyState title="You are not a member of any site yet.">Ask an owner of a site to invite you.</EmptyState>;
+  else if (newSite || !me.sites.length) page = <NewSitePage first={!me.sites.length} onCreated={created} />;
   else if (!site || !route) page = <EmptyState title="There is no such page, or it is on a site you are not a member of." />;
   else if (route.owners && site.role !== 'owner')
     page = (
@@ -164,6 +172,11 @@ function SignedInShell({ me, path, onSignOut }: { me: Me; path: string; onSignOu
           Dashboard
         </Link>
         {me.sites.length > 0 && <SitePicker sites={me.sites} current={site} page={match?.page ?? 'inbox'} />}
+        {me.sites.length > 0 && (
+          <Link to="/new-site" aria-current={newSite ? 'page' : undefined}>
+            New site
+          </Link>
+        )}
         <LiveStatus siteId={site?.id} />
         <span class="account">
           <span class="account-email">{me.account.email}</span>

@@ -49,7 +49,16 @@ export interface paths {
         delete?: never;
         options?: never;
         head?: never;
-        patch?: never;
+        /**
+         * Set or clear my display name
+         * @description `displayName` is what the site's members see of the account (members list, inbox rows,
+         *     notes) and, unless a site turns agents' names off (`setAgentNames`), what visitors see on its
+         *     replies in the chat window. Trimmed; 1 to 80 characters on one line, without control or
+         *     invisible characters (bidi overrides, zero-width spaces). `null`, an empty or a blank string
+         *     clears it: the part of the email before the `@` shows instead (`name` in the answer is what
+         *     shows). Applies at once, to older replies too.
+         */
+        patch: operations["updateMe"];
         trace?: never;
     };
     "/password": {
@@ -293,6 +302,34 @@ export interface paths {
          *     `identitySecret`. See docs/window.md, Identity verification.
          */
         patch: operations["updateSite"];
+        trace?: never;
+    };
+    "/sites/{siteId}/agent-names": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether visitors see agents' names
+         * @description Owners only. `shown: true` (the default): the chat window shows each reply with its agent's
+         *     display name (`updateMe`; the part of the email before the `@` when none is set). `false`:
+         *     every reply shows the site's name instead. Replies no agent wrote (an integration through the
+         *     public API, the operator CLI) always show the site's name. See docs/window.md.
+         */
+        get: operations["getAgentNames"];
+        /**
+         * Show or hide agents' names to visitors
+         * @description Owners only. Applies to the window's next answers, older replies included. Audited as
+         *     `site.agent_names_shown` or `site.agent_names_hidden`.
+         */
+        put: operations["setAgentNames"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/sites/{siteId}/allowed-origins": {
@@ -828,6 +865,31 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/shared-replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The shared replies filled in for a conversation
+         * @description Every member: the composer's `/` picker. Each of the site's replies, by title, as `text` with
+         *     its placeholders filled in: `{visitor.name}` is the visitor's display name (the verified name,
+         *     else the one its page gave, else the friendly name the inbox shows, unless a fallback is
+         *     written: `{visitor.name|there}`), `{visitor.firstName}` its first word, `{agent.name}` the
+         *     name the chat window shows on the calling member's replies, `{site.name}` the site's name.
+         *     Another site's conversation is `404`.
+         */
+        get: operations["listConversationSharedReplies"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/inbox/events": {
         parameters: {
             query?: never;
@@ -1030,6 +1092,87 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/shared-replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the site's shared replies
+         * @description Every member. All of the site's shared replies at once (at most 200), by title, with their
+         *     placeholders as written; `listConversationSharedReplies` gives them filled in for one
+         *     conversation.
+         */
+        get: operations["listSharedReplies"];
+        put?: never;
+        /**
+         * Add a shared reply
+         * @description Owners only. `title` (1 to 60 characters, one line, unique in the site without regard to case:
+         *     a taken one is `409 conflict`) and `body` (markdown, 1 to 10,000 characters). The body may
+         *     use the placeholders `{visitor.name}`, `{visitor.firstName}`, `{agent.name}` and
+         *     `{site.name}`, and `{visitor.name|there}` for a fallback used when the visitor never said its
+         *     name; an unknown field of those (`{visitor.nmae}`) is a `400`. A site keeps at most 200
+         *     (`400` beyond). Audited as `shared_reply.created`.
+         */
+        post: operations["createSharedReply"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/shared-replies/{replyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a shared reply
+         * @description Owners only. Text already sent with it stays as sent. Another site's reply is `404`. Audited
+         *     as `shared_reply.deleted`.
+         */
+        delete: operations["deleteSharedReply"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a shared reply
+         * @description Owners only. `title`, `body` or both, with the rules of `createSharedReply`; a field left out
+         *     is unchanged. Another site's reply is `404`. Audited as `shared_reply.updated`.
+         */
+        patch: operations["updateSharedReply"];
+        trace?: never;
+    };
+    "/sites/{siteId}/shared-replies/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add many shared replies at once
+         * @description Owners only. What the dashboard offers once to an owner whose browser kept canned replies
+         *     before they were shared. Each is checked like `createSharedReply`; one that cannot be added
+         *     is left out and listed in `skipped` with its reason (`duplicate`: a title the site has, or an
+         *     earlier one of the list; `limit`: the site's 200; `invalid`), the others are added. One
+         *     transaction; audited once as `shared_replies.imported`.
+         */
+        post: operations["importSharedReplies"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/visitor-files": {
         parameters: {
             query?: never;
@@ -1147,14 +1290,25 @@ export interface components {
         };
         Account: {
             createdAt: components["schemas"]["Timestamp"];
+            /** @description The display name the account chose (`updateMe`); `null` when none. */
+            displayName: components["schemas"]["DisplayName"] | null;
             email: components["schemas"]["Email"];
             id: components["schemas"]["AccountIdValue"];
+            /** @description What shows for the account: its display name, else the part of its email before the `@`. */
+            name: string;
             passwordChangedAt: components["schemas"]["Timestamp"];
         };
         /** @example usr_01jd8x3r5k0000000000000000 */
         AccountIdValue: string;
         AddOriginRequest: {
             origin: components["schemas"]["Origin"];
+        };
+        AgentNamesResponse: {
+            data: components["schemas"]["AgentNamesSetting"];
+        };
+        AgentNamesSetting: {
+            /** @description `true`: replies show their agent's display name in the chat window; `false`: the site's name. */
+            shown: boolean;
         };
         ApiKey: {
             createdAt: components["schemas"]["Timestamp"];
@@ -1298,6 +1452,10 @@ export interface components {
             label: components["schemas"]["Label"];
             scopes: components["schemas"]["Scope"][];
         };
+        CreateSharedReplyRequest: {
+            body: components["schemas"]["SharedReplyBody"];
+            title: components["schemas"]["SharedReplyTitle"];
+        };
         CreateSiteRequest: {
             name: components["schemas"]["SiteName"];
         };
@@ -1349,6 +1507,11 @@ export interface components {
         DeliveryResponse: {
             data: components["schemas"]["DeliveryDetail"];
         };
+        /**
+         * @description A person's name as shown, 1 to 80 characters on one line.
+         * @example Anna from Acme
+         */
+        DisplayName: string;
         /** Format: int32 */
         DurationMs: number;
         /**
@@ -1522,6 +1685,15 @@ export interface components {
         EventIdValue: string;
         /** @enum {string} */
         EventName: "conversation.started" | "message.created" | "conversation.closed";
+        FilledSharedReply: {
+            id: components["schemas"]["SharedReplyIdValue"];
+            /** @description The body with its placeholders filled in for the conversation. */
+            text: string;
+            title: components["schemas"]["SharedReplyTitle"];
+        };
+        FilledSharedReplyList: {
+            data: components["schemas"]["FilledSharedReply"][];
+        };
         /** @description The answer's HTTP status; `null` when none came (time-out, refused, TLS, DNS). */
         HttpStatusOrNull: number | null;
         /**
@@ -1531,6 +1703,23 @@ export interface components {
         IdentityMode: "off" | "optional" | "enforce";
         /** @description The identity-verification secret, shown in this answer only; keep it on your server. */
         IdentitySecret: string;
+        ImportSharedRepliesRequest: {
+            replies: {
+                body: string;
+                title: string;
+            }[];
+        };
+        ImportSharedRepliesResponse: {
+            data: {
+                imported: components["schemas"]["SharedReply"][];
+                skipped: {
+                    message: string;
+                    /** @enum {string} */
+                    reason: "duplicate" | "limit" | "invalid";
+                    title: string;
+                }[];
+            };
+        };
         /** @description A conversation of the site, with what the signed-in member sees beside the public card. */
         InboxConversation: {
             /** @description The member it is assigned to; `null` when unassigned. */
@@ -1629,6 +1818,8 @@ export interface components {
         MediaIdValue: string;
         Member: {
             accountId: components["schemas"]["AccountIdValue"];
+            /** @description The display name the member chose; `null` when none. */
+            displayName: components["schemas"]["DisplayName"] | null;
             email: components["schemas"]["Email"];
             /**
              * @description `false` for an account made by accepting an invitation: holding the link proves no control of the
@@ -1637,6 +1828,8 @@ export interface components {
              */
             emailVerified: boolean;
             joinedAt: components["schemas"]["Timestamp"];
+            /** @description What shows for the member: its display name, else the part of its email before the `@`. */
+            name: string;
             role: components["schemas"]["Role"];
         };
         MemberList: {
@@ -1874,6 +2067,30 @@ export interface components {
                 sites: components["schemas"]["MySite"][];
             };
         };
+        SharedReply: {
+            body: components["schemas"]["SharedReplyBody"];
+            createdAt: components["schemas"]["Timestamp"];
+            /** @description The owner who added it; `null` when unknown. */
+            createdBy: components["schemas"]["AccountIdValue"] | null;
+            id: components["schemas"]["SharedReplyIdValue"];
+            title: components["schemas"]["SharedReplyTitle"];
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        /** @description Markdown, 1 to 10,000 characters, with placeholders (see `createSharedReply`). */
+        SharedReplyBody: string;
+        /** @example srp_01jd8x3r5k0000000000000000 */
+        SharedReplyIdValue: string;
+        SharedReplyList: {
+            data: components["schemas"]["SharedReply"][];
+        };
+        SharedReplyResponse: {
+            data: components["schemas"]["SharedReply"];
+        };
+        /**
+         * @description One line, 1 to 60 characters once trimmed; unique in the site without regard to case.
+         * @example Greeting
+         */
+        SharedReplyTitle: string;
         /** @description `whsec_` and 32 random bytes in base62; shown once. */
         SigningSecret: string;
         SignInRequest: {
@@ -2035,6 +2252,14 @@ export interface components {
         };
         UpdatedSiteResponse: {
             data: components["schemas"]["UpdatedSite"];
+        };
+        UpdateMeRequest: {
+            /** @description The new display name (trimmed), or `null` (or a blank string) to clear it. */
+            displayName: string | null;
+        };
+        UpdateSharedReplyRequest: {
+            body?: components["schemas"]["SharedReplyBody"];
+            title?: components["schemas"]["SharedReplyTitle"];
         };
         UpdateSiteRequest: {
             identityMode?: components["schemas"]["IdentityMode"];
@@ -2266,6 +2491,27 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description `conflict`: the site has a shared reply with this title (compared without regard to case). */
+        SharedReplyConflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "conflict",
+                 *         "message": "The site has a shared reply titled “Greeting” already."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description `unauthorized`: no session cookie or management token, or one that expired, ended or was revoked; at sign-in, a wrong email or password (the same answer for both). */
         Unauthorized: {
             headers: {
@@ -2339,6 +2585,8 @@ export interface components {
         Origin: components["schemas"]["Origin"];
         /** @description Session identifier (not its token). */
         SessionId: components["schemas"]["SessionIdValue"];
+        /** @description Shared reply identifier. */
+        SharedReplyId: components["schemas"]["SharedReplyIdValue"];
         /** @description Site identifier (the `workspaceKey`). */
         SiteId: components["schemas"]["SiteIdValue"];
         /** @description Management token identifier (not the token). */
@@ -2430,6 +2678,47 @@ export interface operations {
             };
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateMe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "displayName": "Anna from Acme"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateMeRequest"];
+            };
+        };
+        responses: {
+            /** @description The account, with the name as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MeResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2906,6 +3195,92 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["UpdatedSiteResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getAgentNames: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The setting. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "shown": true
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AgentNamesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setAgentNames: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "shown": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["AgentNamesSetting"];
+            };
+        };
+        responses: {
+            /** @description The setting as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentNamesResponse"];
                 };
             };
             400: components["responses"]["InvalidRequest"];
@@ -4168,6 +4543,52 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listConversationSharedReplies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The replies, filled in. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": [
+                     *         {
+                     *           "id": "srp_01jd8x3r5k0000000000000000",
+                     *           "title": "Greeting",
+                     *           "text": "Hello Maria, I am Anna. How can I help?"
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["FilledSharedReplyList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     streamInbox: {
         parameters: {
             query?: never;
@@ -4653,6 +5074,203 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listSharedReplies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The replies. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedReplyList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createSharedReply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Greeting",
+                 *       "body": "Hello {visitor.firstName|there}, I am {agent.name}. How can I help?"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateSharedReplyRequest"];
+            };
+        };
+        responses: {
+            /** @description The new reply. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedReplyResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["SharedReplyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteSharedReply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Shared reply identifier. */
+                replyId: components["parameters"]["SharedReplyId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateSharedReply: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Shared reply identifier. */
+                replyId: components["parameters"]["SharedReplyId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateSharedReplyRequest"];
+            };
+        };
+        responses: {
+            /** @description The reply as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SharedReplyResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["SharedReplyConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    importSharedReplies: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ImportSharedRepliesRequest"];
+            };
+        };
+        responses: {
+            /** @description What was added and what was left out. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ImportSharedRepliesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -299,6 +299,14 @@ export interface components {
         /** @description A message as the window shows it; `direction` tells the visitor's own (`incoming`) from replies (`outgoing`). */
         WindowMessage: {
             attachments: components["schemas"]["Attachment"][];
+            /**
+             * @description Who the reply is from, as the site shows it: the agent's display name (the name chosen in
+             *     the dashboard, else the part of their email before the `@`), or the site's name when the
+             *     site turns agents' names off and on replies no agent wrote (an integration, the operator).
+             *     Read at each answer, so a renamed agent shows by the new name. `null` on the visitor's own
+             *     messages.
+             */
+            authorName: string | null;
             content: string;
             conversationId: components["schemas"]["ConversationIdValue"];
             createdAt: components["schemas"]["Timestamp"];

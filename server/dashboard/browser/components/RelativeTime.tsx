@@ -1,21 +1,5 @@
 import { useEffect, useState } from 'preact/hooks';
-
-const UNITS: [Intl.RelativeTimeFormatUnit, number][] = [
-  ['year', 365 * 86_400_000],
-  ['month', 30 * 86_400_000],
-  ['week', 7 * 86_400_000],
-  ['day', 86_400_000],
-  ['hour', 3_600_000],
-  ['minute', 60_000],
-];
-const format = new Intl.RelativeTimeFormat('en', { numeric: 'auto' });
-
-/** "3 minutes ago", "yesterday": the largest whole unit; under a minute, "just now". */
-export function relative(iso: string, now = Date.now()): string {
-  const diff = Date.parse(iso) - now;
-  for (const [unit, ms] of UNITS) if (Math.abs(diff) >= ms) return format.format(Math.round(diff / ms), unit);
-  return 'just now';
-}
+import { exactTime, shownTime } from '../time-format';
 
 let tick = Date.now();
 const clocks = new Set<(n: number) => void>();
@@ -41,13 +25,16 @@ function useMinute(): number {
   return now;
 }
 
-/** A time as "5 minutes ago", with the exact time in the title and in `datetime`; `never` for null. */
+/**
+ * A time as "5 minutes ago" (a date when more than a week away), with the exact time and time zone
+ * in the title and in `datetime`; `never` for null.
+ */
 export function RelativeTime({ at, never = 'never' }: { at: string | null; never?: string }) {
   const now = useMinute();
   if (!at) return <span class="muted">{never}</span>;
   return (
-    <time dateTime={at} title={new Date(at).toLocaleString()}>
-      {relative(at, Math.max(now, Date.now()))}
+    <time dateTime={at} title={exactTime(at)}>
+      {shownTime(at, Math.max(now, Date.now()))}
     </time>
   );
 }

@@ -13,6 +13,8 @@ import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { RelativeTime } from '../components/RelativeTime';
 import { duration, EVENT_NAMES, Excerpt, isoOf, keepDetails, Outcome } from './shared';
+import { usePagedList } from '../use-paged-list';
+import { LoadMore } from '../components/LoadMore';
 
 type Delivery = Schemas['Delivery'];
 type Detail = Schemas['DeliveryDetail'];
@@ -31,48 +33,52 @@ interface Filters {
 }
 const NO_FILTERS: Filters = { event: '', outcome: '', since: '', until: '' };
 
+/** A read refused for its filters: the form shows why beside each field, not in a banner. */
+class FieldProblems extends Error {}
+
 export function DeliveriesView({ siteId, onCheck }: { siteId: string; onCheck: (c: CheckRequest) => void }) {
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  // The filters asked for (each ask a new read, the same filters too) and the last ones the server took.
+  const [asked, setAsked] = useState({ filters: NO_FILTERS, n: 0 });
   const [applied, setApplied] = useState<Filters>(NO_FILTERS);
-  const [items, setItems] = useState<Delivery[] | null>(null);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [fields, setFields] = useState<Record<string, string>>({});
-  const [busy, setBusy] = useState(false);
 
-  const load = async (f: Filters, cursor: string | null) => {
-    setError(null);
-    const query = {
-      limit: 25,
-      ...(f.event ? { event: f.event as Schemas['EventName'] } : {}),
-      ...(f.outcome ? { outcome: f.outcome as Schemas['DeliveryOutcome'] } : {}),
-      ...(isoOf(f.since) ? { since: isoOf(f.since) } : {}),
-      ...(isoOf(f.until) ? { until: isoOf(f.until) } : {}),
-      ...(cursor ? { cursor } : {}),
-    };
-    const w = keepDetails(() => client.GET('/sites/{siteId}/deliveries', { params: { path: { siteId }, query } }));
-    setBusy(true);
-    try {
-      const page = await callPage(w.request);
-      setItems((before) => (cursor && before ? [...before, ...page.items] : page.items));
-      setNext(page.nextCursor);
-      setApplied(f);
-      setFields({});
-    } catch (err) {
-      const byField = w.byField();
-      if (Object.keys(byField).length) setFields(byField);
-      else setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
-  useEffect(() => void load(NO_FILTERS, null), [siteId]);
+  const list = usePagedList(
+    async (cursor: string | null) => {
+      // A next page continues the filters its cursor was made for (a refused ask left those in place).
+      const f = cursor === null ? asked.filters : applied;
+      const query = {
+        limit: 25,
+        ...(f.event ? { event: f.event as Schemas['EventName'] } : {}),
+        ...(f.outcome ? { outcome: f.outcome as Schemas['DeliveryOutcome'] } : {}),
+        ...(isoOf(f.since) ? { since: isoOf(f.since) } : {}),
+        ...(isoOf(f.until) ? { until: isoOf(f.until) } : {}),
+        ...(cursor ? { cursor } : {}),
+      };
+      const w = keepDetails(() => client.GET('/sites/{siteId}/deliveries', { params: { path: { siteId }, query } }));
+      try {
+        const page = await callPage(w.request);
+        setApplied(f);
+        setFields({});
+        return page;
+      } catch (err) {
+        const byField = w.byField();
+        if (!Object.keys(byField).length) throw err;
+        setFields(byField);
+        throw new FieldProblems();
+      }
+    },
+    [siteId, asked],
+  );
+  const { items, loading: busy } = list;
+  const error = list.error instanceof FieldProblems ? null : list.error;
+  const ask = (f: Filters) => setAsked((a) => ({ filters: f, n: a.n + 1 }));
 
   const set = (k: keyof Filters) => (e: Event) => setFilters({ ...filters, [k]: (e.currentTarget as HTMLInputElement).value });
   const submit = (e: Event) => {
     e.preventDefault();
     if (filters.since && filters.until && isoOf(filters.since)! >= isoOf(filters.until)!) return setFields({ until: 'Must be after “From”.' });
-    void load(filters, null);
+    ask(filters);
   };
   const filtered = applied !== NO_FILTERS;
 
@@ -103,7 +109,7 @@ export function DeliveriesView({ siteId, onCheck }: { siteId: string; onCheck: (
           <Button variant="primary" submit busy={busy}>
             Show
           </Button>
-          <Button onClick={() => void load(applied, null)}>Refresh</Button>
+          <Button onClick={() => ask(applied)}>Refresh</Button>
         </div>
       </form>
       <ErrorBanner error={error} />
@@ -120,13 +126,7 @@ export function DeliveriesView({ siteId, onCheck }: { siteId: string; onCheck: (
           ))}
         </ul>
       )}
-      {next && (
-        <div>
-          <Button busy={busy} onClick={() => void load(applied, next)}>
-            Show older deliveries
-          </Button>
-        </div>
-      )}
+      <LoadMore list={list} label="Show older deliveries" />
       <Recovery siteId={siteId} />
     </div>
   );

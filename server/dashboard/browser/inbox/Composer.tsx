@@ -1,12 +1,20 @@
 import type { RefObject } from 'preact';
-import { useId, useMemo, useState } from 'preact/hooks';
+import { useId, useRef, useState } from 'preact/hooks';
 import { call, client } from '../api';
 import { Button } from '../components/Button';
 import { ErrorBanner } from '../components/ErrorBanner';
-import { filterCanned, loadCanned } from './canned';
+import { filterReplies } from './canned';
+import { useFilledReplies } from './SharedReplies';
 import { clearSent, getDraft, markAttempted, updateDraft, type Draft } from './drafts';
 import { Markdown } from './Markdown';
 import { formatSize, type Message } from './model';
+
+/** What the hint says while `/` finds nothing: still loading, failed, none on the site, or none matching. */
+function slashHint(canned: { replies: unknown[] | null; error: unknown }): string {
+  if (canned.error) return 'The shared replies could not be loaded.';
+  if (!canned.replies) return 'Loading shared replies…';
+  return canned.replies.length ? 'No shared reply matches.' : 'This site has no shared replies yet: owners add them under Shared replies.';
+}
 
 /** The API's limits of one reply (openapi/manage.yaml, InboxReplyMultipartRequest). */
 const MAX_FILES = 10;
@@ -19,19 +27,19 @@ export interface ComposerProps {
   onSent: (m: Message) => void;
   /** The reply field, for the `r` shortcut. */
   field: RefObject<HTMLTextAreaElement>;
-  /** Opens the canned replies' editor. */
+  /** Opens the shared replies' dialog. */
   onManageCanned: () => void;
-  /** Changes when the canned replies were edited (re-read from storage). */
+  /** Changes when the shared replies were edited (read again from the server). */
   cannedVersion: number;
 }
 
 /**
  * The reply: markdown with a preview, files by the picker or dropped on it, Ctrl/Cmd+Enter sends,
- * `/` at the start lists canned replies. The text, files and Idempotency-Key live in the
+ * `/` at the start lists the site's shared replies, filled in for this conversation. The text, files and Idempotency-Key live in the
  * conversation's draft (drafts.ts), so a sign-in dialog, a switch of conversation or a failed send
  * loses nothing, and a retry of the same message is recognised by the server as the same.
  */
-export function Composer({ siteId, conversationId, accountId, onSent, field, onManageCanned, cannedVersion }: ComposerProps) {
+export function Composer({ siteId, conversationId, onSent, field, onManageCanned, cannedVersion }: ComposerProps) {
   const id = useId();
   const [draft, setDraft] = useState<Draft>(() => getDraft(siteId, conversationId));
   const [preview, setPreview] = useState(false);
@@ -44,17 +52,20 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
 
   const change = (c: Partial<Pick<Draft, 'text' | 'files'>>) => setDraft(updateDraft(siteId, conversationId, c));
 
-  // `/` at the very start of the reply, on one line: the canned replies matching what follows it.
-  const canned = useMemo(() => loadCanned(accountId), [accountId, cannedVersion]);
+  // `/` at the very start of the reply, on one line: the shared replies matching what follows it,
+  // read from the server the first time it is typed here.
   const slash = !dismissed && draft.text.startsWith('/') && !draft.text.includes('\n');
-  const matches = slash ? filterCanned(canned, draft.text.slice(1)) : [];
+  const wanted = useRef(false);
+  wanted.current ||= slash;
+  const canned = useFilledReplies(siteId, conversationId, cannedVersion, wanted.current);
+  const matches = slash ? filterReplies(canned.replies ?? [], draft.text.slice(1)) : [];
   const listOpen = slash && matches.length > 0;
   const active = Math.min(choice, matches.length - 1);
 
   const insert = (i: number) => {
     const r = matches[i];
     if (!r) return;
-    change({ text: r.body });
+    change({ text: r.text });
     setChoice(0);
     field.current?.focus();
   };
@@ -156,7 +167,7 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
           ref={field}
           rows={3}
           value={draft.text}
-          placeholder="Write a reply… Markdown works. / for canned replies, Ctrl+Enter sends."
+          placeholder="Write a reply… Markdown works. / for shared replies, Ctrl+Enter sends."
           aria-describedby={`${id}-hint`}
           aria-controls={listOpen ? `${id}-canned` : undefined}
           aria-activedescendant={listOpen ? `${id}-canned-${active}` : undefined}
@@ -169,7 +180,7 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
           onKeyDown={onKeyDown}
         />
         {listOpen && (
-          <ul class="canned" id={`${id}-canned`} role="listbox" aria-label="Canned replies">
+          <ul class="canned" id={`${id}-canned`} role="listbox" aria-label="Shared replies">
             {matches.map((r, i) => (
               <li
                 key={`${i}-${r.title}`}
@@ -182,7 +193,7 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
                   insert(i);
                 }}
               >
-                <strong>{r.title}</strong> <span class="muted">{r.body}</span>
+                <strong>{r.title}</strong> <span class="muted">{r.text}</span>
               </li>
             ))}
           </ul>
@@ -190,8 +201,10 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
       </div>
       <p id={`${id}-hint`} class="hint" role="status">
         {listOpen
-          ? `${matches.length} canned ${matches.length === 1 ? 'reply' : 'replies'}: arrows to choose, Enter to insert, Esc to close.`
-          : 'Markdown: **bold**, *italic*, `code`, [link](https://…), lists and > quotes. Drop files here.'}
+          ? `${matches.length} shared ${matches.length === 1 ? 'reply' : 'replies'}: arrows to choose, Enter to insert, Esc to close.`
+          : slash
+            ? slashHint(canned)
+            : 'Markdown: **bold**, *italic*, `code`, [link](https://…), lists and > quotes. Drop files here.'}
       </p>
       {preview && (
         <div class="composer-preview" aria-label="Preview" role="region" tabIndex={0}>
@@ -240,7 +253,7 @@ export function Composer({ siteId, conversationId, accountId, onSent, field, onM
           Preview
         </Button>
         <Button variant="link" onClick={onManageCanned}>
-          Canned replies
+          Shared replies
         </Button>
         <Button variant="primary" submit busy={busy} disabled={empty || over > 0}>
           Send

@@ -13,7 +13,7 @@ import { Button } from '../components/Button';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { onResync, subscribeInbox, type InboxLiveEvent } from '../live/inbox-stream';
-import { CannedEditor } from './CannedEditor';
+import { ImportOffer, SharedRepliesEditor } from './SharedReplies';
 import { ConversationList } from './ConversationList';
 import { ConversationView } from './ConversationView';
 import { isTyping, ShortcutsSheet } from './Shortcuts';
@@ -228,6 +228,7 @@ export function InboxPage({ site, me }: PageProps) {
           Keyboard shortcuts
         </Button>
       </div>
+      <ImportOffer siteId={site.id} accountId={myId} role={site.role} onImported={() => setCannedVersion((n) => n + 1)} />
       <div class="inbox-panes">
         <ConversationList
           siteId={site.id}
@@ -277,8 +278,9 @@ export function InboxPage({ site, me }: PageProps) {
       </div>
       {sheet && <ShortcutsSheet onClose={() => setSheet(false)} />}
       {editingCanned && (
-        <CannedEditor
-          accountId={myId}
+        <SharedRepliesEditor
+          siteId={site.id}
+          role={site.role}
           onClose={() => {
             setEditingCanned(false);
             setCannedVersion((n) => n + 1);

@@ -1,6 +1,6 @@
 /**
  * The signed-in person's own account, whatever their role on any site (`/dashboard/account`):
- * change the password, see and end their sessions, make, list and revoke management tokens for
+ * their display name, change the password, see and end their sessions, make, list and revoke management tokens for
  * scripts (a token made before the last password change is called out), and read the account's
  * security log. Every call is /manage/v1 on the person's own resources (no site in the path).
  */
@@ -15,6 +15,8 @@ import { RelativeTime } from '../components/RelativeTime';
 import { ShownOnce } from '../components/ShownOnce';
 import { Table } from '../components/Table';
 import { useAction } from '../use-action';
+import { usePagedList } from '../use-paged-list';
+import { LoadMore } from '../components/LoadMore';
 
 type Session = Schemas['Session'];
 type Token = Schemas['Token'];
@@ -31,6 +33,7 @@ export function AccountPage({ me }: { me: Me }) {
       <p class="muted">
         Signed in as <strong>{me.account.email}</strong>. Password last changed <RelativeTime at={changedAt} />.
       </p>
+      <DisplayName me={me} />
       <ChangePassword
         onChanged={() => {
           setSessionsVersion((v) => v + 1);
@@ -42,6 +45,46 @@ export function AccountPage({ me }: { me: Me }) {
       <Tokens version={tokensVersion} />
       <SecurityLog version={sessionsVersion} />
     </div>
+  );
+}
+
+/**
+ * The account's display name: what its sites' members see, and visitors on its replies unless a
+ * site turns agents' names off. Saved empty, it is cleared: the email's local part shows instead.
+ */
+function DisplayName({ me }: { me: Me }) {
+  const [saved, setSaved] = useState(me.account.displayName ?? '');
+  const [value, setValue] = useState(saved);
+  const [said, setSaid] = useState('');
+  const local = me.account.email.slice(0, me.account.email.indexOf('@'));
+  const { busy, error, submit } = useAction(async () => {
+    setSaid('');
+    const { account } = await call(() => client.PATCH('/me', { body: { displayName: value.trim() || null } }));
+    setSaved(account.displayName ?? '');
+    setValue(account.displayName ?? '');
+    setSaid(account.displayName ? `Saved: you show as “${account.name}”.` : `Cleared: you show as “${account.name}”.`);
+  });
+  return (
+    <form class="card stack" onSubmit={submit} aria-labelledby="display-name-title">
+      <h2 id="display-name-title">Your name</h2>
+      <ErrorBanner error={error} />
+      <TextInput
+        label="Display name"
+        value={value}
+        onValue={setValue}
+        maxLength={80}
+        autocomplete="name"
+        hint={`What your team sees, and visitors on your replies unless a site turns agents’ names off. Empty: “${local}”, from your email.`}
+      />
+      <div class="line-row">
+        <Button variant="primary" submit busy={busy} disabled={value.trim() === saved}>
+          Save name
+        </Button>
+        <span class="copy-status" role="status">
+          {said}
+        </span>
+      </div>
+    </form>
   );
 }
 
@@ -311,20 +354,11 @@ const ACTIONS: Record<string, string> = {
 };
 
 function SecurityLog({ version }: { version: number }) {
-  const [entries, setEntries] = useState<SecurityEntry[] | null>(null);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const load = async (cursor?: string) => {
-    setError(null);
-    try {
-      const page = await callPage(() => client.GET('/security-log', { params: { query: { limit: 25, cursor } } }));
-      setEntries((before) => (cursor ? [...(before ?? []), ...page.items] : page.items));
-      setNext(page.nextCursor);
-    } catch (err) {
-      setError(err);
-    }
-  };
-  useEffect(() => void load(), [version]);
+  const list = usePagedList<SecurityEntry>(
+    (cursor) => callPage(() => client.GET('/security-log', { params: { query: { limit: 25, ...(cursor ? { cursor } : {}) } } })),
+    [version],
+  );
+  const { items: entries, error } = list;
   return (
     <section class="card stack" aria-labelledby="security-log-title">
       <h2 id="security-log-title">Security log</h2>
@@ -346,11 +380,7 @@ function SecurityLog({ version }: { version: number }) {
           ]}
         />
       )}
-      {next && (
-        <div>
-          <Button onClick={() => void load(next)}>Older entries</Button>
-        </div>
-      )}
+      <LoadMore list={list} label="Older entries" />
     </section>
   );
 }

@@ -1,6 +1,6 @@
 /**
  * Access keys of the public API: list, create (the value shown once), revoke. The worked example
- * for pages: data through `call`/`callPage` (api.ts), failures in an ErrorBanner, a form of Field
+ * for pages: data through `call`/`callPage` (api.ts), a paged list through `usePagedList`, failures in an ErrorBanner, a form of Field
  * components, a ConfirmDialog before what cannot be undone, and a secret in ShownOnce.
  */
 import { useEffect, useState } from 'preact/hooks';
@@ -15,6 +15,8 @@ import { RelativeTime } from '../components/RelativeTime';
 import { ShownOnce } from '../components/ShownOnce';
 import { Table } from '../components/Table';
 import { useAction } from '../use-action';
+import { usePagedList } from '../use-paged-list';
+import { LoadMore } from '../components/LoadMore';
 
 type Key = Schemas['ApiKey'];
 type Scope = Schemas['Scope'];
@@ -26,28 +28,17 @@ const RIGHTS: { scope: Scope; label: string }[] = [
 ];
 
 export function KeysPage({ site, me }: PageProps) {
-  const [keys, setKeys] = useState<Key[] | null>(null);
-  const [next, setNext] = useState<string | null>(null);
   const [emails, setEmails] = useState<Map<string, string>>(new Map());
-  const [error, setError] = useState<unknown>(null);
   const [created, setCreated] = useState<Schemas['CreatedApiKey'] | null>(null);
   const [revoking, setRevoking] = useState<Key | null>(null);
-
-  const loadPage = async (cursor: string | null) => {
-    setError(null);
-    try {
-      const page = await callPage(() =>
-        client.GET('/sites/{siteId}/keys', { params: { path: { siteId: site.id }, query: { limit: 100, ...(cursor ? { cursor } : {}) } } }),
-      );
-      setKeys((before) => (cursor && before ? [...before, ...page.items] : page.items));
-      setNext(page.nextCursor);
-    } catch (err) {
-      setError(err);
-    }
-  };
+  const list = usePagedList(
+    (cursor) =>
+      callPage(() => client.GET('/sites/{siteId}/keys', { params: { path: { siteId: site.id }, query: { limit: 100, ...(cursor ? { cursor } : {}) } } })),
+    [site.id],
+  );
+  const { items: keys, error } = list;
 
   useEffect(() => {
-    void loadPage(null);
     // Who made each key: the members' emails (a failure here only leaves ids shown).
     call(() => client.GET('/sites/{siteId}/members', { params: { path: { siteId: site.id } } })).then(
       (members) => setEmails(new Map(members.map((m) => [m.accountId, m.email]))),
@@ -72,7 +63,7 @@ export function KeysPage({ site, me }: PageProps) {
         onCreated={(k) => {
           setCreated(k);
           const { key: _value, ...listed } = k;
-          setKeys((before) => [...(before ?? []), listed]);
+          list.update((before) => [...before, listed]);
         }}
       />
       {keys === null ? (
@@ -106,7 +97,7 @@ export function KeysPage({ site, me }: PageProps) {
           ]}
         />
       )}
-      {next && <Button onClick={() => void loadPage(next)}>Show more keys</Button>}
+      <LoadMore list={list} label="Show more keys" />
       {revoking && (
         <ConfirmDialog
           title={`Revoke “${revoking.label}”?`}
@@ -115,7 +106,7 @@ export function KeysPage({ site, me }: PageProps) {
           onCancel={() => setRevoking(null)}
           onConfirm={async () => {
             const revoked = await call(() => client.DELETE('/sites/{siteId}/keys/{keyId}', { params: { path: { siteId: site.id, keyId: revoking.id } } }));
-            setKeys((before) => before?.map((k) => (k.id === revoked.id ? revoked : k)) ?? null);
+            list.update((before) => before.map((k) => (k.id === revoked.id ? revoked : k)));
             setRevoking(null);
           }}
         >

@@ -1,7 +1,8 @@
 /**
  * A site's settings (owners): its name, the origins whose pages may open the chat window, identity
- * verification (mode and secret), and the embed snippet with a check that a page carries it. The
- * sections are in settings/; this page reads the site once and hands each its part.
+ * verification (mode and secret), the embed snippet with a check that a page carries it, and whose
+ * name visitors see on replies. The sections are in settings/; this page reads the site once and
+ * hands each its part (a section with a resource of its own reads that itself).
  */
 import { useEffect, useState } from 'preact/hooks';
 import { call, client, type Schemas } from '../api';
@@ -11,6 +12,7 @@ import { SiteName } from '../settings/name';
 import { AllowedOrigins } from '../settings/origins';
 import { IdentityVerification } from '../settings/identity';
 import { EmbedSnippet } from '../settings/embed';
+import { AgentNames } from '../settings/agent-names';
 
 export type ManagedSite = Schemas['ManagedSite'];
 
@@ -34,6 +36,7 @@ export function SettingsPage({ site }: PageProps) {
         onChange={(identityMode, identitySecretSet) => update({ identityMode, identitySecretSet })}
       />
       <EmbedSnippet siteId={site.id} origins={settings.allowedOrigins} />
+      <AgentNames siteId={site.id} siteName={settings.name} />
     </div>
   );
 }

@@ -13,6 +13,8 @@ import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { Link } from '../components/Link';
 import { RelativeTime } from '../components/RelativeTime';
+import { LoadMore } from '../components/LoadMore';
+import { usePagedList } from '../use-paged-list';
 import { duration, Outcome } from '../events/shared';
 import { groupTimeline, type AnyEntry, type AttemptEntry, type EventNode, type MessageEntry } from '../timeline/group';
 
@@ -46,18 +48,13 @@ export function TimelinePage(props: PageProps) {
 }
 
 function Timeline({ site, me, conversationId }: PageProps & { conversationId: string }) {
-  const [entries, setEntries] = useState<AnyEntry[] | null>(null);
   const [contents, setContents] = useState<Map<string, string>>(new Map());
   const [emails, setEmails] = useState<Map<string, string>>(new Map());
-  const [next, setNext] = useState<{ timeline: string; messages: string | null } | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
   const path = { siteId: site.id, conversationId };
 
-  const load = async (cursor: { timeline: string; messages: string | null } | null) => {
-    setBusy(true);
-    setError(null);
-    try {
+  // Its cursor is a pair: the timeline's, and the messages' whose text it shows.
+  const list = usePagedList<AnyEntry, { timeline: string; messages: string | null }>(
+    async (cursor) => {
       const page = await callPage(() =>
         client.GET('/sites/{siteId}/conversations/{conversationId}/timeline', {
           params: { path, query: { limit: PAGE, ...(cursor ? { cursor: cursor.timeline } : {}) } },
@@ -77,16 +74,12 @@ function Timeline({ site, me, conversationId }: PageProps & { conversationId: st
         } catch {
           // the timeline is what matters here
         }
-      setEntries((before) => [...(cursor && before ? before : []), ...(page.items as AnyEntry[])]);
-      setNext(page.nextCursor ? { timeline: page.nextCursor, messages: messagesNext } : null);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
+      return { items: page.items as AnyEntry[], nextCursor: page.nextCursor ? { timeline: page.nextCursor, messages: messagesNext } : null };
+    },
+    [conversationId],
+  );
+  const { items: entries, error } = list;
   useEffect(() => {
-    void load(null);
     call(() => client.GET('/sites/{siteId}/members', { params: { path: { siteId: site.id } } })).then(
       (members) => setEmails(new Map(members.map((m) => [m.accountId, m.email]))),
       () => undefined,
@@ -174,13 +167,7 @@ function Timeline({ site, me, conversationId }: PageProps & { conversationId: st
           )}
         </ol>
       )}
-      {next && (
-        <div>
-          <Button busy={busy} onClick={() => void load(next)}>
-            Show later messages
-          </Button>
-        </div>
-      )}
+      <LoadMore list={list} label="Show later messages" />
     </div>
   );
 }

@@ -1,10 +1,11 @@
-import { useEffect, useState } from 'preact/hooks';
 import { callPage, client, type Me, type Schemas } from '../api';
 import { Button } from '../components/Button';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { RelativeTime } from '../components/RelativeTime';
 import { Table } from '../components/Table';
+import { LoadMore } from '../components/LoadMore';
+import { usePagedList } from '../use-paged-list';
 
 type Entry = Schemas['AuditEntry'];
 
@@ -13,27 +14,11 @@ type Entry = Schemas['AuditEntry'];
  * Read again from the top whenever `version` moves (a change made on this page).
  */
 export function AuditLog({ siteId, me, version }: { siteId: string; me: Me; version: number }) {
-  const [entries, setEntries] = useState<Entry[] | null>(null);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
-  const [busy, setBusy] = useState(false);
-
-  const load = async (cursor: string | null) => {
-    setError(null);
-    setBusy(true);
-    try {
-      const page = await callPage(() =>
-        client.GET('/sites/{siteId}/audit-log', { params: { path: { siteId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }),
-      );
-      setEntries((before) => (cursor && before ? [...before, ...page.items] : page.items));
-      setNext(page.nextCursor);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
-  };
-  useEffect(() => void load(null), [siteId, version]);
+  const list = usePagedList(
+    (cursor) => callPage(() => client.GET('/sites/{siteId}/audit-log', { params: { path: { siteId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } })),
+    [siteId, version],
+  );
+  const { items: entries, error, loading: busy } = list;
 
   // Emails come with each entry, former members' too; an account id stands in only where none is known.
   const who = (id: string | null, email: string | null) =>
@@ -53,7 +38,7 @@ export function AuditLog({ siteId, me, version }: { siteId: string; me: Me; vers
     <section class="card stack" aria-labelledby="audit-title">
       <div class="line-row line-row-between">
         <h2 id="audit-title">Audit log</h2>
-        <Button onClick={() => void load(null)} busy={busy}>
+        <Button onClick={() => void list.reload()} busy={busy}>
           Refresh
         </Button>
       </div>
@@ -76,11 +61,7 @@ export function AuditLog({ siteId, me, version }: { siteId: string; me: Me; vers
           ]}
         />
       )}
-      {next && (
-        <Button onClick={() => void load(next)} busy={busy}>
-          Show older entries
-        </Button>
-      )}
+      <LoadMore list={list} label="Show older entries" />
     </section>
   );
 }

@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { call, callPage, client, type Role, type Schemas } from '../api';
 import { Button } from '../components/Button';
 import { Field, TextInput } from '../components/Field';
@@ -9,39 +9,31 @@ import { RelativeTime } from '../components/RelativeTime';
 import { ShownOnce } from '../components/ShownOnce';
 import { Table } from '../components/Table';
 import { useAction } from '../use-action';
+import { usePagedList } from '../use-paged-list';
+import { LoadMore } from '../components/LoadMore';
 
 type Pending = Schemas['PendingInvitation'];
 
 /** Invite by email and role (the link is shown once), and the pending invitations, withdrawable. */
 export function Invitations({ siteId, onChange }: { siteId: string; onChange: () => void }) {
-  const [pending, setPending] = useState<Pending[] | null>(null);
-  const [next, setNext] = useState<string | null>(null);
-  const [error, setError] = useState<unknown>(null);
   const [link, setLink] = useState<{ email: string; url: string } | null>(null);
   const [withdrawing, setWithdrawing] = useState<Pending | null>(null);
   const [email, setEmail] = useState('');
   const [role, setRole] = useState<Role>('agent');
 
-  const load = async (cursor: string | null) => {
-    setError(null);
-    try {
-      const page = await callPage(() =>
-        client.GET('/sites/{siteId}/invitations', { params: { path: { siteId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } }),
-      );
-      setPending((before) => (cursor && before ? [...before, ...page.items] : page.items));
-      setNext(page.nextCursor);
-    } catch (err) {
-      setError(err);
-    }
-  };
-  useEffect(() => void load(null), [siteId]);
+  const list = usePagedList(
+    (cursor) =>
+      callPage(() => client.GET('/sites/{siteId}/invitations', { params: { path: { siteId }, query: { limit: 50, ...(cursor ? { cursor } : {}) } } })),
+    [siteId],
+  );
+  const { items: pending, error } = list;
 
   const invite = useAction(async () => {
     const inv = await call(() => client.POST('/sites/{siteId}/invitations', { params: { path: { siteId } }, body: { email: email.trim(), role } }));
     setLink({ email: inv.email, url: inv.url });
     setEmail('');
     onChange();
-    await load(null); // newest first: the new one on top
+    await list.reload(); // newest first: the new one on top
   });
 
   return (
@@ -101,7 +93,7 @@ export function Invitations({ siteId, onChange }: { siteId: string; onChange: ()
           ]}
         />
       )}
-      {next && <Button onClick={() => void load(next)}>Show more invitations</Button>}
+      <LoadMore list={list} label="Show more invitations" />
       {withdrawing && (
         <ConfirmDialog
           title={`Withdraw the invitation of ${withdrawing.email}?`}
@@ -110,7 +102,7 @@ export function Invitations({ siteId, onChange }: { siteId: string; onChange: ()
           onCancel={() => setWithdrawing(null)}
           onConfirm={async () => {
             await call(() => client.DELETE('/sites/{siteId}/invitations/{invitationId}', { params: { path: { siteId, invitationId: withdrawing.id } } }));
-            setPending((before) => before?.filter((i) => i.id !== withdrawing.id) ?? null);
+            list.update((before) => before.filter((i) => i.id !== withdrawing.id));
             setWithdrawing(null);
             onChange();
           }}

@@ -97,7 +97,14 @@ export function Members({
             header: 'Member',
             cell: (m) => (
               <>
-                {m.email} {you(m) && <span class="tag tag-current">you</span>}
+                {m.displayName ? (
+                  <>
+                    {m.displayName} <span class="muted">{m.email}</span>
+                  </>
+                ) : (
+                  m.email
+                )}{' '}
+                {you(m) && <span class="tag tag-current">you</span>}
               </>
             ),
           },

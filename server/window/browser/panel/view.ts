@@ -4,6 +4,7 @@ import type { FeedEvent } from '../live-connection';
 import { toParent } from './host';
 import type { Panel } from './state';
 import type { Conversation, Message } from './types';
+import { timeText } from './time';
 
 export function setStatus(p: Panel, text: string) {
   if (p.dom.status.textContent !== text) p.dom.status.textContent = text;
@@ -19,16 +20,32 @@ function timeOf(iso: string): HTMLTimeElement {
   const t = document.createElement('time');
   t.dateTime = iso;
   const d = new Date(iso);
-  t.textContent = Number.isNaN(d.getTime()) ? '' : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  if (Number.isNaN(d.getTime())) return t;
+  t.textContent = timeText(d);
+  t.title = d.toLocaleString([], { dateStyle: 'full', timeStyle: 'short' });
   return t;
 }
 
-export function bubble(direction: 'incoming' | 'outgoing'): { el: HTMLElement; body: HTMLElement } {
+/**
+ * A message's bubble. A reply names who it is from (`authorName`, as the site shows it) above
+ * its text, once for a run of replies by the same name; the visitor's own say "You" to screen readers.
+ */
+export function bubble(direction: 'incoming' | 'outgoing', authorName?: string | null, named = true): { el: HTMLElement; body: HTMLElement } {
   const el = document.createElement('div');
   el.className = `msg ${direction === 'incoming' ? 'mine' : 'theirs'}`;
   const who = document.createElement('span');
-  who.className = 'sr-only';
-  who.textContent = direction === 'incoming' ? 'You: ' : 'Reply: ';
+  if (direction === 'outgoing' && authorName) {
+    el.dataset.author = authorName;
+    who.className = named ? 'author' : 'sr-only';
+    who.textContent = authorName;
+    const colon = document.createElement('span');
+    colon.className = 'sr-only';
+    colon.textContent = ': ';
+    who.append(colon);
+  } else {
+    who.className = 'sr-only';
+    who.textContent = direction === 'incoming' ? 'You: ' : 'Reply: ';
+  }
   const body = document.createElement('div');
   body.className = 'body';
   el.append(who, body);
@@ -46,7 +63,9 @@ export function showMessage(p: Panel, m: Message, live: boolean) {
   const s = p.state;
   if (s.shown.has(m.id)) return;
   if (s.closedNotice && s.conversation && m.conversationId !== s.conversation.id) s.closedNotice = null;
-  const { el, body } = bubble(m.direction);
+  // The name shows once for a run of replies from the same person (as a chat app groups them).
+  const before = p.dom.log.lastElementChild as HTMLElement | null;
+  const { el, body } = bubble(m.direction, m.authorName, before?.dataset.author !== m.authorName);
   el.dataset.id = m.id;
   if (m.content) body.appendChild(renderContent(document, m.content, m.format));
   if (m.attachments.length) {
