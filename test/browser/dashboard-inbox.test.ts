@@ -539,9 +539,14 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
       { title: 'Refund', body: 'Your refund is on its way.' },
       { title: 'order NUMBER', body: 'A title the site has already (another case).' },
     ];
+    // Init scripts run in every document, the first about:blank too, where storage is refused.
     await ctx.addInitScript(
       ([key, value]) => {
-        if (!localStorage.getItem(key)) localStorage.setItem(key, value);
+        try {
+          if (!localStorage.getItem(key)) localStorage.setItem(key, value);
+        } catch {
+          // not the dashboard's document
+        }
       },
       [`dashboard.canned.${d.owner.id}`, JSON.stringify(kept)],
     );
@@ -571,7 +576,16 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     // An agent is never offered it; "No, thanks" also ends the offer.
     for (const who of [d.agent, d.owner]) {
       const c = await d.newContext();
-      await c.addInitScript(([key, value]) => localStorage.setItem(key, value), [`dashboard.canned.${who.id}`, JSON.stringify(kept)]);
+      await c.addInitScript(
+        ([key, value]) => {
+          try {
+            if (!localStorage.getItem(key)) localStorage.setItem(key, value);
+          } catch {
+            // not the dashboard's document
+          }
+        },
+        [`dashboard.canned.${who.id}`, JSON.stringify(kept)],
+      );
       const p = await c.newPage();
       await p.goto(`${d.origin}/dashboard${inboxPath(conv)}`);
       await d.signIn(p, who.email);
