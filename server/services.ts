@@ -49,6 +49,9 @@ import { withInboxActivity } from './inbox/activity';
 import { createInboxHub } from './inbox/live';
 import { createInboxService } from './inbox/service';
 import { createVisitorStore } from './visitors/store';
+import { createNoteStore } from './notes/store';
+import { createNotesService } from './notes/service';
+import { createInboxRecorder } from './inbox/activity';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -123,7 +126,21 @@ export function createServices(
   /** What the chat window reads and writes through: the same rules, its own file links. */
   const windowMessages = windowMedia === media ? messages : createMessageService({ ...messageDeps, media: windowMedia });
   const conversations = createConversationService({ db, store: conversationStore, cursors, now, outbox });
-  const accounts = accountServices(createAccountStore(db), { sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
+  const accountStore = createAccountStore(db);
+  const accounts = accountServices(accountStore, { sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
+  const noteStore = createNoteStore(db);
+  // Internal notes: a table of their own, shown to members on the inbox's stream, never to the window or /api/v1.
+  const notes = createNotesService({
+    db,
+    store: noteStore,
+    conversations: conversationStore,
+    members: accounts.members,
+    accounts: accountStore,
+    record: createInboxRecorder({ store: inboxStore, channel, now }),
+    audit: accounts.audit.record,
+    cursors,
+    now,
+  });
   return {
     db,
     config,
@@ -236,8 +253,11 @@ export function createServices(
       access: accessStore,
       events: eventStore,
       replays: idempotencyStore,
+      notes: notes.between,
       cursors,
     }),
+    /** Members' internal notes in conversations (/manage/v1); `store.removeForConversations` for deleting a visitor's data. */
+    notes: { service: notes, store: noteStore },
   };
 }
 

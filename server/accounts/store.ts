@@ -200,6 +200,12 @@ export function createAccountStore(db: Knex) {
       const rows: { id: string; email: string }[] = await db('accounts').whereIn('id', ids).select('id', 'email');
       return new Map(rows.map((r) => [r.id, r.email]));
     },
+    /** The emails and chosen display names of these accounts (the ones that exist), in one read: notes show their authors by name. */
+    namesOf: async (ids: string[], trx: Knex = db): Promise<Map<string, { email: string; displayName: string | null }>> => {
+      if (!ids.length) return new Map();
+      const rows: { id: string; email: string; display_name: string | null }[] = await trx('accounts').whereIn('id', ids).select('id', 'email', 'display_name');
+      return new Map(rows.map((r) => [r.id, { email: r.email, displayName: r.display_name }]));
+    },
     listAccounts: async () => ((await db('accounts').orderBy('created_at').select(ACCOUNT_COLUMNS)) as AccountRow[]).map(mapAccount),
     setPassword: (id: string, hash: string, at: number, trx: Knex = db) =>
       count(trx('accounts').where({ id }).update({ password_hash: hash, password_changed_at: at })),

@@ -91,6 +91,8 @@ export function fakeAccountStore() {
     findAccount: async (id) => copy(accounts.get(id)),
     findAccountByEmail: async (email) => copy([...accounts.values()].find((a) => a.email === email)),
     emailsOf: async (ids) => new Map(ids.filter((id) => accounts.has(id)).map((id) => [id, emailOf(id)])),
+    // The fake's accounts have no display name of their own (AccountRow has none): the email alone.
+    namesOf: async (ids) => new Map(ids.filter((id) => accounts.has(id)).map((id) => [id, { email: emailOf(id), displayName: null }])),
     listAccounts: async () => [...accounts.values()].sort((a, b) => a.created_at - b.created_at).map((a) => ({ ...a })),
     setPassword: async (id, hash, at) => {
       const a = accounts.get(id);
