@@ -106,7 +106,8 @@ function Timeline({ site, me, conversationId }: PageProps & { conversationId: st
   return (
     <div class="stack">
       <p>
-        Conversation <code>{conversationId}</code>: each message, who wrote it, the events it emitted and every delivery attempt, oldest first.
+        Conversation <code>{conversationId}</code>: each message, who wrote it, the team's internal notes, the events it emitted and every delivery attempt,
+        oldest first.
       </p>
       <ErrorBanner error={error} />
       {entries === null ? (
