@@ -53,6 +53,9 @@ import { createReplyAuthors } from './window/authors';
 import { createSharedReplyStore } from './replies/store';
 import { createSharedReplies } from './replies/service';
 import { createProfile } from './accounts/profile';
+import { createNoteStore } from './notes/store';
+import { createNotesService } from './notes/service';
+import { createInboxRecorder } from './inbox/activity';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -132,6 +135,19 @@ export function createServices(
   const visitorStore = createVisitorStore(db);
   // Who the chat window says wrote a reply: the agent's name or the site's, by the site's setting.
   const replyAuthors = createReplyAuthors({ sites: accessStore, accounts: accountStore });
+  const noteStore = createNoteStore(db);
+  // Internal notes: a table of their own, shown to members on the inbox's stream, never to the window or /api/v1.
+  const notes = createNotesService({
+    db,
+    store: noteStore,
+    conversations: conversationStore,
+    members: accounts.members,
+    accounts: accountStore,
+    record: createInboxRecorder({ store: inboxStore, channel, now }),
+    audit: accounts.audit.record,
+    cursors,
+    now,
+  });
   return {
     db,
     config,
@@ -255,8 +271,11 @@ export function createServices(
       access: accessStore,
       events: eventStore,
       replays: idempotencyStore,
+      notes: notes.between,
       cursors,
     }),
+    /** Members' internal notes in conversations (/manage/v1); `store.removeForConversations` for deleting a visitor's data. */
+    notes: { service: notes, store: noteStore },
   };
 }
 

@@ -204,10 +204,10 @@ export function createAccountStore(db: Knex) {
       return new Map(rows.map((r) => [r.id, r.email]));
     },
     /** The names of these accounts (the ones that exist): the display name each chose, and the email it falls back on. */
-    namesOf: async (ids: readonly string[]): Promise<Map<string, { displayName: string | null; email: string }>> => {
+    namesOf: async (ids: readonly string[], trx: Knex = db): Promise<Map<string, { displayName: string | null; email: string }>> => {
       const unique = [...new Set(ids)];
       if (!unique.length) return new Map();
-      const rows: { id: string; email: string; display_name: string | null }[] = await db('accounts')
+      const rows: { id: string; email: string; display_name: string | null }[] = await trx('accounts')
         .whereIn('id', unique)
         .select('id', 'email', 'display_name');
       return new Map(rows.map((r) => [r.id, { displayName: r.display_name, email: r.email }]));

@@ -1,3 +1,6 @@
+import type { Knex } from 'knex';
+import { afterCommit } from '../db/transaction';
+import { INBOX_NOTICE_PREFIX, type EventChannel } from '../webhooks/channel';
 import type { Outbox } from '../webhooks/outbox';
 import type { InboxStore } from './store';
 
@@ -23,3 +26,48 @@ export function withInboxActivity(outbox: Outbox, store: InboxStore): Outbox {
     },
   };
 }
+
+/**
+ * Feed rows shown to one member only, `account_id` being that member: their own read marks, and
+ * the notice that a note mentioned them (the others see the note, not whom it calls).
+ */
+export const PRIVATE_TO_ACCOUNT: ReadonlySet<string> = new Set(['conversation.read', 'note.mentioned']);
+
+/** One private change of a site's inbox (no public event behind it): what `recordInboxChange` writes. */
+export interface InboxChange {
+  siteId: string;
+  /** The conversation's visitor (the channel's notices name one; the chat window's hub skips inbox notices). */
+  visitorId: string;
+  kind: string;
+  conversationId: string;
+  /** Who made it, or, for a kind of PRIVATE_TO_ACCOUNT, the one member it is shown to. */
+  accountId: string | null;
+  /** The event's `data` on the members' streams. */
+  body: object;
+}
+
+/**
+ * Writes private changes to the site's feed in the change's transaction, and tells the streams of
+ * every instance once it commits (the channel; the hub's poll covers a lost notice). For features
+ * beside the inbox service (notes) that show their changes live on the inbox stream.
+ */
+export function createInboxRecorder(deps: { store: Pick<InboxStore, 'append'>; channel: Pick<EventChannel, 'publish'>; now: () => number }) {
+  return async function recordInboxChange(trx: Knex.Transaction, change: InboxChange): Promise<number> {
+    const at = deps.now();
+    const position = await deps.store.append(trx, {
+      site_id: change.siteId,
+      kind: change.kind,
+      conversation_id: change.conversationId,
+      event_id: null,
+      account_id: change.accountId,
+      body: JSON.stringify(change.body),
+      created_at: at,
+    });
+    afterCommit(trx, () =>
+      deps.channel.publish([{ id: `${INBOX_NOTICE_PREFIX}${change.siteId}:${position}`, siteId: change.siteId, visitorId: change.visitorId, createdAt: at }]),
+    );
+    return position;
+  };
+}
+
+export type InboxRecorder = ReturnType<typeof createInboxRecorder>;

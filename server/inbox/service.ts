@@ -16,6 +16,7 @@ import type { StreamEvent, StreamSource } from '../window/streams';
 import type { Logger } from '../platform/logger';
 import type { InboxStore } from './store';
 import type { InboxHub } from './live';
+import { PRIVATE_TO_ACCOUNT } from './activity';
 
 export type AssigneeFilter = 'me' | 'unassigned' | 'any';
 export type InboxQuery = ListConversationsQuery & { assignee?: AssigneeFilter; unread?: boolean };
@@ -232,7 +233,7 @@ export function createInboxService(deps: {
           const rows = await store.after(siteId, after, max);
           const events: StreamEvent[] = [];
           for (const r of rows) {
-            if (r.kind === 'conversation.read' && r.account_id !== manager.accountId) continue;
+            if (PRIVATE_TO_ACCOUNT.has(r.kind) && r.account_id !== manager.accountId) continue;
             const data = r.event_id ? (r.event_body ? JSON.parse(r.event_body).data : null) : JSON.parse(r.body ?? 'null');
             if (data === null) continue; // its event has been purged
             events.push({ id: String(r.position), event: r.kind, data });

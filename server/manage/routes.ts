@@ -7,6 +7,7 @@ import type { Services } from '../services';
 import type { Logger } from '../platform/logger';
 import { actor, Body, meta, send, signedIn } from './context';
 import { inboxRoutes } from './inbox-routes';
+import { noteRoutes } from './notes-routes';
 import { tokenRoutes } from './tokens-routes';
 import { memberRoutes } from './members-routes';
 import { invitationRoutes } from './invitations-routes';
@@ -21,6 +22,7 @@ export function manageRoutes(services: Services, throttle: SignInThrottle, logge
   const { signIn: accounts, setup } = services.accounts;
   const router = Router();
   router.use(inboxRoutes(services, logger));
+  router.use(noteRoutes(services));
 
   router.post('/session', async (req, res) => {
     const { email, password } = req.body as Body<'SignInRequest'>;

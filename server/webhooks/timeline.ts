@@ -7,6 +7,7 @@ import { toIsoRequired } from '../platform/time';
 import type { EventName } from './outbox';
 import type { EventStore } from './store';
 import type { IdempotencyStore } from '../idempotency/store';
+import type { NoteDto } from '../notes/service';
 
 /** Messages per page of a timeline at most; each page also holds their events and every attempt of those. */
 export const TIMELINE_MAX_MESSAGES = 100;
@@ -22,11 +23,11 @@ type Author =
   | { type: 'member'; apiKeyId: null; apiKeyLabel: null; accountId: string | null };
 
 /**
- * A conversation's timeline: its messages with who wrote each, the idempotent replays of its
- * replies, the events each emitted, and every delivery attempt of those events, in one list
+ * A conversation's timeline: its messages with who wrote each, the members' internal notes, the
+ * idempotent replays of its replies, the events each emitted, and every delivery attempt of those events, in one list
  * ordered by time (a message before the events it emitted, an event before its attempts, a replay
  * after anything else at the same millisecond). Paged by messages (keyset, oldest first): a page
- * holds up to `limit` messages, the events and replays from its first message to the next page's
+ * holds up to `limit` messages, the events, notes and replays from its first message to the next page's
  * first (the last page: to now), and every attempt of those events, so each query is an index
  * range with a bound.
  */
@@ -36,6 +37,8 @@ export function createTimeline(deps: {
   access: Pick<AccessStore, 'findKey'>;
   events: EventStore;
   replays: Pick<IdempotencyStore, 'replaysOfConversation'>;
+  /** The conversation's internal notes written in a window of time (the notes service's `between`). */
+  notes: (siteId: string, conversationId: string, from: number, to: number) => Promise<NoteDto[]>;
   cursors: CursorCodec;
 }) {
   return async function timeline(siteId: string, conversationId: string, q: { limit?: number; cursor?: string }) {
@@ -51,6 +54,7 @@ export function createTimeline(deps: {
     const to = hasMore ? rows[limit].created_at - 1 : Number.MAX_SAFE_INTEGER;
     const events = from <= to ? await deps.events.eventsOfConversation(conversationId, from, to, EVENTS_PER_PAGE) : [];
     const replays = from <= to ? await deps.replays.replaysOfConversation(siteId, conversationId, from, to, REPLAYS_PER_PAGE) : [];
+    const notes = from <= to ? await deps.notes(siteId, conversationId, from, to) : [];
     const attempts = await deps.events.attemptsOfEvents(
       events.map((e) => e.id),
       ATTEMPTS_PER_PAGE,
@@ -68,7 +72,8 @@ export function createTimeline(deps: {
       return { type: 'visitor', apiKeyId: null, apiKeyLabel: null, accountId: null };
     };
 
-    const KIND = { message: 0, event: 1, attempt: 2, replayed: 3 } as const;
+    // A note written in the same millisecond as a message comes after it and before its events.
+    const KIND = { message: 0, note: 0.5, event: 1, attempt: 2, replayed: 3 } as const;
     const entries = [
       ...messages.map((m) => ({
         sort: [m.created_at, KIND.message, m.id] as const,
@@ -104,6 +109,19 @@ export function createTimeline(deps: {
           status: a.status_code,
           error: a.error,
           durationMs: a.duration_ms,
+        },
+      })),
+      ...notes.map((n) => ({
+        sort: [Date.parse(n.createdAt), KIND.note, n.id] as const,
+        entry: {
+          type: 'note' as const,
+          at: n.createdAt,
+          noteId: n.id,
+          authorId: n.authorId,
+          authorName: n.authorName,
+          content: n.content,
+          format: n.format,
+          editedAt: n.editedAt,
         },
       })),
       ...replays.map((r) => ({

@@ -676,6 +676,21 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     await m('GET', `/sites/${site}/conversations/${conv}/timeline?limit=10`, 200, { op: 'getConversationTimeline', ...t(agentToken) });
   });
 
+  test('internal notes', async () => {
+    const conv = (await h.visitorSay(site, 'prism-notes-visitor', 'hello')).conversation.id;
+    const notes = `/sites/${site}/inbox/conversations/${conv}/notes`;
+    const note = await m('POST', notes, 201, {
+      op: 'createInboxNote',
+      json: { content: '@prism-owner@example.com refund?', format: 'markdown' },
+      ...t(agentToken),
+    });
+    await m('GET', `${notes}?order=desc&limit=5`, 200, { op: 'listInboxNotes', ...t(ownerToken) });
+    await m('PATCH', `${notes}/${note.json.data.id}`, 200, { op: 'updateInboxNote', json: { content: 'refund sent' }, ...t(agentToken) });
+    await m('PATCH', `${notes}/${note.json.data.id}`, 403, { op: 'updateInboxNote', code: 'forbidden', json: { content: 'not mine' }, ...t(ownerToken) });
+    await m('DELETE', `${notes}/${note.json.data.id}`, 204, { op: 'deleteInboxNote', ...t(ownerToken) });
+    await m('DELETE', `${notes}/${note.json.data.id}`, 404, { op: 'deleteInboxNote', code: 'not_found', ...t(ownerToken) });
+  });
+
   test('event address, secrets, test delivery, delivery log, recovery', async () => {
     const e = `/sites/${site}/event-address`;
     expect((await m('GET', e, 200, { op: 'getEventAddress', ...t(ownerToken) })).json).toEqual({ data: null });

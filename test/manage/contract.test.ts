@@ -11,6 +11,8 @@ import { M, manageHarness, newMember, PASSWORD, SAME_ORIGIN, signIn } from './he
 import { deliveryEnv, Receiver, startReceiver } from '../webhooks/helpers';
 import { listenHttps } from '../helpers/harness';
 import { openSse } from '../window/helpers';
+import { holdStatements } from '../helpers/held-statements';
+import { waitFor } from '../helpers/wait';
 
 const { documentedOperations, assertMatchesDocument } = documentChecks(manageDocument(), { requiredHeadersOnly: true });
 
@@ -379,6 +381,10 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   assignInboxConversation: {},
   markInboxConversationRead: {},
   streamInbox: {},
+  listInboxNotes: {},
+  createInboxNote: {},
+  updateInboxNote: {},
+  deleteInboxNote: {},
 };
 
 // The site routes are built once the fixtures exist (their paths name the site).
@@ -461,6 +467,7 @@ function siteScenarios() {
   eventScenarios();
   inboxScenarios();
   replyScenarios();
+  noteScenarios();
 }
 
 type SiteAdminMethod = keyof Harness['runtime']['services']['siteAdmin'];
@@ -1002,6 +1009,94 @@ function replyScenarios() {
     200: () => call('put', names, { cookie: owner.cookie, body: { shown: true } }),
     404: () => call('put', `/sites/${OTHER_SITE}/agent-names`, { cookie: owner.cookie, body: { shown: true } }),
     429: () => exhausted('put', (s) => `/sites/${s}/agent-names`, { shown: false }),
+  });
+}
+
+/** Internal notes (server/notes): each status provoked on a conversation of the fixture site. */
+function noteScenarios() {
+  const notes = (id: string) => `/sites/${site}/inbox/conversations/${id}/notes`;
+  const missing = notes(NO_CONVERSATION);
+  const NO_NOTE = 'note_00000000000000000000000000';
+  const note = { content: 'Internal: refund approved.' };
+  /** A note of a fresh conversation, written by `cookie`'s member. */
+  const written = async (cookie = agent.cookie) => {
+    const id = await conversation();
+    const res = await call('post', notes(id), { cookie, body: note });
+    return { conversationId: id, noteId: res.body.data.id as string };
+  };
+  Object.assign(scenarios.listInboxNotes, {
+    ...common('get', missing, 'members.requireRole'),
+    200: async () => call('get', `${notes((await written()).conversationId)}?order=desc&limit=2`, { cookie: agent.cookie }),
+    400: () => call('get', `${missing}?order=sideways`, { cookie: owner.cookie }),
+    404: () => call('get', missing, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/notes`),
+  });
+  Object.assign(scenarios.createInboxNote, {
+    ...common('post', missing, 'members.requireRole', note),
+    ...writes('post', missing, note),
+    201: async () => call('post', notes(await conversation()), { cookie: agent.cookie, body: { content: '@owner@example.com look', format: 'markdown' } }),
+    400: () => call('post', missing, { cookie: owner.cookie, body: { content: '   ' } }),
+    404: () => call('post', missing, { cookie: owner.cookie, body: note }),
+    // The first request held at its read of the members (its mention) while the same key comes again.
+    409: async () => {
+      const id = await conversation();
+      const headers = { ...SAME_ORIGIN, 'Idempotency-Key': `contract-note-${id}` };
+      const body = { content: '@owner@example.com held' };
+      const hold = holdStatements(h.runtime.db, /from [`"]memberships[`"] as [`"]m[`"] inner join/);
+      try {
+        const first = call('post', notes(id), { cookie: agent.cookie, body, headers }).then((r) => r);
+        await waitFor('the first note held', () => hold.held > 0);
+        const repeat = await call('post', notes(id), { cookie: agent.cookie, body, headers });
+        hold.release();
+        await first;
+        return repeat;
+      } finally {
+        hold.release();
+      }
+    },
+    422: async () => {
+      const id = await conversation();
+      const headers = { ...SAME_ORIGIN, 'Idempotency-Key': `contract-note-${id}` };
+      await call('post', notes(id), { cookie: owner.cookie, body: note, headers });
+      return call('post', notes(id), { cookie: owner.cookie, body: { content: 'another note' }, headers });
+    },
+    429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/notes`, note),
+  });
+  const change = { content: 'Internal: refund sent.' };
+  Object.assign(scenarios.updateInboxNote, {
+    ...common('patch', `${missing}/${NO_NOTE}`, 'members.requireRole', change),
+    ...writes('patch', `${missing}/${NO_NOTE}`, change),
+    200: async () => {
+      const w = await written();
+      return call('patch', `${notes(w.conversationId)}/${w.noteId}`, { cookie: agent.cookie, body: change });
+    },
+    400: () => call('patch', `${missing}/not-a-note`, { cookie: owner.cookie, body: change }),
+    404: () => call('patch', `${missing}/${NO_NOTE}`, { cookie: owner.cookie, body: change }),
+    // Written more than a day ago: past its author's edit window.
+    409: async () => {
+      const w = await written();
+      await h.runtime
+        .db('notes')
+        .where({ id: w.noteId })
+        .update({ created_at: Date.now() - 25 * 3600_000 });
+      return call('patch', `${notes(w.conversationId)}/${w.noteId}`, { cookie: agent.cookie, body: change });
+    },
+    429: () => exhausted('patch', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/notes/${NO_NOTE}`, change),
+  });
+  Object.assign(scenarios.deleteInboxNote, {
+    ...common('delete', `${missing}/${NO_NOTE}`, 'members.requireRole'),
+    204: async () => {
+      const w = await written();
+      return call('delete', `${notes(w.conversationId)}/${w.noteId}`, { cookie: agent.cookie });
+    },
+    400: () => call('delete', `${missing}/not-a-note`, { cookie: owner.cookie }),
+    // An agent may not delete another member's note.
+    403: async () => {
+      const w = await written(owner.cookie);
+      return call('delete', `${notes(w.conversationId)}/${w.noteId}`, { cookie: agent.cookie });
+    },
+    404: () => call('delete', `${missing}/${NO_NOTE}`, { cookie: owner.cookie }),
+    429: () => exhausted('delete', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/notes/${NO_NOTE}`),
   });
 }
 

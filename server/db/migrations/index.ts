@@ -18,6 +18,7 @@ import * as m016 from './016_invitation_attempts';
 import * as m017 from './017_security_log';
 import * as m018 from './018_people';
 import * as m019 from './019_tags';
+import * as m021 from './021_notes';
 import * as m024 from './024_shared_replies';
 
 interface Migration {
@@ -46,6 +47,7 @@ const migrations: Record<string, Migration> = {
   '017_security_log': m017,
   '018_people': m018,
   '019_tags': m019,
+  '021_notes': m021,
   '024_shared_replies': m024,
 };
 

@@ -402,13 +402,13 @@ export interface paths {
         /**
          * Read a conversation's timeline
          * @description Owners and agents. The conversation's messages with who wrote each (the visitor, an API key by
-         *     its label, or a member), the idempotent replays of its replies (`replayed`: a retry with the
+         *     its label, or a member), the members' internal notes with their text (`note`), the idempotent replays of its replies (`replayed`: a retry with the
          *     same Idempotency-Key answered with the stored answer), the events each emitted, and every
          *     delivery attempt of those events with its outcome, in one list by time (a message before its
          *     events, an event before its attempts, a replay after anything else of the same millisecond).
-         *     Paged by messages, oldest first: a page holds up to `limit` (at most 100) messages, the events
-         *     and replays from its first message to the next page's (at most 500 replays, the oldest), and
-         *     all the events' attempts.
+         *     Paged by messages, oldest first: a page holds up to `limit` (at most 100) messages, the events,
+         *     notes and replays from its first message to the next page's (at most 500 replays and 500 notes,
+         *     the oldest), and all the events' attempts.
          */
         get: operations["getConversationTimeline"];
         put?: never;
@@ -844,6 +844,68 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read a conversation's internal notes
+         * @description What members wrote to each other in the conversation. Notes are never shown to the visitor:
+         *     not in the chat window, not in `/api/v1`, not in events; they do not change the
+         *     conversation (`updatedAt`) nor count as unread. Oldest first by default (`order=desc` for
+         *     newest first), keyset paging with `limit` and `cursor` like the messages. Agents and owners.
+         */
+        get: operations["listInboxNotes"];
+        put?: never;
+        /**
+         * Write an internal note
+         * @description A note by the signed-in member, on an open or a closed conversation: plain text or markdown
+         *     like a message (1 to 10,000 characters, not only spaces; no files). `@email` of a member of
+         *     the site mentions them (not inside code; at most 20 a note): that member alone gets
+         *     `note.mentioned` on their live stream and a notification in the dashboard. An address that
+         *     is no member of the site, or the author's own, mentions nobody. Members' live streams show
+         *     `note.created`; nothing is emitted to the event address and the conversation is unchanged.
+         *     `Idempotency-Key` works as on the reply (scoped to the account).
+         */
+        post: operations["createInboxNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/notes/{noteId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an internal note
+         * @description Its author deletes a note at any time; an owner of the site deletes any note (say, one with a
+         *     password pasted in it). Anyone else is `403 forbidden`. Written to the audit log
+         *     (`note.deleted`); members' live streams show `note.deleted`.
+         */
+        delete: operations["deleteInboxNote"];
+        options?: never;
+        head?: never;
+        /**
+         * Edit an internal note
+         * @description Its author changes a note's text (and format, if given) for 24 hours after writing it; then
+         *     the note is part of the record (`409 conflict`: write a new one). Anyone else is `403
+         *     forbidden`. The note shows `editedAt`. Members the new text mentions for the first time are
+         *     told as on a new note; nobody is told twice. Members' live streams show `note.updated`.
+         */
+        patch: operations["updateInboxNote"];
+        trace?: never;
+    };
     "/sites/{siteId}/inbox/conversations/{conversationId}/read": {
         parameters: {
             query?: never;
@@ -903,7 +965,9 @@ export interface paths {
          *     name and JSON `data`: `conversation.started`, `message.created` and `conversation.closed`
          *     carry the event's `data` as delivered to event addresses (`{conversation, message}`);
          *     `conversation.assigned` carries `{conversationId, assigneeId, assignedBy}`; `conversation.read`
-         *     (the member's own read marks only) carries the read mark. The first event is `ready` with
+         *     (the member's own read marks only) carries the read mark. Internal notes: `note.created` and
+         *     `note.updated` carry the `Note`, `note.deleted` an `InboxNoteDeleted`, and `note.mentioned`
+         *     (only to the member a note mentions) an `InboxNoteMentioned`. The first event is `ready` with
          *     the position the stream starts after (`lastEventId`), the feed's newest position (`tail`:
          *     on a resume, the events up to it are the catch-up) and `gap` (true when feed rows after
          *     `Last-Event-ID` were purged, so the resume is not exact and lists should be reloaded).
@@ -1452,6 +1516,11 @@ export interface components {
             label: components["schemas"]["Label"];
             scopes: components["schemas"]["Scope"][];
         };
+        CreateNoteRequest: {
+            /** @description The note, 1 to 10,000 characters; `@email` of a member mentions them. */
+            content: string;
+            format?: components["schemas"]["MessageFormat"];
+        };
         CreateSharedReplyRequest: {
             body: components["schemas"]["SharedReplyBody"];
             title: components["schemas"]["SharedReplyTitle"];
@@ -1757,6 +1826,21 @@ export interface components {
         InboxMessageResponse: {
             data: components["schemas"]["Message"];
         };
+        /** @description The `data` of `note.deleted` on the inbox's live stream. */
+        InboxNoteDeleted: {
+            conversationId: components["schemas"]["ConversationIdValue"];
+            deletedBy: components["schemas"]["AccountIdValue"];
+            id: components["schemas"]["NoteIdValue"];
+        };
+        /**
+         * @description The `data` of `note.mentioned` on the inbox's live stream, sent only to the member mentioned
+         *     (`accountId`): the note that names them, and who wrote it.
+         */
+        InboxNoteMentioned: {
+            accountId: components["schemas"]["AccountIdValue"];
+            mentionedBy: components["schemas"]["AccountIdValue"];
+            note: components["schemas"]["Note"];
+        };
         /** @description A reply with files. `content` may be empty when at least one file is attached. */
         InboxReplyMultipartRequest: {
             content?: string;
@@ -1835,6 +1919,8 @@ export interface components {
         MemberList: {
             data: components["schemas"]["Member"][];
         };
+        /** @description A member's display name, else the local part of their email. */
+        MemberName: string;
         MemberResponse: {
             data: components["schemas"]["Member"];
         };
@@ -1889,6 +1975,38 @@ export interface components {
             joinedAt: components["schemas"]["Timestamp"];
             name: string;
             role: components["schemas"]["Role"];
+        };
+        /**
+         * @description An internal note: members only, never shown to the visitor, never in `/api/v1` or events.
+         *     Also the `data` of `note.created` and `note.updated` on the inbox's live stream.
+         */
+        Note: {
+            authorId: components["schemas"]["AccountIdValue"];
+            authorName: components["schemas"]["MemberName"];
+            /** @description The note's text as written, 1 to 10,000 characters (Unicode code points). */
+            content: string;
+            conversationId: components["schemas"]["ConversationIdValue"];
+            createdAt: components["schemas"]["Timestamp"];
+            /** @description When its author last changed it; `null` if never. */
+            editedAt: components["schemas"]["Timestamp"] | null;
+            format: components["schemas"]["MessageFormat"];
+            id: components["schemas"]["NoteIdValue"];
+            /** @description The members of the site its `@email`s named when it was written or last edited, in the order written. */
+            mentions: components["schemas"]["NoteMention"][];
+        };
+        /** @example note_01jd8x3r5k0000000000000000 */
+        NoteIdValue: string;
+        NoteList: {
+            data: components["schemas"]["Note"][];
+            page: components["schemas"]["PageInfo"];
+        };
+        /** @description A member the note mentions, by the name members see. */
+        NoteMention: {
+            accountId: components["schemas"]["AccountIdValue"];
+            name: components["schemas"]["MemberName"];
+        };
+        NoteResponse: {
+            data: components["schemas"]["Note"];
         };
         /**
          * @description `https://host[:port]` (`http://` only for localhost, 127.0.0.1 and [::1]); no path, no wildcard. Stored as browsers send it in `Origin`.
@@ -2186,6 +2304,17 @@ export interface components {
             type: "attempt";
         } | {
             at: components["schemas"]["Timestamp"];
+            authorId: components["schemas"]["AccountIdValue"];
+            authorName: components["schemas"]["MemberName"];
+            content: string;
+            editedAt: components["schemas"]["Timestamp"] | null;
+            /** @enum {string} */
+            format: "plain" | "markdown";
+            noteId: components["schemas"]["NoteIdValue"];
+            /** @constant */
+            type: "note";
+        } | {
+            at: components["schemas"]["Timestamp"];
             /** @description Whose key it was: an API key (with its label) on the public API, or a member (`accountId`) replying from the inbox. */
             by: {
                 accountId: components["schemas"]["AccountIdValue"] | null;
@@ -2257,6 +2386,12 @@ export interface components {
             /** @description The new display name (trimmed), or `null` (or a blank string) to clear it. */
             displayName: string | null;
         };
+        UpdateNoteRequest: {
+            /** @description The note's new text. */
+            content: string;
+            /** @description The new format; the note keeps its own when absent. */
+            format?: components["schemas"]["MessageFormat"];
+        };
         UpdateSharedReplyRequest: {
             body?: components["schemas"]["SharedReplyBody"];
             title?: components["schemas"]["SharedReplyTitle"];
@@ -2321,6 +2456,27 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description `idempotency_key_in_use`: the first request with this `Idempotency-Key` is still running; retry later. */
+        IdempotencyKeyInUse: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "idempotency_key_in_use",
+                 *         "message": "A request with this Idempotency-Key is still running."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description `idempotency_key_reused`: this `Idempotency-Key` was used with a different request. */
         IdempotencyKeyReused: {
             headers: {
@@ -2381,6 +2537,27 @@ export interface components {
                  *             "message": "must have required property 'email'"
                  *           }
                  *         ]
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description `conflict`: the note was written more than 24 hours ago and can no longer be edited; write a new one. */
+        NoteEditClosed: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "conflict",
+                 *         "message": "A note can be edited for 24 hours after it was written; write a new one."
                  *       }
                  *     }
                  */
@@ -2581,6 +2758,8 @@ export interface components {
         KeyId: components["schemas"]["KeyIdValue"];
         /** @description Page size. */
         Limit: number;
+        /** @description Internal note identifier. */
+        NoteId: components["schemas"]["NoteIdValue"];
         /** @description The origin to remove, for example `https://shop.example`. */
         Origin: components["schemas"]["Origin"];
         /** @description Session identifier (not its token). */
@@ -4502,6 +4681,180 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInboxNotes: {
+        parameters: {
+            query?: {
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+                /** @description `asc` (default) oldest first, `desc` newest first. */
+                order?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of notes. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NoteList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createInboxNote: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description 1 to 255 printable ASCII characters, remembered 24 hours per key. A repeat of the same
+                 *     request answers the first answer with `Idempotent-Replayed: true` and creates nothing.
+                 * @example 7f9c2d1e-6b0a-4a53-9f1e-2a4c8d3b5e71
+                 */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateNoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The note. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NoteResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteInboxNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Internal note identifier. */
+                noteId: components["parameters"]["NoteId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateInboxNote: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Internal note identifier. */
+                noteId: components["parameters"]["NoteId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateNoteRequest"];
+            };
+        };
+        responses: {
+            /** @description The note as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NoteResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["NoteEditClosed"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

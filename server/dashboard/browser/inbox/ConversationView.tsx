@@ -1,4 +1,4 @@
-import type { RefObject } from 'preact';
+import type { JSX, RefObject } from 'preact';
 import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { call, callPage, client, type MySite } from '../api';
 import { Button } from '../components/Button';
@@ -10,6 +10,9 @@ import { Composer } from './Composer';
 import { Markdown } from './Markdown';
 import { safeHref } from '../../../window/browser/markdown';
 import { formatSize, mergeMessages, visitorOf, type Conversation, type Member, type Message } from './model';
+import { ComposeSwitch, NoteComposer, NoteItem, useNotes } from './Notes';
+import { historyItems, type HistoryItem, type Note } from './note-model';
+import { isTyping } from './Shortcuts';
 
 /** Messages per page of the history: the newest page first, older ones as the agent scrolls up. */
 export const HISTORY_PAGE = 30;
@@ -44,6 +47,9 @@ export function ConversationView(p: ConversationViewProps) {
   const [assignTo, setAssignTo] = useState('');
   const [busy, setBusy] = useState(false);
   const emails = new Map(p.members.map((m) => [m.accountId, m.email]));
+  // Reply to the visitor or write an internal note; a closed conversation takes notes only.
+  const [mode, setMode] = useState<'reply' | 'note'>('reply');
+  const notes = useNotes(siteId, c.id, p.resyncTick);
   const path = { params: { path: { siteId, conversationId: c.id } } };
 
   const markRead = async () => {
@@ -100,6 +106,24 @@ export function ConversationView(p: ConversationViewProps) {
       document.removeEventListener('visibilitychange', onVisible);
     };
   }, [c.id]);
+
+  // The notes as far back as the messages loaded go (all of them once the first message is loaded).
+  const from = messages && older !== null ? (messages[0]?.createdAt ?? null) : null;
+  useEffect(() => {
+    if (messages) void notes.reach(from);
+  }, [from, messages !== null]);
+
+  // `n` writes a note (the inbox's other shortcuts are InboxPage's); never while typing or with a dialog open.
+  useEffect(() => {
+    const onKey = (e: KeyboardEvent) => {
+      if (e.key !== 'n' || e.defaultPrevented || e.altKey || e.ctrlKey || e.metaKey || isTyping(e.target) || document.querySelector('dialog[open]')) return;
+      e.preventDefault();
+      setMode('note');
+      requestAnimationFrame(() => p.replyField.current?.focus());
+    };
+    document.addEventListener('keydown', onKey);
+    return () => document.removeEventListener('keydown', onKey);
+  }, []);
 
   const loadOlder = async () => {
     if (!older || loadingOlder) return;
@@ -210,11 +234,12 @@ export function ConversationView(p: ConversationViewProps) {
         <ErrorBanner error={actionError} />
       </div>
       <History
-        messages={messages}
+        items={messages && historyItems(messages, notes.notes, from)}
+        note={(n) => <NoteItem key={n.id} siteId={siteId} note={n} me={p.me} owner={owner} onChanged={notes.put} onDeleted={notes.drop} />}
         hasOlder={older !== null}
         loadingOlder={loadingOlder}
         onOlder={loadOlder}
-        error={error}
+        error={error ?? notes.error}
         label={(m) =>
           m.direction === 'incoming'
             ? 'Visitor'
@@ -227,7 +252,11 @@ export function ConversationView(p: ConversationViewProps) {
                   : 'Team'
         }
       />
-      {c.state === 'open' ? (
+      {c.state === 'open' && <ComposeSwitch mode={mode} onMode={setMode} />}
+      {c.state !== 'open' && <p class="inbox-closed-note">This conversation is closed: the visitor starts a new one by writing again.</p>}
+      {mode === 'note' || c.state !== 'open' ? (
+        <NoteComposer key={`note-${c.id}`} siteId={siteId} conversationId={c.id} me={p.me} members={p.members} field={p.replyField} onSent={notes.put} />
+      ) : (
         <Composer
           key={c.id}
           siteId={siteId}
@@ -242,8 +271,6 @@ export function ConversationView(p: ConversationViewProps) {
             p.onChange({ ...latest.current, unreadCount: 0, lastMessageAt: m.createdAt });
           }}
         />
-      ) : (
-        <p class="inbox-closed-note">This conversation is closed: the visitor starts a new one by writing again.</p>
       )}
       {p.askClose && c.state === 'open' && (
         <ConfirmDialog
@@ -264,7 +291,9 @@ export function ConversationView(p: ConversationViewProps) {
 }
 
 interface HistoryProps {
-  messages: Message[] | null;
+  /** Messages and internal notes by time (note-model.ts, historyItems). */
+  items: HistoryItem[] | null;
+  note: (n: Note) => JSX.Element;
   hasOlder: boolean;
   loadingOlder: boolean;
   onOlder: () => void;
@@ -277,7 +306,7 @@ interface HistoryProps {
  * previous page, and the view stays where it was (the added height goes above); new messages at the
  * bottom follow only when the view was at the bottom already.
  */
-function History({ messages, hasOlder, loadingOlder, onOlder, error, label }: HistoryProps) {
+function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error, label }: HistoryProps) {
   const box = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
   const before = useRef<{ height: number; first: string | undefined }>({ height: 0, first: undefined });
@@ -324,27 +353,31 @@ function History({ messages, hasOlder, loadingOlder, onOlder, error, label }: Hi
             )}
           </div>
           <ol class="messages">
-            {messages.map((m) => (
-              <li key={m.id} class={`msg msg-${m.direction}`} data-message={m.id}>
-                <p class="msg-meta">
-                  <span class="msg-author">{label(m)}</span> <RelativeTime at={m.createdAt} />
-                </p>
-                {m.content && <Markdown content={m.content} format={m.format} class="msg-body" />}
-                {m.attachments.length > 0 && (
-                  <ul class="msg-files">
-                    {m.attachments.map((a) => (
-                      <li key={a.id}>
-                        {/* The service signs these links; http(s) is all a file link may be anyway. */}
-                        <a href={safeHref(a.url) ?? undefined} target="_blank" rel="noopener noreferrer">
-                          {a.name}
-                        </a>{' '}
-                        <span class="muted">{formatSize(a.size)}</span>
-                      </li>
-                    ))}
-                  </ul>
-                )}
-              </li>
-            ))}
+            {messages.map((it) => {
+              if (it.kind === 'note') return note(it.note);
+              const m = it.message;
+              return (
+                <li key={m.id} class={`msg msg-${m.direction}`} data-message={m.id}>
+                  <p class="msg-meta">
+                    <span class="msg-author">{label(m)}</span> <RelativeTime at={m.createdAt} />
+                  </p>
+                  {m.content && <Markdown content={m.content} format={m.format} class="msg-body" />}
+                  {m.attachments.length > 0 && (
+                    <ul class="msg-files">
+                      {m.attachments.map((a) => (
+                        <li key={a.id}>
+                          {/* The service signs these links; http(s) is all a file link may be anyway. */}
+                          <a href={safeHref(a.url) ?? undefined} target="_blank" rel="noopener noreferrer">
+                            {a.name}
+                          </a>{' '}
+                          <span class="muted">{formatSize(a.size)}</span>
+                        </li>
+                      ))}
+                    </ul>
+                  )}
+                </li>
+              );
+            })}
           </ol>
         </>
       )}

@@ -4,6 +4,7 @@ export const SHORTCUTS: [keys: string, what: string][] = [
   ['j', 'Next conversation'],
   ['k', 'Previous conversation'],
   ['r', 'Reply: focus the reply field'],
+  ['n', 'Note: write an internal note (only your team sees it)'],
   ['Ctrl+Enter / ⌘+Enter', 'Send the reply (in the reply field)'],
   ['Esc', 'Leave the reply field (shortcuts work again)'],
   ['e', 'Close the conversation (asks first)'],

@@ -1,5 +1,15 @@
 /** The inbox's live events as the dashboard's pages get them (re-exported by inbox-stream.ts, the pages' entry). */
-export type InboxLiveEventName = 'conversation.started' | 'message.created' | 'conversation.closed' | 'conversation.assigned' | 'conversation.read';
+export type InboxLiveEventName =
+  | 'conversation.started'
+  | 'message.created'
+  | 'conversation.closed'
+  | 'conversation.assigned'
+  | 'conversation.read'
+  // Internal notes (server/notes): `note.mentioned` reaches only the member a note mentions.
+  | 'note.created'
+  | 'note.updated'
+  | 'note.deleted'
+  | 'note.mentioned';
 
 /**
  * `data` is as the stream sends it (operation streamInbox in openapi/manage.yaml); `replayed` is true

@@ -25,6 +25,10 @@ const NAMES: ReadonlySet<string> = new Set<InboxLiveEventName>([
   'conversation.closed',
   'conversation.assigned',
   'conversation.read',
+  'note.created',
+  'note.updated',
+  'note.deleted',
+  'note.mentioned',
 ]);
 
 /** The server pings every 15 s: this long without a byte means the socket is dead. */

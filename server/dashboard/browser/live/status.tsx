@@ -12,6 +12,7 @@ import { useCatchUp, useConnection, type ConnectionState } from '../connection';
 import { onResync, subscribeInbox, type InboxLiveEvent } from './inbox-stream';
 import { readsStream } from './hub';
 import { announce, NotificationSettings, setUnreadTotal } from './notifications';
+import { Mentions } from './mentions';
 
 const LABEL: Record<ConnectionState, string> = {
   none: '',
@@ -111,6 +112,7 @@ export function LiveStatus({ siteId }: { siteId: string | undefined }) {
           </span>
         )}
       </span>
+      <Mentions siteId={siteId} />
       <details class="live-settings">
         <summary>Notifications</summary>
         <div class="live-settings-panel">

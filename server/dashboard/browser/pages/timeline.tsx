@@ -1,6 +1,6 @@
 /**
  * A conversation's timeline (`/dashboard/sites/<siteId>/timeline?conversation=conv_...`, linked from
- * the inbox, not in the navigation): its messages with who wrote each, the events each emitted and
+ * the inbox, not in the navigation): its messages with who wrote each, the members' internal notes, the events each emitted and
  * every delivery attempt, oldest first, page by page. Owners redeliver an event in place and see its
  * new attempts arrive. Agents read it too (the API allows them; redelivery is for owners).
  */
@@ -99,7 +99,8 @@ function Timeline({ site, me, conversationId }: PageProps & { conversationId: st
   return (
     <div class="stack">
       <p>
-        Conversation <code>{conversationId}</code>: each message, who wrote it, the events it emitted and every delivery attempt, oldest first.
+        Conversation <code>{conversationId}</code>: each message, who wrote it, the team's internal notes, the events it emitted and every delivery attempt,
+        oldest first.
       </p>
       <ErrorBanner error={error} />
       {entries === null ? (
@@ -158,6 +159,17 @@ function Timeline({ site, me, conversationId }: PageProps & { conversationId: st
                     ; nothing was written again · <RelativeTime at={n.entry.at} />
                   </span>
                 </p>
+              </li>
+            ) : n.kind === 'note' ? (
+              <li key={n.entry.noteId} class="tl-note">
+                <p class="tl-head">
+                  <strong>Internal note</strong>{' '}
+                  <span class="muted">
+                    by {n.entry.authorId === me.account.id ? 'you' : n.entry.authorName}, not shown to the visitor · <RelativeTime at={n.entry.at} />
+                    {n.entry.editedAt && ' · edited'}
+                  </span>
+                </p>
+                <p class="tl-content">{clip(n.entry.content)}</p>
               </li>
             ) : (
               <li key={`other-${i}`} class="tl-other">

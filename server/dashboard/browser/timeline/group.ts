@@ -10,6 +10,7 @@ export type MessageEntry = Extract<Entry, { type: 'message' }>;
 export type EventEntry = Extract<Entry, { type: 'event' }>;
 export type AttemptEntry = Extract<Entry, { type: 'attempt' }>;
 export type ReplayEntry = Extract<Entry, { type: 'replayed' }>;
+export type NoteEntry = Extract<Entry, { type: 'note' }>;
 /** Any entry, including kinds unknown to this page. */
 export type AnyEntry = { type: string; at?: string } & Record<string, unknown>;
 
@@ -21,6 +22,7 @@ export type Node =
   | { kind: 'message'; message: MessageEntry; events: EventNode[] }
   | { kind: 'event'; node: EventNode }
   | { kind: 'replay'; entry: ReplayEntry }
+  | { kind: 'note'; entry: NoteEntry }
   | { kind: 'other'; entry: AnyEntry };
 
 export function groupTimeline(entries: AnyEntry[]): Node[] {
@@ -41,6 +43,7 @@ export function groupTimeline(entries: AnyEntry[]): Node[] {
       else out.push({ kind: 'event', node });
     } else if (entry.type === 'attempt' && events.has(entry.eventId)) events.get(entry.eventId)!.attempts.push(entry);
     else if (entry.type === 'replayed') out.push({ kind: 'replay', entry });
+    else if (entry.type === 'note' && typeof entry.noteId === 'string') out.push({ kind: 'note', entry });
     else out.push({ kind: 'other', entry: raw });
   }
   return out;
