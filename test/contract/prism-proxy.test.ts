@@ -27,6 +27,7 @@ import path from 'node:path';
 import { Agent, fetch, FormData } from 'undici';
 import { createHarness, listenHttps, Harness } from '../helpers/harness';
 import { freePort, ROOT } from '../helpers/spawn';
+import { friendlyName } from '../../server/visitors/display-name';
 import { createApp } from '../../server/app';
 import { createLogger } from '../../server/platform/logger';
 import { createMemoryLimiter, RateLimiter, RateDecision } from '../../server/http/rate-limit/limiter';
@@ -689,6 +690,28 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     await m('PATCH', `${notes}/${note.json.data.id}`, 403, { op: 'updateInboxNote', code: 'forbidden', json: { content: 'not mine' }, ...t(ownerToken) });
     await m('DELETE', `${notes}/${note.json.data.id}`, 204, { op: 'deleteInboxNote', ...t(ownerToken) });
     await m('DELETE', `${notes}/${note.json.data.id}`, 404, { op: 'deleteInboxNote', code: 'not_found', ...t(ownerToken) });
+  });
+
+  test('shared replies, display names, agent names', async () => {
+    await m('PATCH', '/me', 200, { op: 'updateMe', json: { displayName: 'Prism Owner' }, ...t(ownerToken) });
+    await m('PATCH', '/me', 400, { op: 'updateMe', code: 'invalid_request', json: { displayName: 'Prism\u202E' }, ...t(ownerToken) });
+    const r = `/sites/${site}/shared-replies`;
+    const made = await m('POST', r, 201, { op: 'createSharedReply', json: { title: 'Prism', body: 'Hi {visitor.firstName|there}' }, ...t(ownerToken) });
+    await m('POST', r, 409, { op: 'createSharedReply', code: 'conflict', json: { title: 'PRISM', body: 'again' }, ...t(ownerToken) });
+    await m('POST', r, 403, { op: 'createSharedReply', code: 'forbidden', json: { title: 'Agent', body: 'x' }, ...t(agentToken) });
+    await m('POST', `${r}/import`, 200, { op: 'importSharedReplies', json: { replies: [{ title: 'Imported', body: 'x' }] }, ...t(ownerToken) });
+    await m('GET', r, 200, { op: 'listSharedReplies', ...t(agentToken) });
+    await m('PATCH', `${r}/${made.json.data.id}`, 200, { op: 'updateSharedReply', json: { body: 'Hello {visitor.name}' }, ...t(ownerToken) });
+    const said = await h.visitorSay(site, 'prism-replies', 'hello');
+    const filled = await m('GET', `/sites/${site}/inbox/conversations/${said.conversation.id}/shared-replies`, 200, {
+      op: 'listConversationSharedReplies',
+      ...t(agentToken),
+    });
+    expect(filled.json.data.find((x: { title: string }) => x.title === 'Prism').text).toBe(`Hello ${friendlyName('prism-replies')}`);
+    await m('DELETE', `${r}/${made.json.data.id}`, 204, { op: 'deleteSharedReply', ...t(ownerToken) });
+    await m('GET', `/sites/${site}/agent-names`, 200, { op: 'getAgentNames', ...t(ownerToken) });
+    await m('PUT', `/sites/${site}/agent-names`, 200, { op: 'setAgentNames', json: { shown: false }, ...t(ownerToken) });
+    await m('PUT', `/sites/${site}/agent-names`, 200, { op: 'setAgentNames', json: { shown: true }, ...t(ownerToken) });
   });
 
   test('event address, secrets, test delivery, delivery log, recovery', async () => {

@@ -165,6 +165,41 @@ describe('the chat window names replies', () => {
     expect(audit.map((e) => e.action).filter((a) => a.startsWith('site.agent_names'))).toEqual(['site.agent_names_shown', 'site.agent_names_hidden']);
   });
 
+  test('naming replies costs at most two statements a page of the feed, whatever the number of replies and authors', async () => {
+    /** Statements sent while `run` runs. */
+    const statements = async (run: () => Promise<unknown>) => {
+      let n = 0;
+      const count = () => void n++;
+      h.runtime.db.on('query', count);
+      try {
+        await run();
+      } finally {
+        h.runtime.db.off('query', count);
+      }
+      return n;
+    };
+    const third = await memberWithToken(h, h.site.id, 'third@example.com', 'agent');
+    const conversationWith = async (visitorId: string, replies: { token: string }[]) => {
+      const id = (await h.visitorSay(h.site.id, visitorId, 'Hello?')).conversation.id;
+      for (const [i, who] of replies.entries())
+        expect((await as(who, 'post', `/sites/${h.site.id}/inbox/conversations/${id}/messages`, { content: `reply ${i}` })).status).toBe(201);
+    };
+    const feed = (visitorId: string) => statements(() => h.runtime.services.window.feed.read(h.site.id, visitorId, { kind: 'start' }, 100));
+    await conversationWith('cost-none', []);
+    await conversationWith('cost-one', [agent]);
+    await conversationWith(
+      'cost-many',
+      Array.from({ length: 21 }, (_, i) => [agent, owner, third][i % 3]),
+    );
+    const [none, one, many] = [await feed('cost-none'), await feed('cost-one'), await feed('cost-many')];
+    expect(one - none).toBe(2); // the site's naming, the authors' names
+    expect(many).toBe(one);
+    // With names hidden, the authors are not read at all.
+    await as(owner, 'put', `/sites/${h.site.id}/agent-names`, { shown: false });
+    expect(await feed('cost-many')).toBe(none + 1);
+    await as(owner, 'put', `/sites/${h.site.id}/agent-names`, { shown: true });
+  });
+
   test('only owners read or change the setting; another site is 404; bad input is a 400', async () => {
     expect((await as(agent, 'get', `/sites/${h.site.id}/agent-names`)).status).toBe(403);
     expect((await as(agent, 'put', `/sites/${h.site.id}/agent-names`, { shown: false })).status).toBe(403);
