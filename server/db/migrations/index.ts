@@ -18,6 +18,7 @@ import * as m016 from './016_invitation_attempts';
 import * as m017 from './017_security_log';
 import * as m018 from './018_people';
 import * as m019 from './019_tags';
+import * as m023 from './023_visitor_context';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -45,6 +46,7 @@ const migrations: Record<string, Migration> = {
   '017_security_log': m017,
   '018_people': m018,
   '019_tags': m019,
+  '023_visitor_context': m023,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
