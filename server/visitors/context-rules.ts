@@ -20,7 +20,6 @@ export const ATTRIBUTE_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
 // C0 and C1 controls, and the format characters that reorder or hide text (bidi overrides,
 // isolates, zero-width characters, the BOM): a title or a value never changes how the panel reads.
-// eslint-disable-next-line no-control-regex
 const UNSHOWN = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/g;
 
 /** Text as the panel shows it: unshown characters out, spaces collapsed, cut at `max` (whole code points). */

@@ -62,16 +62,19 @@ export function createVisitorDeletion(deps: {
   context: Pick<VisitorContextStore, 'removeVisitor'>;
   parts: ConversationDataPart[];
   audit: AuditLog['record'];
+  /** Messages (and rows of a part) per transaction; MESSAGES_PER_BATCH unless a test asks for fewer. */
+  batch?: number;
 }) {
   const { db } = deps;
+  const BATCH = deps.batch ?? MESSAGES_PER_BATCH;
   const tx = <T>(work: (trx: Knex.Transaction) => Promise<T>) => runInTransaction(db, work, { isolation: 'read committed' });
 
   /** One part's rows of these conversations, in batches. */
   async function drainPart(part: ConversationDataPart, siteId: string, ids: string[], removed: Record<string, number>) {
     for (;;) {
-      const n = await tx((trx) => part.removeForConversations(trx, siteId, ids, MESSAGES_PER_BATCH));
+      const n = await tx((trx) => part.removeForConversations(trx, siteId, ids, BATCH));
       removed[part.name] = (removed[part.name] ?? 0) + n;
-      if (n < MESSAGES_PER_BATCH) return;
+      if (n < BATCH) return;
     }
   }
 
@@ -79,7 +82,7 @@ export function createVisitorDeletion(deps: {
   async function drainMessages(siteId: string, visitorId: string, ids: string[], removed: Record<string, number>) {
     for (;;) {
       const { files, count } = await tx(async (trx) => {
-        const batch = await deps.messages.someOf(trx, siteId, ids, MESSAGES_PER_BATCH);
+        const batch = await deps.messages.someOf(trx, siteId, ids, BATCH);
         if (!batch.length) return { files: [] as AttachmentRow[], count: 0 };
         const messageIds = batch.map((m) => m.id);
         const files = await deps.media.removeForMessages(trx, messageIds);
@@ -93,7 +96,7 @@ export function createVisitorDeletion(deps: {
       await deps.discardFiles(files);
       removed.messages += count;
       removed.files += files.length;
-      if (count < MESSAGES_PER_BATCH) return;
+      if (count < BATCH) return;
     }
   }
 
@@ -115,7 +118,7 @@ export function createVisitorDeletion(deps: {
         removed.conversations += await tx(async (trx) => {
           for (const id of ids) await deps.conversations.findForUpdate(trx, siteId, id);
           if ((await deps.messages.someOf(trx, siteId, ids, 1)).length) return 0; // written meanwhile: another round
-          for (const part of deps.parts) removed[part.name] += await part.removeForConversations(trx, siteId, ids, MESSAGES_PER_BATCH);
+          for (const part of deps.parts) removed[part.name] += await part.removeForConversations(trx, siteId, ids, BATCH);
           return deps.conversations.removeMany(trx, siteId, ids);
         });
       }
