@@ -1,5 +1,12 @@
 /** The inbox's live events as the dashboard's pages get them (re-exported by inbox-stream.ts, the pages' entry). */
-export type InboxLiveEventName = 'conversation.started' | 'message.created' | 'conversation.closed' | 'conversation.assigned' | 'conversation.read';
+export type InboxLiveEventName =
+  | 'conversation.started'
+  | 'message.created'
+  | 'conversation.closed'
+  | 'conversation.assigned'
+  | 'conversation.read'
+  /** The visitor of a conversation moved or said more of itself (the side panel reads it again). */
+  | 'visitor.context';
 
 /**
  * `data` is as the stream sends it (operation streamInbox in openapi/manage.yaml); `replayed` is true

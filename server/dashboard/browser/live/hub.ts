@@ -25,6 +25,7 @@ const NAMES: ReadonlySet<string> = new Set<InboxLiveEventName>([
   'conversation.closed',
   'conversation.assigned',
   'conversation.read',
+  'visitor.context',
 ]);
 
 /** The server pings every 15 s: this long without a byte means the socket is dead. */

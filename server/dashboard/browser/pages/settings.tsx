@@ -11,6 +11,7 @@ import { SiteName } from '../settings/name';
 import { AllowedOrigins } from '../settings/origins';
 import { IdentityVerification } from '../settings/identity';
 import { EmbedSnippet } from '../settings/embed';
+import { VisitorContextSettings } from '../settings/visitor-context';
 
 export type ManagedSite = Schemas['ManagedSite'];
 
@@ -33,6 +34,7 @@ export function SettingsPage({ site }: PageProps) {
         secretSet={settings.identitySecretSet}
         onChange={(identityMode, identitySecretSet) => update({ identityMode, identitySecretSet })}
       />
+      <VisitorContextSettings siteId={site.id} />
       <EmbedSnippet siteId={site.id} origins={settings.allowedOrigins} />
     </div>
   );
