@@ -45,6 +45,8 @@ export interface Config {
   visitorFiles: VisitorFileLimits;
   /** Media files (and their attachment rows) older than this are removed by maintenance; 0 keeps them. */
   mediaRetentionDays: number;
+  /** The chat window's reports of a visitor's pages and browser older than this are removed by maintenance; 0 keeps them. */
+  visitorContextRetentionDays: number;
   /** Password hashing's own threads and queue (docs/operations.md, Sign-in floods). */
   passwordHashing: PasswordHashing;
 }
@@ -169,6 +171,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     http: httpLimitsFrom(env),
     visitorFiles: visitorFileLimitsFrom(env),
     mediaRetentionDays: intFrom(env.MEDIA_RETENTION_DAYS, 90, 'MEDIA_RETENTION_DAYS'),
+    visitorContextRetentionDays: intFrom(env.VISITOR_CONTEXT_RETENTION_DAYS, 90, 'VISITOR_CONTEXT_RETENTION_DAYS'),
     passwordHashing: passwordHashingFrom(env),
   };
 }

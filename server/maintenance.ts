@@ -23,7 +23,9 @@ const HOUR = 3600_000;
  *  - sign-in sessions past their limits, invitations past their week, audit log entries older
  *    than a year and security log entries older than 90 days are removed (the `purge` of
  *    accounts/sign-in.ts, invitations.ts, audit.ts, security-log.ts);
- *  - the inbox's feed keeps a week: a live stream resumes within it (inbox/service.ts, `purge`).
+ *  - the inbox's feed keeps a week: a live stream resumes within it (inbox/service.ts, `purge`);
+ *  - the chat window's reports of visitors' pages and browsers older than
+ *    VISITOR_CONTEXT_RETENTION_DAYS (0: kept) are removed (visitors/context.ts, `purge`).
  * Every step is idempotent, so several instances may run it at once.
  */
 export async function runMaintenance(services: Services, now = Date.now()) {
@@ -55,7 +57,9 @@ export async function runMaintenance(services: Services, now = Date.now()) {
     securityLog: await securityLog.purge(now),
   };
   const inboxActivity = Number(await services.inbox.service.purge(now));
-  return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations, removedDeliveryLog, accounts, inboxActivity };
+  const contextDays = services.config.visitorContextRetentionDays;
+  const visitorContext = contextDays > 0 ? await services.visitors.context.purge(now - contextDays * 24 * HOUR) : 0;
+  return { purgedKeys, removedSpool, expiredMedia, removedOrphans, purgedRevocations, removedDeliveryLog, accounts, inboxActivity, visitorContext };
 }
 
 function listOlderThan(dir: string, before: number): string[] {

@@ -56,6 +56,10 @@ import { createProfile } from './accounts/profile';
 import { createNoteStore } from './notes/store';
 import { createNotesService } from './notes/service';
 import { createInboxRecorder } from './inbox/activity';
+import { createVisitorContextStore } from './visitors/context-store';
+import { createVisitorContext } from './visitors/context';
+import { createVisitorDeletion } from './visitors/deletion';
+import { inboxFeedWriter } from './inbox/service';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -148,6 +152,17 @@ export function createServices(
     cursors,
     now,
   });
+  const visitorContextStore = createVisitorContextStore(db);
+  const visitorContext = createVisitorContext({
+    db,
+    store: visitorContextStore,
+    visitors: visitorStore,
+    conversations: conversationStore,
+    // A stored change of a visitor's context is a row of its site's inbox feed, so agents' side panels follow it live.
+    feed: inboxFeedWriter({ store: inboxStore, channel, now }),
+    audit: accounts.audit.record,
+    now,
+  });
   return {
     db,
     config,
@@ -159,8 +174,33 @@ export function createServices(
      * and a webhook service with an address policy of its own (tests: a fake DNS).
      */
     stores: { access: accessStore, events: eventStore, media: mediaStore },
-    /** What the site knows of its visitors beyond their ids (names, emails, first and last seen). */
-    visitors: { store: visitorStore },
+    visitors: {
+      /** What the site knows of its visitors beyond their ids (names, emails, first and last seen). */
+      store: visitorStore,
+      /** What the chat window reports of where its visitor is, the identity's attributes, the site's tracking setting, the inbox's side panel. */
+      context: visitorContext,
+      /** Deleting a visitor's data (owners, the CLI's `visitor delete`). */
+      deletion: createVisitorDeletion({
+        db,
+        conversations: conversationStore,
+        messages: messageStore,
+        media: mediaStore,
+        discardFiles: (rows) => media.discard(rows),
+        visitorFiles,
+        window: windowStore,
+        visitors: visitorStore,
+        context: visitorContextStore,
+        // Everything kept per conversation besides its messages, each removed by its owning store.
+        parts: [
+          { name: 'notes', removeForConversations: (trx, siteId, ids) => noteStore.removeForConversations(trx, siteId, ids) },
+          { name: 'context', removeForConversations: (trx, siteId, ids) => visitorContextStore.removeForConversations(trx, siteId, ids) },
+          { name: 'events', removeForConversations: (trx, siteId, ids, limit) => eventStore.removeForConversations(trx, siteId, ids, limit) },
+          { name: 'inbox', removeForConversations: (trx, siteId, ids) => inboxStore.removeForConversations(trx, siteId, ids) },
+          { name: 'replays', removeForConversations: (trx, siteId, ids) => idempotencyStore.removeForConversations(trx, siteId, ids) },
+        ],
+        audit: accounts.audit.record,
+      }),
+    },
     access,
     conversations,
     messages,
@@ -171,7 +211,13 @@ export function createServices(
     window: {
       tokens: windowTokens,
       /** The gateway's rules: the tokens it issues, and whether one may still be used. Its panel is served on WINDOW_PUBLIC_URL when set. */
-      gateway: createWindowGateway({ access, tokens: windowTokens, now, serviceOrigin: new URL(config.windowPublicUrl ?? config.publicUrl).origin }),
+      gateway: createWindowGateway({
+        access,
+        tokens: windowTokens,
+        now,
+        serviceOrigin: new URL(config.windowPublicUrl ?? config.publicUrl).origin,
+        recordIdentity: visitorContext.recordIdentity,
+      }),
       store: windowStore,
       /** A visitor's and a messenger agent's messages: the window's routes and the CLI's `visitor say` and `agent say`. */
       chat: createWindowChat({

@@ -35,6 +35,7 @@ commands:
   key revoke K
   visitor say --site S --visitor V --content C [--file F]...
   visitor revoke --site S (--visitor V | --all)
+  visitor delete --site S --visitor V
   agent say --conversation C --content C
   account create --email E [--password-stdin]
   account list

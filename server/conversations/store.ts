@@ -196,6 +196,23 @@ export function createConversationStore(db: Knex) {
       );
     },
 
+    /** The visitor's conversations, newest first, at most `limit` (the inbox's side panel; deleting the visitor's data). */
+    async ofVisitor(siteId: string, visitorId: string, limit: number, trx: Knex = db): Promise<ConversationRow[]> {
+      const rows: ConversationRow[] = await trx<ConversationRow>('conversations')
+        .where({ site_id: siteId, visitor_id: visitorId })
+        .orderBy([
+          { column: 'created_at', order: 'desc' },
+          { column: 'id', order: 'desc' },
+        ])
+        .limit(limit)
+        .select(COLUMNS);
+      return rows.map(mapConversationRow);
+    },
+
+    /** Deleting a visitor's data: these conversations of the site, once nothing refers to them any more. */
+    removeMany: async (trx: Knex.Transaction, siteId: string, ids: string[]): Promise<number> =>
+      ids.length ? Number(await trx('conversations').where('site_id', siteId).whereIn('id', ids).delete()) : 0,
+
     insert: (trx: Knex.Transaction, row: ConversationRow) => trx('conversations').insert(row),
 
     touch: (trx: Knex.Transaction, id: string, at: number) => trx('conversations').where({ id }).update({ updated_at: at, last_message_at: at }),

@@ -88,6 +88,10 @@ export function createIdempotencyStore(db: Knex) {
         .select();
       return rows.map((r) => ({ ...r, status: Number(r.status), key_created_at: Number(r.key_created_at), replayed_at: Number(r.replayed_at) }));
     },
+    /** Deleting a visitor's data: the replay rows of these conversations of the site. */
+    removeForConversations: async (trx: Knex.Transaction, siteId: string, conversationIds: string[]): Promise<number> =>
+      conversationIds.length ? Number(await trx('idempotency_replays').where('site_id', siteId).whereIn('conversation_id', conversationIds).delete()) : 0,
+
     async removeIfExpired(apiKeyId: string, keyHash: string, before: number) {
       await db('idempotency_keys').where(where(apiKeyId, keyHash)).andWhere('created_at', '<', before).delete();
     },

@@ -37,6 +37,37 @@ export function assignmentRefusal(role: 'owner' | 'agent', actorId: string, curr
 }
 
 /**
+ * Writes a private change (one that is not a public event: an assignment, a read mark, the
+ * visitor's context moving) to the site's inbox feed in the change's transaction, and tells the
+ * site's streams once it committed. The inbox service's, and other features' through it.
+ */
+export function inboxFeedWriter(deps: { store: Pick<InboxStore, 'append'>; channel: Pick<EventChannel, 'publish'>; now: () => number }) {
+  return async function record(
+    trx: Knex.Transaction,
+    siteId: string,
+    visitorId: string,
+    kind: string,
+    conversationId: string,
+    accountId: string | null,
+    body: object,
+  ): Promise<void> {
+    const at = deps.now();
+    const position = await deps.store.append(trx, {
+      site_id: siteId,
+      kind,
+      conversation_id: conversationId,
+      event_id: null,
+      account_id: accountId,
+      body: JSON.stringify(body),
+      created_at: at,
+    });
+    afterCommit(trx, () => deps.channel.publish([{ id: `${INBOX_NOTICE_PREFIX}${siteId}:${position}`, siteId, visitorId, createdAt: at }]));
+  };
+}
+
+export type InboxFeedWriter = ReturnType<typeof inboxFeedWriter>;
+
+/**
  * The inbox's rules for a member of the site. The management entry has checked the membership
  * (`x-role: member`, server/manage/roles.ts) before any of these runs; `assign` takes the role it
  * found. A live stream asks again while it runs (`members.refusalOf`).
@@ -77,28 +108,7 @@ export function createInboxService(deps: {
     return row;
   }
 
-  /** A private change's row in the site's feed, and its notice on the channel once committed. */
-  async function record(
-    trx: Knex.Transaction,
-    siteId: string,
-    visitorId: string,
-    kind: string,
-    conversationId: string,
-    accountId: string | null,
-    body: object,
-  ) {
-    const at = now();
-    const position = await store.append(trx, {
-      site_id: siteId,
-      kind,
-      conversation_id: conversationId,
-      event_id: null,
-      account_id: accountId,
-      body: JSON.stringify(body),
-      created_at: at,
-    });
-    afterCommit(trx, () => deps.channel.publish([{ id: `${INBOX_NOTICE_PREFIX}${siteId}:${position}`, siteId, visitorId, createdAt: at }]));
-  }
+  const record = inboxFeedWriter(deps);
 
   /** The member's read mark up to the conversation's newest message, in `trx`. */
   async function markReadIn(trx: Knex.Transaction, accountId: string, siteId: string, conversation: { id: string; visitor_id: string }) {

@@ -94,6 +94,13 @@ export function createInboxStore(db: Knex) {
     /** Feed rows older than `before` go (maintenance); a stream resuming before them starts at the tail. */
     purgeActivity: (before: number) => db('inbox_activity').where('created_at', '<', before).delete(),
 
+    /** Deleting a visitor's data: the read marks and feed rows of these conversations of the site. */
+    async removeForConversations(trx: Knex.Transaction, siteId: string, conversationIds: string[]): Promise<number> {
+      if (!conversationIds.length) return 0;
+      const reads = Number(await trx('inbox_reads').whereIn('conversation_id', conversationIds).andWhere('site_id', siteId).delete());
+      return reads + Number(await trx('inbox_activity').where('site_id', siteId).whereIn('conversation_id', conversationIds).delete());
+    },
+
     setAssignee: (trx: Knex.Transaction, conversationId: string, assigneeId: string | null) =>
       trx('conversations').where({ id: conversationId }).update({ assignee_id: assigneeId }),
 

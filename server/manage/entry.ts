@@ -13,6 +13,7 @@ import { manageRoutes } from './routes';
 import { siteAdminRoutes } from './sites-routes';
 import { eventRoutes } from './events-routes';
 import { embedCheckRoutes } from './embed-check-routes';
+import { visitorRoutes } from './visitors-routes';
 import { inboxUploads } from './inbox-routes';
 import { credentialFreeMatcher, requireRole } from './roles';
 
@@ -113,5 +114,6 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(siteAdminRoutes(services.siteAdmin));
   router.use(eventRoutes(services));
   router.use(embedCheckRoutes(services.embedCheck, limiter));
+  router.use(visitorRoutes(services));
   return router;
 }

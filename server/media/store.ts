@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { withNumericColumns } from '../db/knex';
+import { forUpdate, withNumericColumns } from '../db/knex';
 
 export interface AttachmentRow {
   id: string;
@@ -30,6 +30,19 @@ export function createMediaStore(db: Knex) {
     async forMessages(messageIds: string[], trx: Knex = db): Promise<AttachmentRow[]> {
       if (messageIds.length === 0) return [];
       const rows: AttachmentRow[] = await trx<AttachmentRow>('attachments').whereIn('message_id', messageIds).orderBy(['created_at', 'id']).select(COLUMNS);
+      return rows.map(mapAttachmentRow);
+    },
+    /** Deleting a visitor's data: the attachment rows of these messages, locked, then gone; answers them (their files go after the commit). */
+    async removeForMessages(trx: Knex.Transaction, messageIds: string[]): Promise<AttachmentRow[]> {
+      if (messageIds.length === 0) return [];
+      const rows: AttachmentRow[] = await forUpdate(trx, trx<AttachmentRow>('attachments').whereIn('message_id', messageIds).select(COLUMNS));
+      if (rows.length)
+        await trx('attachments')
+          .whereIn(
+            'id',
+            rows.map((r) => r.id),
+          )
+          .delete();
       return rows.map(mapAttachmentRow);
     },
     /** Which of these stored file names an attachment row still points to (the rest are orphans). */

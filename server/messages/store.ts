@@ -74,6 +74,19 @@ export function createMessageStore(db: Knex) {
   return {
     insert: (trx: Knex.Transaction, row: MessageRow) => trx('messages').insert(row),
 
+    /**
+     * Deleting a visitor's data: up to `limit` messages of these conversations of the site, with
+     * their direction (a visitor's files give their bytes back to the site's quota), through the
+     * conversation index.
+     */
+    async someOf(trx: Knex, siteId: string, conversationIds: string[], limit: number): Promise<{ id: string; direction: MessageDirection }[]> {
+      if (!conversationIds.length) return [];
+      return trx('messages').whereIn('conversation_id', conversationIds).andWhere('site_id', siteId).limit(limit).select('id', 'direction');
+    },
+
+    /** Deleting a visitor's data: these messages (their files and the window's client ids went first). */
+    removeMany: async (trx: Knex.Transaction, ids: string[]): Promise<number> => (ids.length ? Number(await trx('messages').whereIn('id', ids).delete()) : 0),
+
     async findById(id: string): Promise<MessageRow | undefined> {
       const r: MessageRow | undefined = await db('messages').where({ id }).first(MESSAGE_COLUMNS);
       return r && mapMessageRow(r);

@@ -537,6 +537,21 @@ export function createEventStore(db: Knex) {
     },
 
     /**
+     * Deleting a visitor's data: up to `limit` events of these conversations of the site, with their
+     * deliveries (pending ones are never sent) and their attempts in the delivery log; answers how
+     * many events went (the caller repeats while it answers `limit`). Events older than
+     * `events.conversation_id` (010) name no conversation and stay until the log's 30 days end.
+     */
+    async removeForConversations(trx: Knex.Transaction, siteId: string, conversationIds: string[], limit = 500): Promise<number> {
+      if (!conversationIds.length) return 0;
+      const ids: string[] = await trx('events').whereIn('conversation_id', conversationIds).andWhere('site_id', siteId).limit(limit).pluck('id');
+      if (!ids.length) return 0;
+      await trx('delivery_attempts').whereIn('event_id', ids).del();
+      await trx('deliveries').whereIn('event_id', ids).del();
+      return Number(await trx('events').whereIn('id', ids).del());
+    },
+
+    /**
      * The 30-day retention: attempt rows, finished deliveries and the events nobody can redeliver
      * any more. In small batches, so a large backlog never holds long locks.
      */

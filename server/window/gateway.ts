@@ -11,6 +11,7 @@ import { toIsoRequired } from '../platform/time';
 import type { AccessService } from '../access/service';
 import type { components } from './generated/api';
 import { identityHashMatches, TokenRefused, verifiedVisitorId, VisitorClaims, WindowClaims, WindowTokens } from './tokens';
+import { claimedUserId, verifyIdentityToken, type IdentityClaims } from '../visitors/identity-token';
 
 export type TokenRequest = components['schemas']['TokenRequest'];
 export type TokenResponse = components['schemas']['TokenResponse'];
@@ -59,6 +60,10 @@ export function gatewayOrigin(requestOrigin: string | undefined, hostOrigin: str
 /** Who presents itself at the gateway, from signatures alone (the site's read then decides). */
 export type Claimant =
   | { kind: 'identity'; userId?: string; userHash?: string }
+  /** An identity token (a JWT the site's server signed) before its check, with the user id it claims. */
+  | { kind: 'identity-token'; token: string; userId: string | null }
+  /** An identity token that passed its check (verifyIdentityToken). */
+  | { kind: 'verified-token'; claims: IdentityClaims }
   | { kind: 'credential'; credential: VisitorClaims }
   | { kind: 'refused-credential'; refusal: TokenRefused }
   | { kind: 'new' };
@@ -66,6 +71,8 @@ export type Claimant =
 /** The visitor id the site's read is made for ('' when the gateway will make a new one). */
 export function claimedVisitorId(claimant: Claimant): string {
   if (claimant.kind === 'identity') return claimant.userId !== undefined ? verifiedVisitorId(claimant.userId) : '';
+  if (claimant.kind === 'identity-token') return claimant.userId !== null ? verifiedVisitorId(claimant.userId) : '';
+  if (claimant.kind === 'verified-token') return verifiedVisitorId(claimant.claims.userId);
   if (claimant.kind === 'credential') return claimant.credential.visitorId;
   return '';
 }
@@ -74,14 +81,25 @@ export function claimedVisitorId(claimant: Claimant): string {
  * Whether the site lets this claimant in, by the site's identity mode and revocations: the
  * visitor it is (null: a new one) and whether its identity was verified; an ApiError otherwise.
  */
+/** The site's identity secret, or a 400 when the site does not verify identities (`field` names what the request sent). */
+export function identitySecretOf(site: SiteWindowAccess, field: 'userId' | 'identityToken'): string {
+  const secret = site.identityMode === 'off' ? null : site.identitySecret();
+  if (!secret) {
+    throw new ApiError('invalid_request', `This site does not verify identities; omit ${field === 'userId' ? 'userId and userHash' : 'identityToken'}.`, [
+      { path: `/body/${field}`, message: 'identity verification is off for this site' },
+    ]);
+  }
+  return secret;
+}
+
 export function admit(site: SiteWindowAccess, claimant: Claimant): { visitorId: string | null; verified: boolean } {
+  if (claimant.kind === 'identity-token') throw new Error('admit: check the identity token first (verifyIdentityToken)');
+  if (claimant.kind === 'verified-token') {
+    identitySecretOf(site, 'identityToken');
+    return { visitorId: verifiedVisitorId(claimant.claims.userId), verified: true };
+  }
   if (claimant.kind === 'identity') {
-    const secret = site.identityMode === 'off' ? null : site.identitySecret();
-    if (!secret) {
-      throw new ApiError('invalid_request', 'This site does not verify identities; omit userId and userHash.', [
-        { path: '/body/userId', message: 'identity verification is off for this site' },
-      ]);
-    }
+    const secret = identitySecretOf(site, 'userId');
     if (claimant.userId === undefined || claimant.userHash === undefined) throw new ApiError('unauthorized', 'userId and userHash go together.');
     if (!identityHashMatches(secret, claimant.userId, claimant.userHash)) throw new ApiError('unauthorized', 'The identity hash does not match the user id.');
     return { visitorId: verifiedVisitorId(claimant.userId), verified: true };
@@ -140,6 +158,8 @@ export function createWindowGateway(deps: {
   now: () => number;
   /** Where the panel is served: its requests name the host page in `hostOrigin`. */
   serviceOrigin: string;
+  /** Keeps what a checked identity token said of its visitor (name, email, attributes), verified. */
+  recordIdentity?: (siteId: string, visitorId: string, claims: IdentityClaims) => Promise<void>;
 }) {
   const { access, tokens, now, serviceOrigin } = deps;
   const unauthorized = (message: string) => new ApiError('unauthorized', message);
@@ -168,7 +188,14 @@ export function createWindowGateway(deps: {
       const origin = gatewayOrigin(requestOrigin, body.hostOrigin, serviceOrigin);
       if (origin === null) throw unauthorized(GATEWAY_ORIGIN_REFUSED);
       let claimant: Claimant = { kind: 'new' };
-      if (body.userId !== undefined || body.userHash !== undefined) claimant = { kind: 'identity', userId: body.userId, userHash: body.userHash };
+      if (body.identityToken !== undefined) {
+        if (body.userId !== undefined || body.userHash !== undefined) {
+          throw new ApiError('invalid_request', 'Send identityToken or userId and userHash, not both.', [
+            { path: '/body/identityToken', message: 'not with userId and userHash' },
+          ]);
+        }
+        claimant = { kind: 'identity-token', token: body.identityToken, userId: claimedUserId(body.identityToken) };
+      } else if (body.userId !== undefined || body.userHash !== undefined) claimant = { kind: 'identity', userId: body.userId, userHash: body.userHash };
       else if (body.visitorCredential !== undefined) {
         try {
           claimant = { kind: 'credential', credential: tokens.verifyVisitorCredential(body.visitorCredential, siteId) };
@@ -182,9 +209,15 @@ export function createWindowGateway(deps: {
       const sessionStart = now();
       const site = await access.windowAccess(siteId, origin, claimedVisitorId(claimant));
       if (!site || !site.originAllowed) throw unauthorized(GATEWAY_ORIGIN_REFUSED);
+      if (claimant.kind === 'identity-token') {
+        // Checked with the site's current secret: a token signed with a rotated one is refused.
+        const claims = await verifyIdentityToken(claimant.token, identitySecretOf(site, 'identityToken'), { now: now(), siteId });
+        claimant = { kind: 'verified-token', claims };
+      }
       const admitted = admit(site, claimant);
       const visitorId = admitted.visitorId ?? newId('vis');
       const verified = admitted.verified;
+      if (claimant.kind === 'verified-token') await deps.recordIdentity?.(siteId, visitorId, claimant.claims);
       const issued = tokens.issue({ siteId, visitorId, origin, verified, identityGeneration: verified ? site.identityGeneration : null, sessionStart });
       const credential = verified ? null : tokens.issueVisitorCredential(siteId, visitorId, sessionStart);
       return tokenAnswer(issued.claims, issued.token, credential);

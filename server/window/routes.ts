@@ -13,6 +13,7 @@ import { missingTokenRefusal, ORIGIN_REFUSED, recentOrigins, TokenRequest } from
 import { encodePosition, FeedPosition, toWindowMessage } from './feed';
 import { createStreamRegistry, StreamLimits } from './streams';
 import { visitorUploadQuotas } from '../media/visitor-uploads';
+import { windowContextRoutes } from './context-routes';
 
 export const WINDOW_BASE_PATH = '/window/v1';
 
@@ -217,6 +218,9 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
       refusal: () => gateway.refusalOf(v),
     });
   });
+
+  // The visitor's context: where the visitor is, what the page says of it (context-routes.ts).
+  router.use(windowContextRoutes(services));
 
   return router;
 }

@@ -19,6 +19,16 @@ export function createWindowStore() {
     findClientMessage: (trx: Knex, siteId: string, visitorId: string, clientMessageId: string) =>
       trx<ClientMessageRow>('window_client_messages').where({ site_id: siteId, visitor_id: visitorId, client_message_id: clientMessageId }).first(),
 
+    /** Deleting a visitor's data: the client ids of these messages of the visitor (they refer to the messages). */
+    removeForMessages: (trx: Knex.Transaction, siteId: string, visitorId: string, messageIds: string[]) =>
+      messageIds.length
+        ? trx('window_client_messages').where({ site_id: siteId, visitor_id: visitorId }).whereIn('message_id', messageIds).delete()
+        : Promise.resolve(0),
+
+    /** Deleting a visitor's data: whatever client ids of the visitor are left. */
+    removeForVisitor: (trx: Knex.Transaction, siteId: string, visitorId: string) =>
+      trx('window_client_messages').where({ site_id: siteId, visitor_id: visitorId }).delete(),
+
     /** Fails with a unique violation when the visitor already used this client id (a concurrent resend). */
     insertClientMessage: (trx: Knex.Transaction, row: ClientMessageRow) => trx('window_client_messages').insert(row),
   };

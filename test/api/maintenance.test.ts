@@ -38,6 +38,7 @@ test('forgets old idempotency keys, stale spool files and orphaned media, and ke
     removedDeliveryLog: { attempts: 0, deliveries: 0, events: 0 },
     accounts: { sessions: 0, invitations: 0, audit: 0, securityLog: 0 },
     inboxActivity: 0,
+    visitorContext: 0,
   });
   expect(fs.existsSync(path.join(mediaDir, kept.message.attachments[0].id))).toBe(true);
   expect(fs.existsSync(path.join(mediaDir, 'med_orphan_from_a_crash'))).toBe(false);

@@ -23,6 +23,12 @@ export function fakeConversationStore(initial: ConversationRow[] = []) {
     latestOfVisitor: async (siteId, visitorId) => copy(ofVisitor(siteId, visitorId).at(-1)),
     nextOfVisitor: async (siteId, visitorId, after) =>
       copy(ofVisitor(siteId, visitorId).find((r) => !after || r.created_at > after.created_at || (r.created_at === after.created_at && r.id > after.id))),
+    ofVisitor: async (siteId, visitorId, limit) =>
+      ofVisitor(siteId, visitorId)
+        .reverse()
+        .slice(0, limit)
+        .map((r) => ({ ...r })),
+    removeMany: async (_trx, siteId, ids) => ids.filter((id) => rows.get(id)?.site_id === siteId && rows.delete(id)).length,
     findOpenForVisitor: async (_trx, siteId, visitorId) =>
       copy([...rows.values()].find((r) => r.site_id === siteId && r.visitor_id === visitorId && r.state === 'open')),
     insert: async (_trx, row) => {

@@ -200,6 +200,19 @@ const cases: Record<string, () => Promise<void>> = {
     expect((await access.windowAccess(site, '', 'someone-else'))!.revokedBefore).toBeGreaterThanOrEqual(Date.parse(all.revokedBefore));
   },
 
+  'visitor delete': async () => {
+    const viaApi = (await h.visitorSay(site, 'v-delete-api', 'erase me')).conversation.id;
+    const viaCli = (await h.visitorSay(site, 'v-delete-cli', 'erase me too')).conversation.id;
+    const api = (await op('deleteVisitorData', { body: { visitorId: 'v-delete-api' } })).body.data;
+    const byCli = await cli('visitor delete', '--site', site, '--visitor', 'v-delete-cli');
+    for (const [r, visitorId] of [
+      [api, 'v-delete-api'],
+      [byCli, 'v-delete-cli'],
+    ])
+      expect(r).toMatchObject({ siteId: site, visitorId, removed: { conversations: 1, messages: 1 } });
+    expect(await h.runtime.db('conversations').whereIn('id', [viaApi, viaCli])).toEqual([]);
+  },
+
   'agent say': async () => {
     const viaApi = (await h.visitorSay(site, 'v-agent-api', 'help?')).conversation.id;
     const reply = (await op('replyFromInbox', { params: { conversationId: viaApi }, body: { content: 'On it.' } })).body.data;

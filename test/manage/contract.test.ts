@@ -385,6 +385,11 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   createInboxNote: {},
   updateInboxNote: {},
   deleteInboxNote: {},
+  // The visitor in context (visitorScenarios).
+  getVisitorContextSettings: {},
+  updateVisitorContextSettings: {},
+  deleteVisitorData: {},
+  getInboxVisitor: {},
 };
 
 // The site routes are built once the fixtures exist (their paths name the site).
@@ -468,6 +473,7 @@ function siteScenarios() {
   inboxScenarios();
   replyScenarios();
   noteScenarios();
+  visitorScenarios();
 }
 
 type SiteAdminMethod = keyof Harness['runtime']['services']['siteAdmin'];
@@ -1097,6 +1103,68 @@ function noteScenarios() {
     },
     404: () => call('delete', `${missing}/${NO_NOTE}`, { cookie: owner.cookie }),
     429: () => exhausted('delete', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/notes/${NO_NOTE}`),
+  });
+}
+
+/** A method of the visitors' context or deletion service throwing something unexpected while `send` runs. */
+function failingVisitors(part: 'context' | 'deletion', method: string, send: () => request.Test): Scenario {
+  return async () => {
+    const spy = jest
+      .spyOn(h.runtime.services.visitors[part], method as never)
+      .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+    try {
+      return await send();
+    } finally {
+      spy.mockRestore();
+    }
+  };
+}
+
+function visitorScenarios() {
+  const settings = `/sites/${site}/visitor-context`;
+  const other = (path: string) => path.replace(site, OTHER_SITE);
+  const ownerOnly = (method: Method, path: string, tail: string, body?: object): Record<string, Scenario> => ({
+    403: () => call(method, path, { cookie: agent.cookie, body }),
+    404: () => call(method, other(path), { cookie: owner.cookie, body }),
+    429: () => exhausted(method, (s) => `/sites/${s}${tail}`, body),
+  });
+  Object.assign(scenarios.getVisitorContextSettings, {
+    ...common('get', settings, 'signIn.me'),
+    ...ownerOnly('get', settings, '/visitor-context'),
+    200: () => call('get', settings, { bearer: ownerToken }),
+    500: failingVisitors('context', 'settings', () => call('get', settings, { cookie: owner.cookie })),
+  });
+  const TRACKING = { pageTracking: true };
+  Object.assign(scenarios.updateVisitorContextSettings, {
+    ...common('patch', settings, 'signIn.me', TRACKING),
+    ...writes('patch', settings, TRACKING),
+    ...ownerOnly('patch', settings, '/visitor-context', TRACKING),
+    200: () => call('patch', settings, { cookie: owner.cookie, body: { keepQuery: false } }),
+    400: () => call('patch', settings, { cookie: owner.cookie, body: {} }),
+    500: failingVisitors('context', 'updateSettings', () => call('patch', settings, { cookie: owner.cookie, body: TRACKING })),
+  });
+  const deletions = `/sites/${site}/visitor-deletions`;
+  const VISITOR = { visitorId: 'contract-erased' };
+  Object.assign(scenarios.deleteVisitorData, {
+    ...common('post', deletions, 'signIn.me', VISITOR),
+    ...writes('post', deletions, VISITOR),
+    ...ownerOnly('post', deletions, '/visitor-deletions', VISITOR),
+    200: async () => {
+      await h.visitorSay(site, 'contract-erased', 'erase me');
+      return call('post', deletions, { bearer: ownerToken, body: VISITOR });
+    },
+    400: () => call('post', deletions, { cookie: owner.cookie, body: { visitorId: 'has space' } }),
+    500: failingVisitors('deletion', 'deleteVisitor', () => call('post', deletions, { cookie: owner.cookie, body: VISITOR })),
+  });
+  const visitorOf = (id: string) => `/sites/${site}/inbox/conversations/${id}/visitor`;
+  const missing = visitorOf(NO_CONVERSATION);
+  Object.assign(scenarios.getInboxVisitor, {
+    ...common('get', missing, 'signIn.me'),
+    200: async () => call('get', visitorOf(await conversation()), { cookie: agent.cookie }),
+    400: () => call('get', visitorOf('not-a-conversation'), { cookie: owner.cookie }),
+    404: () => call('get', missing, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/visitor`),
+    500: failingVisitors('context', 'panel', () => call('get', missing, { cookie: owner.cookie })),
   });
 }
 

@@ -17,4 +17,20 @@ export const visitorCommands: Record<string, Command> = {
     const who = r.visitorId === null ? `every visitor of ${r.siteId}` : `visitor ${r.visitorId} of ${r.siteId}`;
     return { json: r, text: `${who}: window credentials and sessions begun at or before ${r.revokedBefore} are void` };
   },
+
+  /**
+   * Deletes a visitor's data (docs/window.md, "Deleting a visitor's data"): its conversations,
+   * messages, files, context, name, email and attributes, in short batches; audited as the
+   * operator. Run it again to finish a run that was cut short.
+   */
+  'visitor delete': async (rt, args) => {
+    const siteId = required(args, 'site');
+    const visitorId = required(args, 'visitor');
+    await rt.services.access.getSite(siteId); // 404 for a site that does not exist
+    const r = await rt.services.visitors.deletion.deleteVisitor(CLI_ACTOR, siteId, visitorId);
+    const counts = Object.entries(r.removed)
+      .map(([what, n]) => `${what} ${n}`)
+      .join(', ');
+    return { json: r, text: `visitor ${r.visitorId} of ${r.siteId}: data deleted (${counts})` };
+  },
 };

@@ -20,6 +20,7 @@ import * as m018 from './018_people';
 import * as m019 from './019_tags';
 import * as m021 from './021_notes';
 import * as m024 from './024_shared_replies';
+import * as m023 from './023_visitor_context';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -49,6 +50,7 @@ const migrations: Record<string, Migration> = {
   '019_tags': m019,
   '021_notes': m021,
   '024_shared_replies': m024,
+  '023_visitor_context': m023,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -952,6 +952,33 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/visitor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The visitor of a conversation, in context
+         * @description What the inbox's side panel shows: the visitor's display name (verified, unverified or made
+         *     up from the id), name and email each with whether the site's server vouched for them, the
+         *     identity's attributes marked verified or not, when the visitor was first and last seen, the
+         *     pages of the current visit (oldest first, each with the time until the next; the last is the
+         *     page the visitor is on), the browser, operating system, language and time zone the window
+         *     reported, and the visitor's other conversations (newest first, at most 10). No IP address
+         *     and no location. `pageTracking` is the site's setting now. Changes arrive on the inbox
+         *     stream as `visitor.context`.
+         */
+        get: operations["getInboxVisitor"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/inbox/events": {
         parameters: {
             query?: never;
@@ -967,7 +994,9 @@ export interface paths {
          *     `conversation.assigned` carries `{conversationId, assigneeId, assignedBy}`; `conversation.read`
          *     (the member's own read marks only) carries the read mark. Internal notes: `note.created` and
          *     `note.updated` carry the `Note`, `note.deleted` an `InboxNoteDeleted`, and `note.mentioned`
-         *     (only to the member a note mentions) an `InboxNoteMentioned`. The first event is `ready` with
+         *     (only to the member a note mentions) an `InboxNoteMentioned`; `visitor.context`
+         *     (`InboxVisitorContextEvent`) says that the visitor of a conversation moved to another page or
+         *     said more of itself: read `getInboxVisitor` again. The first event is `ready` with
          *     the position the stream starts after (`lastEventId`), the feed's newest position (`tail`:
          *     on a resume, the events up to it are the catch-up) and `gap` (true when feed rows after
          *     `Last-Event-ID` were purged, so the resume is not exact and lists should be reloaded).
@@ -1231,6 +1260,65 @@ export interface paths {
          *     transaction; audited once as `shared_replies.imported`.
          */
         post: operations["importSharedReplies"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/visitor-context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether the chat window reports where visitors are
+         * @description Owners only. `pageTracking`: whether the chat window reports the pages a visitor with an open
+         *     conversation is on (address, title, referrer), with the browser's language, time zone and
+         *     user agent; off, it reports nothing and nothing is kept. `keepQuery`: whether addresses keep
+         *     their query string (off: stripped, in the visitor's browser already). A site never set tracks
+         *     pages and strips queries. See docs/window.md, What the window collects.
+         */
+        get: operations["getVisitorContextSettings"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Turn page tracking off or on, or keep query strings
+         * @description Owners only. A field left out is unchanged. Applies to the window's next report (a window
+         *     asks for the setting when its conversation opens). Turning tracking off keeps nothing new;
+         *     what was kept before stays until its retention ends or the visitor's data is deleted.
+         *     Audited as `site.visitor_context_changed`.
+         */
+        patch: operations["updateVisitorContextSettings"];
+        trace?: never;
+    };
+    "/sites/{siteId}/visitor-deletions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete a visitor's data
+         * @description Owners only: what privacy law asks of a site when a visitor wants their data erased. Removes
+         *     the visitor's conversations with their messages, files (rows and stored files), the context
+         *     the window reported (pages, browser), everything kept per conversation (read marks, the
+         *     inbox's live feed rows, the events of the delivery log and their pending deliveries, idempotent
+         *     replays, and notes, tags and the search index where the service has them), then the
+         *     visitor's name, email and attributes. No event is emitted: event receivers keep their own
+         *     copies, which the site must delete itself. A long history is removed in short batches; a
+         *     run cut short is finished by calling again (the answer then counts what was left). The
+         *     CLI's `visitor delete`. Audited as `visitor.data_deleted` (object: the visitor id).
+         */
+        post: operations["deleteVisitorData"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1540,6 +1628,10 @@ export interface components {
         };
         /** @description Opaque. Pass it back unchanged. */
         Cursor: string;
+        DeleteVisitorDataRequest: {
+            /** @description The visitor id (a conversation's `visitorId`). */
+            visitorId: string;
+        };
         Delivery: {
             /**
              * Format: int32
@@ -1853,6 +1945,48 @@ export interface components {
             /** @description The reply text, 1 to 10,000 characters. */
             content: string;
             format?: components["schemas"]["MessageFormat"];
+        };
+        /** @description A conversation's visitor as the inbox's side panel shows it. */
+        InboxVisitor: {
+            attributes: components["schemas"]["VisitorAttribute"][];
+            /** @description The visitor's other conversations, newest first. */
+            conversations: components["schemas"]["VisitorConversation"][];
+            displayName: string;
+            email: string | null;
+            emailVerified: boolean;
+            environment: components["schemas"]["VisitorEnvironment"] | null;
+            firstSeenAt: components["schemas"]["Timestamp"];
+            /** @description The site's server vouched for who the visitor is (userHash or an identity token). */
+            identityVerified: boolean;
+            lastSeenAt: components["schemas"]["Timestamp"];
+            /** @description The visitor has more conversations than listed. */
+            moreConversations: boolean;
+            name: string | null;
+            /**
+             * @description `verified`: the identity token's name; `unverified`: a name a page passed; `generated`: made up from the visitor id.
+             * @enum {string}
+             */
+            nameSource: "verified" | "unverified" | "generated";
+            nameVerified: boolean;
+            /** @description The pages of the current visit, oldest first; the last is where the visitor is. */
+            pages: components["schemas"]["VisitorPage"][];
+            /**
+             * Format: int32
+             * @description Pages kept for this conversation (all visits).
+             */
+            pagesInConversation: number;
+            /** @description The site's setting now: off, the window reports no pages. */
+            pageTracking: boolean;
+            visitorId: string;
+        };
+        /** @description `data` of the inbox stream's `visitor.context`: the visitor of a conversation moved to another page or said more of itself. */
+        InboxVisitorContextEvent: {
+            changedAt: components["schemas"]["Timestamp"];
+            conversationId: components["schemas"]["ConversationIdValue"];
+            visitorId: string;
+        };
+        InboxVisitorResponse: {
+            data: components["schemas"]["InboxVisitor"];
         };
         Invitation: {
             email: components["schemas"]["Email"];
@@ -2400,9 +2534,62 @@ export interface components {
             identityMode?: components["schemas"]["IdentityMode"];
             name?: components["schemas"]["SiteName"];
         };
+        UpdateVisitorContextSettingsRequest: {
+            keepQuery?: boolean;
+            pageTracking?: boolean;
+        };
         UpdateVisitorFilesRequest: {
             enabled?: boolean;
             types?: components["schemas"]["VisitorFileTypes"];
+        };
+        VisitorAttribute: {
+            name: string;
+            updatedAt: components["schemas"]["Timestamp"];
+            value: string | number | boolean;
+            /** @description From an identity token the site's server signed; false: passed by a page. */
+            verified: boolean;
+        };
+        VisitorContextSettings: {
+            /** @description Whether page addresses keep their query string. */
+            keepQuery: boolean;
+            /** @description Whether the chat window reports the pages its visitors are on. */
+            pageTracking: boolean;
+        };
+        VisitorContextSettingsResponse: {
+            data: components["schemas"]["VisitorContextSettings"];
+        };
+        VisitorConversation: {
+            createdAt: components["schemas"]["Timestamp"];
+            id: components["schemas"]["ConversationIdValue"];
+            lastMessageAt: components["schemas"]["Timestamp"] | null;
+            state: components["schemas"]["ConversationState"];
+        };
+        VisitorDeletionResponse: {
+            data: {
+                /**
+                 * @description Rows removed, by kind: `conversations`, `messages`, `files`, `attributes`, `visitor` (its
+                 *     name and email: 0 or 1), and one count per thing kept per conversation (`context` pages,
+                 *     `events`, `inbox` read marks and feed rows, `replays`, and others the service has).
+                 */
+                removed: {
+                    [key: string]: number;
+                };
+                siteId: components["schemas"]["SiteIdValue"];
+                visitorId: string;
+            };
+        };
+        /** @description What the window last reported of the visitor's browser (the user agent itself is not kept). */
+        VisitorEnvironment: {
+            browser: string | null;
+            browserVersion: string | null;
+            /** @description desktop, mobile, tablet, tv or bot. */
+            device: string | null;
+            language: string | null;
+            os: string | null;
+            osVersion: string | null;
+            reportedAt: components["schemas"]["Timestamp"];
+            /** @description IANA time zone; the visitor's local time follows from it. */
+            timeZone: string | null;
         };
         VisitorFiles: {
             enabled: boolean;
@@ -2413,6 +2600,14 @@ export interface components {
         };
         /** @description MIME types (`type/subtype` or `type/*`) the chat window takes from visitors; `null` any type. */
         VisitorFileTypes: string[] | null;
+        VisitorPage: {
+            /** @description Time until the next page; `null` for the page the visitor is on. */
+            durationSeconds: number | null;
+            referrer: string | null;
+            title: string | null;
+            url: string;
+            viewedAt: components["schemas"]["Timestamp"];
+        };
         VisitorRevocationResponse: {
             data: {
                 revokedBefore: components["schemas"]["Timestamp"];
@@ -4942,6 +5137,41 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getInboxVisitor: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The visitor. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InboxVisitorResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     streamInbox: {
         parameters: {
             query?: never;
@@ -5616,6 +5846,157 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ImportSharedRepliesResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getVisitorContextSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The setting. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "pageTracking": true,
+                     *         "keepQuery": false
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["VisitorContextSettingsResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateVisitorContextSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pageTracking": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateVisitorContextSettingsRequest"];
+            };
+        };
+        responses: {
+            /** @description The setting as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VisitorContextSettingsResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteVisitorData: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "visitorId": "vis_01jd8x3r5k0000000000000000"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DeleteVisitorDataRequest"];
+            };
+        };
+        responses: {
+            /** @description Everything of the visitor is gone; how much of each went. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "siteId": "ws_01jd8x3r5k0000000000000000",
+                     *         "visitorId": "vis_01jd8x3r5k0000000000000000",
+                     *         "removed": {
+                     *           "conversations": 2,
+                     *           "messages": 41,
+                     *           "files": 1,
+                     *           "attributes": 0,
+                     *           "visitor": 1,
+                     *           "context": 7,
+                     *           "events": 45,
+                     *           "inbox": 52,
+                     *           "replays": 0
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["VisitorDeletionResponse"];
                 };
             };
             400: components["responses"]["InvalidRequest"];

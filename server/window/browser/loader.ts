@@ -10,18 +10,24 @@
  * and only messages from the panel's window and that origin are heard.
  */
 import css from './loader.css';
+import { createPageWatch, currentPage } from './page-context';
 
 type Handler = (detail: unknown) => void;
 type EventName = 'message' | 'closed' | 'unread';
-interface Identity {
-  userId: string;
-  userHash: string;
+/** A signed-in user as the site's server vouches for it: a user id and its hash, or an identity token (a JWT). */
+type Identity = { userId: string; userHash: string } | { identityToken: string };
+/** What the page says of its visitor without its server's signature: shown to agents as unverified. */
+interface Details {
+  name?: string;
+  email?: string;
+  attributes?: Record<string, string | number | boolean>;
 }
 
 interface ChatWindowApi {
   open(): void;
   close(): void;
   identify(identity: Identity): void;
+  update(details: Details): void;
   on(event: EventName, fn: Handler): () => void;
   readonly version: 1;
 }
@@ -98,6 +104,7 @@ function start() {
   let isOpen = false;
   let unread = 0;
   let identity: Identity | null = null;
+  let details: Details | null = null;
   const outbox: object[] = [];
 
   const post = (msg: object) => {
@@ -130,11 +137,15 @@ function start() {
       panelReady = true;
       frame!.contentWindow!.postMessage({ cw: 1, type: 'init', identity }, serviceOrigin);
       for (const msg of outbox.splice(0)) post(msg);
+      if (details) post({ type: 'details', details });
     });
     launcher.setAttribute('aria-controls', frame.id);
     wrap.appendChild(frame);
+    // The page the visitor is on: the panel reports it only while a conversation is open.
+    post({ type: 'page', page: currentPage() });
     return frame;
   };
+  const pages = createPageWatch({ siteId, send: (page) => frame && post({ type: 'page', page }), loadPanel: ensureFrame });
 
   const open = () => {
     const f = ensureFrame();
@@ -178,6 +189,11 @@ function start() {
       case 'conversation-closed':
         emit('closed', msg.conversation);
         break;
+      case 'active': {
+        const m = msg as { active?: unknown; tracking?: unknown };
+        pages.active(m.active === true, m.tracking !== false);
+        break;
+      }
     }
   });
 
@@ -186,10 +202,17 @@ function start() {
     open,
     close: () => close(false),
     identify(next: Identity) {
-      if (!next || typeof next.userId !== 'string' || typeof next.userHash !== 'string')
-        throw new TypeError('identify({ userId, userHash }) takes two strings');
-      identity = { userId: next.userId, userHash: next.userHash };
+      const n = (next ?? {}) as { userId?: unknown; userHash?: unknown; identityToken?: unknown };
+      if (typeof n.identityToken === 'string') identity = { identityToken: n.identityToken };
+      else if (typeof n.userId === 'string' && typeof n.userHash === 'string') identity = { userId: n.userId, userHash: n.userHash };
+      else throw new TypeError('identify() takes { identityToken } or { userId, userHash }, all strings');
       if (frame) post({ type: 'identify', identity });
+    },
+    update(next: Details) {
+      if (!next || typeof next !== 'object') throw new TypeError('update({ name, email, attributes }) takes an object');
+      const { name, email, attributes } = next;
+      details = { ...details, ...(name !== undefined && { name }), ...(email !== undefined && { email }), ...(attributes !== undefined && { attributes }) };
+      if (frame) post({ type: 'details', details });
     },
     on(event: EventName, fn: Handler) {
       if (!handlers[event]) throw new TypeError(`unknown event ${String(event)}; use message, closed or unread`);
@@ -199,6 +222,8 @@ function start() {
   };
 
   document.body.appendChild(host);
+  // A conversation open on an earlier page of the site: the panel connects now (page-context.ts).
+  pages.start();
   window.dispatchEvent(new Event('chatwindow:ready'));
 }
 

@@ -13,6 +13,8 @@ import { createSessions } from './panel/session';
 import { wireComposer } from './panel/composer';
 import { listenToHost } from './panel/host';
 import { setStatus } from './panel/view';
+import { createContextReporter } from './panel/context';
+import { toParent } from './panel/host';
 
 const panel = createPanel(document, createStorage());
 const tokens = createTokenClient(panel, {
@@ -21,7 +23,10 @@ const tokens = createTokenClient(panel, {
 });
 const sessions = createSessions(panel, tokens);
 wireComposer(panel, tokens);
-listenToHost(panel, sessions);
+// The visitor's context: reported while the conversation is open (panel/context.ts).
+const context = createContextReporter(panel, tokens, (msg) => toParent(panel, msg));
+panel.conversationWatchers.add(context.conversation);
+listenToHost(panel, sessions, context);
 
 if (window.parent === window) {
   setStatus(panel, 'This is the chat window of a website: open it from the site.');

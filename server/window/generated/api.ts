@@ -5,6 +5,38 @@
  */
 
 export interface paths {
+    "/sites/{siteId}/context": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether the window reports the visitor's pages
+         * @description The site's setting: `pageTracking` false means the window reports nothing of where its visitor
+         *     is (and nothing would be kept); `keepQuery` whether page addresses keep their query string
+         *     (the window strips it before sending when false).
+         */
+        get: operations["getContextSettings"];
+        put?: never;
+        /**
+         * Report the page the visitor is on
+         * @description The page the visitor is on (its address must be on the origin the window token was issued
+         *     to), the browser's language (BCP 47) and time zone (IANA); the user agent is the request's
+         *     own `User-Agent`, kept only as the browser and operating system it names. Kept only while
+         *     the site tracks pages and the visitor's newest conversation is open (`stored` says whether
+         *     it was); a reload of the page reported last is not a new page. At most 50 pages are kept per
+         *     conversation. The window reports when a conversation opens and as the visitor moves between
+         *     pages, at most once every few seconds.
+         */
+        post: operations["reportContext"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/conversation": {
         parameters: {
             query?: never;
@@ -170,6 +202,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/visitor": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * What the page says of its visitor (unverified)
+         * @description A name, an email and custom attributes (at most 20 a call, 50 a visitor) the page passes
+         *     without the site's server signing them (`ChatWindow.update(...)`): agents see them marked
+         *     unverified. They never replace what an identity token verified. A field left out stays as it is.
+         */
+        post: operations["updateVisitorDetails"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -188,6 +242,36 @@ export interface components {
         };
         /** @description The window's own id for this message (a UUID), unique per visitor. */
         ClientMessageId: string;
+        ContextReport: {
+            /** @description The browser's language, BCP 47 (`navigator.language`). */
+            language?: string;
+            page: {
+                /** @description The page the visitor came from, by the same rule; empty when none. */
+                referrer?: string;
+                title?: string;
+                /** @description The address of the page (the service keeps it without fragment, and without query unless the site keeps it). */
+                url: string;
+            };
+            /** @description The browser's IANA time zone (`Intl.DateTimeFormat().resolvedOptions().timeZone`). */
+            timeZone?: string;
+        };
+        ContextReportResponse: {
+            data: {
+                keepQuery: boolean;
+                pageTracking: boolean;
+                /** @description False when nothing was kept: tracking is off, or the visitor has no open conversation. */
+                stored: boolean;
+            };
+        };
+        ContextSettings: {
+            /** @description Whether page addresses keep their query string. */
+            keepQuery: boolean;
+            /** @description False: the window reports nothing of where its visitor is. */
+            pageTracking: boolean;
+        };
+        ContextSettingsResponse: {
+            data: components["schemas"]["ContextSettings"];
+        };
         Conversation: {
             closedAt: components["schemas"]["Timestamp"] | null;
             createdAt: components["schemas"]["Timestamp"];
@@ -267,6 +351,13 @@ export interface components {
              *     `frame-ancestors` limited to them. From a host page, omit it (or send its own origin).
              */
             hostOrigin?: string;
+            /**
+             * @description Instead of `userId` and `userHash`: a JWT signed by the customer's server with the site's
+             *     identity secret (HS256). Claims: `sub` the user id, `exp` (at most an hour ahead), optional
+             *     `aud` (the site's id), `name`, `email`, `attributes` (at most 20 names, values text, number
+             *     or boolean). Any other algorithm, `alg: none` included, is refused (`401`).
+             */
+            identityToken?: string;
             /** @description hex HMAC-SHA256 of `userId` with the site's identity secret, computed on the customer's server. */
             userHash?: string;
             /** @description The signed-in user's id on the customer's site (identity verification). */
@@ -294,6 +385,18 @@ export interface components {
                 /** @description For anonymous visitors; keep it and send it with the next token request. `null` for verified users. */
                 visitorCredential: string | null;
                 visitorId: string;
+            };
+        };
+        VisitorDetails: {
+            attributes?: {
+                [key: string]: string | number | boolean;
+            };
+            email?: string;
+            name?: string;
+        };
+        VisitorDetailsResponse: {
+            data: {
+                stored: boolean;
             };
         };
         /** @description A message as the window shows it; `direction` tells the visitor's own (`incoming`) from replies (`outgoing`). */
@@ -407,6 +510,80 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getContextSettings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The site (its `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The setting. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContextSettingsResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    reportContext: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The site (its `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContextReport"];
+            };
+        };
+        responses: {
+            /** @description Whether the report was kept, and the site's setting. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContextReportResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
     getCurrentConversation: {
         parameters: {
             query?: never;
@@ -694,6 +871,46 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    updateVisitorDetails: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The site (its `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VisitorDetails"];
+            };
+        };
+        responses: {
+            /** @description Kept. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VisitorDetailsResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Error"];
             503: components["responses"]["Error"];

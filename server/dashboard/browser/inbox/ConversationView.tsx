@@ -7,6 +7,7 @@ import { ErrorBanner } from '../components/ErrorBanner';
 import { Link } from '../components/Link';
 import { RelativeTime } from '../components/RelativeTime';
 import { Composer } from './Composer';
+import { VisitorPanel } from './VisitorPanel';
 import { Markdown } from './Markdown';
 import { safeHref } from '../../../window/browser/markdown';
 import { formatSize, mergeMessages, visitorOf, type Conversation, type Member, type Message } from './model';
@@ -33,6 +34,8 @@ export interface ConversationViewProps {
   replyField: RefObject<HTMLTextAreaElement>;
   onManageCanned: () => void;
   cannedVersion: number;
+  /** An owner deleted the visitor's data from the side panel. */
+  onVisitorDeleted?: (visitorId: string) => void;
 }
 
 /** The open conversation: who the visitor is, what can be done with it, its history and the reply. */
@@ -233,6 +236,7 @@ export function ConversationView(p: ConversationViewProps) {
         </div>
         <ErrorBanner error={actionError} />
       </div>
+      <VisitorPanel siteId={siteId} conversationId={c.id} owner={owner} onDeleted={(id) => (p.onVisitorDeleted ?? p.onBack)(id)} />
       <History
         items={messages && historyItems(messages, notes.notes, from)}
         note={(n) => <NoteItem key={n.id} siteId={siteId} note={n} me={p.me} owner={owner} onChanged={notes.put} onDeleted={notes.drop} />}

@@ -268,6 +268,10 @@ export function InboxPage({ site, me }: PageProps) {
               replyField={replyField}
               onManageCanned={() => setEditingCanned(true)}
               cannedVersion={cannedVersion}
+              onVisitorDeleted={(visitorId) => {
+                setItems((rows) => rows?.filter((r) => r.visitorId !== visitorId) ?? rows);
+                select(null);
+              }}
             />
           ) : selectedId ? (
             <p class="loading">Loading the conversation…</p>

@@ -9,7 +9,9 @@ export type InboxLiveEventName =
   | 'note.created'
   | 'note.updated'
   | 'note.deleted'
-  | 'note.mentioned';
+  | 'note.mentioned'
+  /** The visitor of a conversation moved or said more of itself (the side panel reads it again). */
+  | 'visitor.context';
 
 /**
  * `data` is as the stream sends it (operation streamInbox in openapi/manage.yaml); `replayed` is true

@@ -29,6 +29,7 @@ const NAMES: ReadonlySet<string> = new Set<InboxLiveEventName>([
   'note.updated',
   'note.deleted',
   'note.mentioned',
+  'visitor.context',
 ]);
 
 /** The server pings every 15 s: this long without a byte means the socket is dead. */

@@ -13,6 +13,7 @@ import { AllowedOrigins } from '../settings/origins';
 import { IdentityVerification } from '../settings/identity';
 import { EmbedSnippet } from '../settings/embed';
 import { AgentNames } from '../settings/agent-names';
+import { VisitorContextSettings } from '../settings/visitor-context';
 
 export type ManagedSite = Schemas['ManagedSite'];
 
@@ -35,6 +36,7 @@ export function SettingsPage({ site }: PageProps) {
         secretSet={settings.identitySecretSet}
         onChange={(identityMode, identitySecretSet) => update({ identityMode, identitySecretSet })}
       />
+      <VisitorContextSettings siteId={site.id} />
       <EmbedSnippet siteId={site.id} origins={settings.allowedOrigins} />
       <AgentNames siteId={site.id} siteName={settings.name} />
     </div>

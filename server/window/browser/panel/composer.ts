@@ -1,7 +1,7 @@
 /** The visitor's side: the text and the chosen files, sent with the window's own message id and retried by hand. */
 import { renderContent } from '../markdown';
 import { errorOf, HttpError } from './http';
-import type { Panel } from './state';
+import { setConversation, type Panel } from './state';
 import type { TokenClient } from './tokens';
 import type { SendAnswer } from './types';
 import { appendToLog, bubble, formatSize, setStatus, showMessage } from './view';
@@ -88,7 +88,7 @@ function send(p: Panel, tokens: TokenClient, text: string, attached: File[]) {
       return failed(`Not sent: ${err.message}`, (res.status >= 500 && res.status !== 507) || res.status === 429);
     }
     const data = (await res.json()).data as SendAnswer;
-    if (s.conversation?.id !== data.conversation.id) s.conversation = data.conversation;
+    if (s.conversation?.id !== data.conversation.id) setConversation(p, data.conversation);
     el.remove();
     // The stream may have brought it first; either way it shows once.
     showMessage(p, data.message, false);

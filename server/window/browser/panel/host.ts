@@ -1,12 +1,14 @@
 /** The page that framed the panel: its messages in, the panel's news and close requests out. */
 import type { Panel } from './state';
 import type { Identity } from './types';
+import type { ContextReporter, VisitorDetails } from './context';
+import type { HostPage } from '../page-context';
 
 export function toParent(p: Panel, msg: object) {
   if (p.state.hostOrigin) window.parent.postMessage({ cw: 1, ...msg }, p.state.hostOrigin);
 }
 
-export function listenToHost(p: Panel, sessions: { start(): Promise<void> }) {
+export function listenToHost(p: Panel, sessions: { start(): Promise<void> }, context?: Pick<ContextReporter, 'page' | 'details'>) {
   const { state: s, dom } = p;
   dom.closeButton.addEventListener('click', () => toParent(p, { type: 'close' }));
   document.addEventListener('keydown', (e) => {
@@ -19,7 +21,7 @@ export function listenToHost(p: Panel, sessions: { start(): Promise<void> }) {
   window.addEventListener('message', (e: MessageEvent) => {
     // Only the page that framed us; its origin is the browser's word, not the message's.
     if (window.parent === window || e.source !== window.parent) return;
-    const msg = e.data as { cw?: number; type?: string; identity?: Identity | null };
+    const msg = e.data as { cw?: number; type?: string; identity?: Identity | null; page?: HostPage; details?: VisitorDetails };
     if (!msg || msg.cw !== 1) return;
     if (msg.type === 'init' && s.hostOrigin === null) {
       s.hostOrigin = e.origin;
@@ -33,10 +35,16 @@ export function listenToHost(p: Panel, sessions: { start(): Promise<void> }) {
         dom.input.focus();
         break;
       case 'identify':
-        if (msg.identity && (msg.identity.userId !== s.identity?.userId || msg.identity.userHash !== s.identity?.userHash)) {
+        if (msg.identity && JSON.stringify(msg.identity) !== JSON.stringify(s.identity)) {
           s.identity = msg.identity;
           void sessions.start();
         }
+        break;
+      case 'page':
+        if (msg.page && typeof msg.page.url === 'string') context?.page(msg.page);
+        break;
+      case 'details':
+        if (msg.details && typeof msg.details === 'object') context?.details(msg.details);
         break;
     }
   });

@@ -4,7 +4,7 @@
  */
 import { Live, openLive, sleep } from '../live-connection';
 import { errorOf, HttpError } from './http';
-import type { Panel } from './state';
+import { setConversation, type Panel } from './state';
 import type { TokenClient } from './tokens';
 import type { CurrentConversation, PageOfMessages } from './types';
 import { onEvent, setStatus, showClosed, showMessage } from './view';
@@ -19,7 +19,7 @@ export function createSessions(p: Panel, tokens: TokenClient) {
       const res = await tokens.api('/conversation', {}, signal);
       if (!res.ok) throw await errorOf(res);
       const data = (await res.json()).data as CurrentConversation;
-      s.conversation = data.conversation;
+      setConversation(p, data.conversation);
       if (s.conversation) {
         const page = await tokens.api(`/conversations/${s.conversation.id}/messages?order=desc&limit=50`, {}, signal);
         if (!page.ok) throw await errorOf(page);
@@ -42,7 +42,7 @@ export function createSessions(p: Panel, tokens: TokenClient) {
     // Sends still under way land in the session that follows: their bubbles stay.
     dom.log.replaceChildren(...Array.from(dom.log.querySelectorAll('.msg.pending')));
     s.closedNotice = null;
-    s.conversation = null;
+    setConversation(p, null);
     return current;
   }
 

@@ -50,6 +50,16 @@ export interface Panel {
   readonly dom: PanelDom;
   readonly storage: PanelStorage;
   readonly state: PanelState;
+  /** Told whenever the conversation shown changes (another one, or its state): see setConversation. */
+  readonly conversationWatchers: Set<(c: Conversation | null) => void>;
+}
+
+/** The one way the panel's conversation changes: its watchers (the context reports) hear of it. */
+export function setConversation(p: Panel, c: Conversation | null) {
+  const before = p.state.conversation;
+  p.state.conversation = c;
+  if (before?.id === c?.id && before?.state === c?.state) return;
+  for (const watch of p.conversationWatchers) watch(c);
 }
 
 export function createPanel(doc: Document, storage: PanelStorage): Panel {
@@ -70,6 +80,7 @@ export function createPanel(doc: Document, storage: PanelStorage): Panel {
       closeButton: $('cw-close'),
     },
     storage,
+    conversationWatchers: new Set(),
     state: {
       hostOrigin: null,
       identity: null,

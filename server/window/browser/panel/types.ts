@@ -11,5 +11,5 @@ export type SendAnswer = Schemas['SendResponse']['data'];
 export type PageOfMessages = operations['listWindowMessages']['responses'][200]['content']['application/json'];
 export type CurrentConversation = operations['getCurrentConversation']['responses'][200]['content']['application/json']['data'];
 
-/** A signed-in user as the host page vouches for it (the loader passes it on). */
-export type Identity = Required<Pick<TokenRequest, 'userId' | 'userHash'>>;
+/** A signed-in user as the host page vouches for it (the loader passes it on): a user id and its hash, or an identity token. */
+export type Identity = Required<Pick<TokenRequest, 'userId' | 'userHash'>> | Required<Pick<TokenRequest, 'identityToken'>>;

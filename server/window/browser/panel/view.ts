@@ -2,7 +2,7 @@
 import { renderContent, safeHref } from '../markdown';
 import type { FeedEvent } from '../live-connection';
 import { toParent } from './host';
-import type { Panel } from './state';
+import { setConversation, type Panel } from './state';
 import type { Conversation, Message } from './types';
 import { timeText } from './time';
 
@@ -119,9 +119,9 @@ export function onEvent(p: Panel, e: FeedEvent) {
   if (e.event !== 'conversation.started' && e.event !== 'conversation.closed') return;
   const c = e.data.conversation;
   if (!c) return;
-  if (e.event === 'conversation.started') s.conversation = c;
+  if (e.event === 'conversation.started') setConversation(p, c);
   else {
-    if (s.conversation?.id === c.id) s.conversation = c;
+    if (s.conversation?.id === c.id) setConversation(p, c);
     showClosed(p, c, true);
   }
 }
