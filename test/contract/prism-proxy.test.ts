@@ -106,7 +106,7 @@ async function startPrism(name: string, extraArgs: string[], caFile: string, doc
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${name} Prism did not start in 40 s:\n${log}`)), 40_000);
+    const timer = setTimeout(() => reject(new Error(`${name} Prism did not start in 120 s:\n${log}`)), 120_000);
     const check = () => {
       if (/Prism is listening/.test(log)) {
         clearTimeout(timer);
