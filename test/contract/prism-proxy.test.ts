@@ -675,6 +675,10 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     const theirs = await h.visitorSay(otherSite, 'prism-other', 'not yours');
     await m('GET', `${base}/${theirs.conversation.id}`, 404, { op: 'getInboxConversation', code: 'not_found', ...t(agentToken) });
     await m('GET', `/sites/${site}/conversations/${conv}/timeline?limit=10`, 200, { op: 'getConversationTimeline', ...t(agentToken) });
+    await m('GET', `${base}/${conv}/visitor`, 200, { op: 'getInboxVisitor', ...t(agentToken) });
+    await m('GET', `/sites/${site}/visitor-context`, 200, { op: 'getVisitorContextSettings', ...t(ownerToken) });
+    await m('PATCH', `/sites/${site}/visitor-context`, 200, { op: 'updateVisitorContextSettings', json: { keepQuery: false }, ...t(ownerToken) });
+    await m('POST', `/sites/${site}/visitor-deletions`, 200, { op: 'deleteVisitorData', json: { visitorId: 'prism-visitor' }, ...t(ownerToken) });
   });
 
   test('internal notes', async () => {
