@@ -28,7 +28,7 @@ export function replyRoutes(deps: { replies: SharedReplies; siteAdmin: SiteAdmin
     send<'SharedReplyResponse'>(res, 201, { data: await replies.create(actor(req), req.params.siteId, { title, body }) });
   });
 
-  router.post('/sites/:siteId/shared-replies/import', async (req, res) => {
+  router.post('/sites/:siteId/shared-reply-imports', async (req, res) => {
     const { replies: list } = req.body as Body<'ImportSharedRepliesRequest'>;
     send<'ImportSharedRepliesResponse'>(res, 200, { data: await replies.import(actor(req), req.params.siteId, list) });
   });

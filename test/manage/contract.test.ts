@@ -965,13 +965,14 @@ function replyScenarios() {
     429: () => exhausted('post', (s) => `/sites/${s}/shared-replies`, reply),
   });
   const batch = { replies: [reply] };
+  const imports = `/sites/${site}/shared-reply-imports`;
   Object.assign(scenarios.importSharedReplies, {
-    ...repliesCommon('post', `${list}/import`, 'import', batch),
-    ...writes('post', `${list}/import`, batch),
-    200: () => call('post', `${list}/import`, { cookie: owner.cookie, body: { replies: [{ title: `Imported ${++counter}`, body: 'x' }, reply, reply] } }),
-    400: () => call('post', `${list}/import`, { cookie: owner.cookie, body: { replies: [] } }),
-    404: () => call('post', `/sites/${OTHER_SITE}/shared-replies/import`, { cookie: owner.cookie, body: batch }),
-    429: () => exhausted('post', (s) => `/sites/${s}/shared-replies/import`, batch),
+    ...repliesCommon('post', imports, 'import', batch),
+    ...writes('post', imports, batch),
+    200: () => call('post', imports, { cookie: owner.cookie, body: { replies: [{ title: `Imported ${++counter}`, body: 'x' }, reply, reply] } }),
+    400: () => call('post', imports, { cookie: owner.cookie, body: { replies: [] } }),
+    404: () => call('post', `/sites/${OTHER_SITE}/shared-reply-imports`, { cookie: owner.cookie, body: batch }),
+    429: () => exhausted('post', (s) => `/sites/${s}/shared-reply-imports`, batch),
   });
   Object.assign(scenarios.updateSharedReply, {
     ...repliesCommon('patch', NO_REPLY, 'update', { body: 'x' }),

@@ -1242,7 +1242,7 @@ export interface paths {
         patch: operations["updateSharedReply"];
         trace?: never;
     };
-    "/sites/{siteId}/shared-replies/import": {
+    "/sites/{siteId}/shared-reply-imports": {
         parameters: {
             query?: never;
             header?: never;

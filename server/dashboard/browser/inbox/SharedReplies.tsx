@@ -75,7 +75,7 @@ export function SharedRepliesEditor({ siteId, role, onClose }: { siteId: string;
     await reload();
   });
   const suggest = useAction(async () => {
-    await call(() => client.POST('/sites/{siteId}/shared-replies/import', { params: { path: { siteId } }, body: { replies: DEFAULT_CANNED } }));
+    await call(() => client.POST('/sites/{siteId}/shared-reply-imports', { params: { path: { siteId } }, body: { replies: DEFAULT_CANNED } }));
     await reload();
   });
 
@@ -172,7 +172,7 @@ export function ImportOffer({ siteId, accountId, role, onImported }: { siteId: s
   const [result, setResult] = useState<string | null>(null);
   const [gone, setGone] = useState(false);
   const doImport = useAction(async () => {
-    const r = await call(() => client.POST('/sites/{siteId}/shared-replies/import', { params: { path: { siteId } }, body: { replies: kept!.slice(0, 200) } }));
+    const r = await call(() => client.POST('/sites/{siteId}/shared-reply-imports', { params: { path: { siteId } }, body: { replies: kept!.slice(0, 200) } }));
     answerImport(accountId, 'imported');
     const left = r.skipped.length ? ` ${r.skipped.length} left out: ${r.skipped.map((s) => `“${s.title}” (${s.reason})`).join(', ')}.` : '';
     setResult(`Imported ${r.imported.length} ${r.imported.length === 1 ? 'reply' : 'replies'}.${left}`);

@@ -134,7 +134,7 @@ export function VisitorPanel({ siteId, conversationId, owner, onDeleted }: Visit
       .join(' on ');
 
   return (
-    <aside class={`visitor-panel${expanded ? ' expanded' : ''}`} aria-labelledby="visitor-panel-title">
+    <aside tabIndex={0} class={`visitor-panel${expanded ? ' expanded' : ''}`} aria-labelledby="visitor-panel-title">
       <h3 id="visitor-panel-title" class="visitor-panel-title">
         <button type="button" class="visitor-panel-toggle" aria-expanded={expanded} aria-controls="visitor-panel-body" onClick={() => setExpanded(!expanded)}>
           Visitor{v ? `: ${v.displayName}` : ''}
