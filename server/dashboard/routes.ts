@@ -8,8 +8,8 @@ import { DASHBOARD_BASE_PATH, shellHtml } from './shell';
  * The dashboard's browser side under /dashboard (docs/dashboard.md). It is static code that talks
  * to /manage/v1 only:
  *
- * - `assets/<hash>.js|css`: the build's two files (scripts/build-dashboard.ts), named by content
- *   hash and cached for a year (immutable). Any other name is 404 in the envelope.
+ * - `assets/<hash>.js|css`: the build's files (scripts/build-dashboard.ts: the script's modules
+ *   and the stylesheet), named by content hash and cached for a year (immutable). Any other name is 404 in the envelope.
  * - every other GET: the HTML shell, whatever the path, so the browser code routes by the history
  *   API (`/dashboard/sites/<siteId>/keys` reloaded opens that page). It holds no inline script or
  *   style, and its CSP allows this origin only (no `style` attributes either, no eval).
@@ -23,7 +23,7 @@ export interface SentSize {
   gzip: number;
 }
 
-/** The first load as the build measured it: the shell, its script, its stylesheet, and their sum. */
+/** The first load as the build measured it: the shell, its scripts (the entry and the inbox's modules), its stylesheet, and their sum. */
 export interface FirstLoadSizes {
   html: SentSize;
   script: SentSize;
@@ -32,11 +32,13 @@ export interface FirstLoadSizes {
 }
 
 /**
- * `manifest.json` of the build's dashboard/ directory: the files, which two the shell loads, and
- * the first load's size as measured when they were built (scripts/build-dashboard.ts).
+ * `manifest.json` of the build's dashboard/ directory: the files, which the shell loads (the entry
+ * module, the modules it preloads, the stylesheet), and the first load's size as measured when they
+ * were built (scripts/build-dashboard.ts).
  */
 export interface DashboardManifest extends AssetManifest {
   script: string;
+  preload: string[];
   style: string;
   firstLoad: FirstLoadSizes;
 }

@@ -139,6 +139,8 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
   test('a session that ends while typing: the dialog signs in over the page, the text stays, the call completes', async () => {
     const page = await d.signedIn(d.owner, keysPath());
     await page.getByLabel('Label').fill('Typed before the session ended');
+    // The page's own first read finishes first: this is about the call the click makes.
+    await page.getByText('Loading keys…').waitFor({ state: 'hidden' });
     await d.h.runtime.db('sessions').where({ account_id: d.owner.id }).del(); // ended on the server (idle, expired or revoked alike)
     await page.getByRole('button', { name: 'Create key' }).click();
 

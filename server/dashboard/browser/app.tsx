@@ -13,16 +13,19 @@ import { matchSitePath, navigate, usePath } from './router';
 import { SITE_PAGES } from './pages';
 import { LiveStatus } from './live/status';
 import { SignInForm, SignInPage } from './pages/sign-in';
-import { AcceptInvitationPage } from './pages/accept-invitation';
-import { SetupPage } from './pages/setup';
-import { AccountPage } from './pages/account';
-import { NewSitePage } from './pages/new-site';
+import { lazyPage } from './lazy';
 import { Button } from './components/Button';
 import { Dialog } from './components/Dialog';
 import { EmptyState } from './components/EmptyState';
 import { ErrorBanner } from './components/ErrorBanner';
 import { Link } from './components/Link';
 import { ReauthHost } from './components/ReauthDialog';
+
+// Pages few accounts open, and rarely: loaded on first visit.
+const AcceptInvitationPage = lazyPage(() => import('./pages/accept-invitation').then((m) => m.AcceptInvitationPage));
+const SetupPage = lazyPage(() => import('./pages/setup').then((m) => m.SetupPage));
+const AccountPage = lazyPage(() => import('./pages/account').then((m) => m.AccountPage));
+const NewSitePage = lazyPage(() => import('./pages/new-site').then((m) => m.NewSitePage));
 
 type Session = { kind: 'loading' } | { kind: 'signed-out' } | { kind: 'signed-in'; me: Me } | { kind: 'failed'; error: unknown };
 
