@@ -6,12 +6,12 @@
 import type { Knex } from 'knex';
 import { createDb, migrate } from '../../server/db/knex';
 import { migrationSource } from '../../server/db/migrations';
-import { createTestDatabase, TestDatabase } from '../helpers/db';
+import { createTestDatabase, TestDatabase, TEST_DB } from '../helpers/db';
 
 let t: TestDatabase;
 const open: Knex[] = [];
 beforeEach(async () => {
-  t = await createTestDatabase();
+  t = await createTestDatabase({ empty: true });
 });
 afterEach(async () => {
   for (const db of open.splice(0)) await db.destroy();
@@ -34,4 +34,31 @@ test('two migrations at once on a new database both finish, and the waiting one 
   expect(new Set(names).size).toBe(names.length);
   // Every migration the service knows ran, once each.
   expect([...names].sort()).toEqual(await migrationSource.getMigrations([]));
+});
+
+/** What the engine says of each table: its DDL as `SHOW CREATE TABLE` prints it (the auto-increment counter aside). */
+async function schemaOf(db: Knex): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  for (const row of (await db.raw('SHOW FULL TABLES'))[0] as Record<string, string>[]) {
+    const table = Object.values(row)[0];
+    out[table] = ((await db.raw(`SHOW CREATE TABLE \`${table}\``))[0][0]['Create Table'] as string).replace(/ AUTO_INCREMENT=\d+/, '');
+  }
+  return out;
+}
+
+// The other test files' MariaDB databases are copies of a migrated template (test/helpers/db.ts):
+// the copy must be exactly what the migrations make, or every MariaDB test would test another schema.
+(TEST_DB === 'mysql' ? test : test.skip)('a test database copied from the template has the schema and rows the migrations make', async () => {
+  const migrated = connect();
+  await migrate(migrated);
+  const copy = await createTestDatabase();
+  const copied = createDb({ databaseUrl: copy.databaseUrl, dataDir: copy.dataDir });
+  try {
+    expect(await schemaOf(copied)).toEqual(await schemaOf(migrated));
+    expect(await copied('knex_migrations').orderBy('id').pluck('name')).toEqual(await migrated('knex_migrations').orderBy('id').pluck('name'));
+    expect(await copied('knex_migrations_lock').select('is_locked')).toEqual(await migrated('knex_migrations_lock').select('is_locked'));
+  } finally {
+    await copied.destroy();
+    await copy.drop();
+  }
 });
