@@ -90,7 +90,7 @@ test('an agent reads but cannot change; another site’s replies and conversatio
   expect((await create('Agent', 'text', agent)).status).toBe(403);
   expect((await as(agent, 'patch', `${replies()}/${mine.id}`, { title: 'x' })).status).toBe(403);
   expect((await as(agent, 'delete', `${replies()}/${mine.id}`)).status).toBe(403);
-  expect((await as(agent, 'post', `${replies()}/import`, { replies: [{ title: 'a', body: 'b' }] })).status).toBe(403);
+  expect((await as(agent, 'post', `/sites/${h.site.id}/shared-reply-imports`, { replies: [{ title: 'a', body: 'b' }] })).status).toBe(403);
   expect((await filled(agent, conv.id)).status).toBe(200);
 
   // Not a member of site B: every operation there is 404.
@@ -153,7 +153,7 @@ test('titles are unique without regard to case (409); bad input is a 400 with th
 
 test('a site keeps at most 200; the import adds what it can and says why it left out the rest, audited once', async () => {
   const batch = (from: number, n: number) => Array.from({ length: n }, (_, i) => ({ title: `Reply ${from + i}`, body: `Text ${from + i}` }));
-  const first = await as(owner, 'post', `${replies()}/import`, {
+  const first = await as(owner, 'post', `/sites/${h.site.id}/shared-reply-imports`, {
     replies: [...batch(1, 3), { title: 'reply 2', body: 'same title, other case' }, { title: 'Bad', body: 'Hi {agent.nick}' }, { title: '', body: 'x' }],
   });
   expect(first.status).toBe(200);
@@ -163,7 +163,7 @@ test('a site keeps at most 200; the import adds what it can and says why it left
     { title: 'Bad', reason: 'invalid', message: expect.stringContaining('{agent.nick}') },
     { title: '', reason: 'invalid', message: expect.any(String) },
   ]);
-  const second = await as(owner, 'post', `${replies()}/import`, { replies: batch(3, 199) });
+  const second = await as(owner, 'post', `/sites/${h.site.id}/shared-reply-imports`, { replies: batch(3, 199) });
   expect(second.body.data.imported).toHaveLength(197); // 3 held + 197 = 200
   expect(second.body.data.skipped[0]).toMatchObject({ title: 'Reply 3', reason: 'duplicate' });
   expect(second.body.data.skipped.slice(1).map((s: { reason: string }) => s.reason)).toEqual(['limit']);
@@ -172,8 +172,8 @@ test('a site keeps at most 200; the import adds what it can and says why it left
   const over = await create('One too many', 'x');
   expect(over.status).toBe(400);
   expect(over.body.error.message).toContain('200');
-  expect((await as(owner, 'post', `${replies()}/import`, { replies: [] })).status).toBe(400);
-  expect((await as(owner, 'post', `${replies()}/import`, { replies: batch(1000, 201) })).status).toBe(400);
+  expect((await as(owner, 'post', `/sites/${h.site.id}/shared-reply-imports`, { replies: [] })).status).toBe(400);
+  expect((await as(owner, 'post', `/sites/${h.site.id}/shared-reply-imports`, { replies: batch(1000, 201) })).status).toBe(400);
 
   const audit = (await as(owner, 'get', `/sites/${h.site.id}/audit-log?limit=100`)).body.data as { action: string }[];
   expect(audit.filter((e) => e.action === 'shared_replies.imported')).toHaveLength(2);
@@ -220,7 +220,7 @@ test('filled in for a conversation: the visitor’s display name, a fallback for
 
 test('two owners adding at once with one place left: exactly one is added', async () => {
   const fill = Array.from({ length: 199 }, (_, i) => ({ title: `Fill ${i}`, body: 'x' }));
-  expect((await as(owner, 'post', `${replies()}/import`, { replies: fill })).body.data.imported).toHaveLength(199);
+  expect((await as(owner, 'post', `/sites/${h.site.id}/shared-reply-imports`, { replies: fill })).body.data.imported).toHaveLength(199);
   const other = await memberWithToken(h, h.site.id, 'owner2@example.com', 'owner');
   const answers = await Promise.all([create('Race A', 'a'), create('Race B', 'b', other)]);
   expect(answers.map((r) => r.status).sort()).toEqual([201, 400]);
