@@ -703,7 +703,11 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     const made = await m('POST', r, 201, { op: 'createSharedReply', json: { title: 'Prism', body: 'Hi {visitor.firstName|there}' }, ...t(ownerToken) });
     await m('POST', r, 409, { op: 'createSharedReply', code: 'conflict', json: { title: 'PRISM', body: 'again' }, ...t(ownerToken) });
     await m('POST', r, 403, { op: 'createSharedReply', code: 'forbidden', json: { title: 'Agent', body: 'x' }, ...t(agentToken) });
-    await m('POST', `/sites/${site}/shared-reply-imports`, 200, { op: 'importSharedReplies', json: { replies: [{ title: 'Imported', body: 'x' }] }, ...t(ownerToken) });
+    await m('POST', `/sites/${site}/shared-reply-imports`, 200, {
+      op: 'importSharedReplies',
+      json: { replies: [{ title: 'Imported', body: 'x' }] },
+      ...t(ownerToken),
+    });
     await m('GET', r, 200, { op: 'listSharedReplies', ...t(agentToken) });
     await m('PATCH', `${r}/${made.json.data.id}`, 200, { op: 'updateSharedReply', json: { body: 'Hello {visitor.name}' }, ...t(ownerToken) });
     const said = await h.visitorSay(site, 'prism-replies', 'hello');
