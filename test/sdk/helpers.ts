@@ -23,6 +23,8 @@ export interface SdkServer {
   fetch: FetchLike;
   /** Every request any `client()` sent, in order. */
   exchanges: Exchange[];
+  /** Called with each exchange once answered, before the client sees the answer (a test's clock may move then). */
+  onAnswer: ((exchange: Exchange) => void) | null;
   /** A client on the site's all-rights key, with fast back-off; options override. */
   client(options?: Partial<ClientOptions>): ChatClient;
   close(): Promise<void>;
@@ -45,6 +47,7 @@ export async function startSdkServer(options: HarnessOptions = {}): Promise<SdkS
       const res = await tlsFetch(url, init);
       exchange.status = res.status;
       exchange.retryAfter = res.headers.get('retry-after');
+      server.onAnswer?.(exchange);
       return res;
     } catch (err) {
       exchange.error = err;
@@ -52,8 +55,9 @@ export async function startSdkServer(options: HarnessOptions = {}): Promise<SdkS
     }
   };
   const baseUrl = `${srv.url}/api/v1`;
-  return {
+  const server: SdkServer = {
     h,
+    onAnswer: null,
     baseUrl,
     origin: srv.url,
     ca: srv.ca,
@@ -66,6 +70,7 @@ export async function startSdkServer(options: HarnessOptions = {}): Promise<SdkS
       await h.close();
     },
   };
+  return server;
 }
 
 export { waitFor } from '../helpers/wait';
