@@ -47,5 +47,8 @@ echo "== type-check"
 npx --no-install tsc -p tsconfig.json --noEmit
 IGNORE=()
 suite sqlite "$@"
-IGNORE=(test/contract/generated.test.ts)
+# On MariaDB, not again what no engine changes: the generated files and the document lint, the SDK's
+# tarball, the markdown parser (pure code), the SDK's webhook replay store (Redis only), and the Prism
+# walk (the contract tests hold every answer to the documents on both engines already).
+IGNORE=(test/contract/generated.test.ts test/sdk/packaging.test.ts test/window/markdown.test.ts test/sdk/webhook-replay.test.ts test/contract/prism-proxy.test.ts)
 suite mysql "$@"
