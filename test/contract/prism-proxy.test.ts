@@ -669,6 +669,8 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     await m('POST', `${base}/${conv}/messages`, 201, { op: 'replyFromInbox', json: { content: 'We are on it.' }, ...t(agentToken) });
     await m('GET', `${base}/${conv}/messages?order=desc`, 200, { op: 'listInboxMessages', ...t(agentToken) });
     await m('POST', `${base}/${conv}/read`, 200, { op: 'markInboxConversationRead', ...t(agentToken) });
+    await m('POST', `${base}/${conv}/typing`, 204, { op: 'reportAgentTyping', json: { typing: true }, ...t(agentToken) });
+    await m('GET', `${base}/${conv}/seen`, 200, { op: 'getInboxSeen', ...t(agentToken) });
     await m('POST', `${base}/${conv}/assignee`, 200, { op: 'assignInboxConversation', json: { assigneeId: ownerId }, ...t(ownerToken) });
     await m('POST', `${base}/${conv}/close`, 200, { op: 'closeInboxConversation', ...t(agentToken) });
     await m('POST', `${base}/${conv}/messages`, 409, { op: 'replyFromInbox', code: 'conversation_closed', json: { content: 'too late' }, ...t(agentToken) });
@@ -703,7 +705,11 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     const made = await m('POST', r, 201, { op: 'createSharedReply', json: { title: 'Prism', body: 'Hi {visitor.firstName|there}' }, ...t(ownerToken) });
     await m('POST', r, 409, { op: 'createSharedReply', code: 'conflict', json: { title: 'PRISM', body: 'again' }, ...t(ownerToken) });
     await m('POST', r, 403, { op: 'createSharedReply', code: 'forbidden', json: { title: 'Agent', body: 'x' }, ...t(agentToken) });
-    await m('POST', `${r}/import`, 200, { op: 'importSharedReplies', json: { replies: [{ title: 'Imported', body: 'x' }] }, ...t(ownerToken) });
+    await m('POST', `/sites/${site}/shared-reply-imports`, 200, {
+      op: 'importSharedReplies',
+      json: { replies: [{ title: 'Imported', body: 'x' }] },
+      ...t(ownerToken),
+    });
     await m('GET', r, 200, { op: 'listSharedReplies', ...t(agentToken) });
     await m('PATCH', `${r}/${made.json.data.id}`, 200, { op: 'updateSharedReply', json: { body: 'Hello {visitor.name}' }, ...t(ownerToken) });
     const said = await h.visitorSay(site, 'prism-replies', 'hello');

@@ -14,6 +14,7 @@ import { formatSize, mergeMessages, visitorOf, type Conversation, type Member, t
 import { ComposeSwitch, NoteComposer, NoteItem, useNotes } from './Notes';
 import { historyItems, type HistoryItem, type Note } from './note-model';
 import { isTyping } from './Shortcuts';
+import { useConversationLive } from '../live/typing';
 
 /** Messages per page of the history: the newest page first, older ones as the agent scrolls up. */
 export const HISTORY_PAGE = 30;
@@ -53,6 +54,8 @@ export function ConversationView(p: ConversationViewProps) {
   // Reply to the visitor or write an internal note; a closed conversation takes notes only.
   const [mode, setMode] = useState<'reply' | 'note'>('reply');
   const notes = useNotes(siteId, c.id, p.resyncTick);
+  const live = useConversationLive(siteId, c.id);
+  const typists = live.typing.map((who) => (who === 'visitor' ? 'The visitor' : (emails.get(who) ?? 'A member')));
   const path = { params: { path: { siteId, conversationId: c.id } } };
 
   const markRead = async () => {
@@ -244,6 +247,7 @@ export function ConversationView(p: ConversationViewProps) {
         loadingOlder={loadingOlder}
         onOlder={loadOlder}
         error={error ?? notes.error}
+        seen={live.seen}
         label={(m) =>
           m.direction === 'incoming'
             ? 'Visitor'
@@ -256,6 +260,9 @@ export function ConversationView(p: ConversationViewProps) {
                   : 'Team'
         }
       />
+      <p class="muted inbox-typing" aria-live="polite">
+        {typists.length ? `${typists.join(' and ')} ${typists.length > 1 ? 'are' : 'is'} typing…` : ''}
+      </p>
       {c.state === 'open' && <ComposeSwitch mode={mode} onMode={setMode} />}
       {c.state !== 'open' && <p class="inbox-closed-note">This conversation is closed: the visitor starts a new one by writing again.</p>}
       {mode === 'note' || c.state !== 'open' ? (
@@ -303,6 +310,8 @@ interface HistoryProps {
   onOlder: () => void;
   error: unknown;
   label: (m: Message) => string;
+  /** The newest reply the visitor was shown: "Seen" under it. */
+  seen: { messageId: string; seenAt: string } | null;
 }
 
 /**
@@ -310,7 +319,7 @@ interface HistoryProps {
  * previous page, and the view stays where it was (the added height goes above); new messages at the
  * bottom follow only when the view was at the bottom already.
  */
-function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error, label }: HistoryProps) {
+function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error, label, seen }: HistoryProps) {
   const box = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
   const before = useRef<{ height: number; first: string | undefined }>({ height: 0, first: undefined });
@@ -378,6 +387,11 @@ function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error
                         </li>
                       ))}
                     </ul>
+                  )}
+                  {m.id === seen?.messageId && (
+                    <p class="muted msg-seen" title={new Date(seen.seenAt).toLocaleString()}>
+                      Seen
+                    </p>
                   )}
                 </li>
               );
