@@ -57,8 +57,8 @@ describe('the outbox tells the channel after the commit, and only then', () => {
     expect(toldInside).toBe(0); // nothing before the commit
     expect(told).toEqual([
       [
-        { id: written[0].id, siteId: h.site.id, visitorId: 'ann', createdAt: at },
-        { id: written[1].id, siteId: h.site.id, visitorId: 'bob', createdAt: at + 1 },
+        { kind: 'event', id: written[0].id, siteId: h.site.id, visitorId: 'ann', createdAt: at },
+        { kind: 'event', id: written[1].id, siteId: h.site.id, visitorId: 'bob', createdAt: at + 1 },
       ],
     ]);
     expect((await eventRows(written.map((e) => e.id))).sort()).toEqual(written.map((e) => e.id).sort());
