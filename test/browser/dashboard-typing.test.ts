@@ -87,7 +87,7 @@ describeInChromium('typing both ways and "seen" between the window and the inbox
     await typingLine.getByText('The visitor is typing…').waitFor({ timeout: 10_000 });
     expect(await inbox.locator('body').innerText()).not.toContain('Actually, and the');
     await checkPage(inbox, 'inbox-visitor-typing');
-    await inbox.waitForFunction(() => document.querySelector('.inbox-typing')?.textContent === '', undefined, { timeout: GONE_MS });
+    await typingLine.waitFor({ state: 'detached', timeout: GONE_MS });
 
     // 2. The agent types: the window shows it, politely announced; then the pause ends it.
     const reply = inbox.getByRole('textbox', { name: 'Reply (markdown)' });

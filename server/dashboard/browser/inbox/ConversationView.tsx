@@ -248,6 +248,7 @@ export function ConversationView(p: ConversationViewProps) {
         onOlder={loadOlder}
         error={error ?? notes.error}
         seen={live.seen}
+        typing={typists.length ? `${typists.join(' and ')} ${typists.length > 1 ? 'are' : 'is'} typing…` : ''}
         label={(m) =>
           m.direction === 'incoming'
             ? 'Visitor'
@@ -260,9 +261,6 @@ export function ConversationView(p: ConversationViewProps) {
                   : 'Team'
         }
       />
-      <p class="muted inbox-typing" aria-live="polite">
-        {typists.length ? `${typists.join(' and ')} ${typists.length > 1 ? 'are' : 'is'} typing…` : ''}
-      </p>
       {c.state === 'open' && <ComposeSwitch mode={mode} onMode={setMode} />}
       {c.state !== 'open' && <p class="inbox-closed-note">This conversation is closed: the visitor starts a new one by writing again.</p>}
       {mode === 'note' || c.state !== 'open' ? (
@@ -312,6 +310,8 @@ interface HistoryProps {
   label: (m: Message) => string;
   /** The newest reply the visitor was shown: "Seen" under it. */
   seen: { messageId: string; seenAt: string } | null;
+  /** Who is typing, in words ('' when nobody): a line at the end of the log, announced as the log's additions are. */
+  typing: string;
 }
 
 /**
@@ -319,7 +319,7 @@ interface HistoryProps {
  * previous page, and the view stays where it was (the added height goes above); new messages at the
  * bottom follow only when the view was at the bottom already.
  */
-function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error, label, seen }: HistoryProps) {
+function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error, label, seen, typing }: HistoryProps) {
   const box = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
   const before = useRef<{ height: number; first: string | undefined }>({ height: 0, first: undefined });
@@ -335,7 +335,7 @@ function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error
     if (prepended) el.scrollTop += el.scrollHeight - before.current.height;
     else if (atBottom.current) el.scrollTop = el.scrollHeight;
     before.current = { height: el.scrollHeight, first };
-  }, [messages]);
+  }, [messages, typing]);
 
   // A first page that does not fill the region cannot be scrolled: the next one is loaded.
   useEffect(() => {
@@ -397,6 +397,7 @@ function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error
               );
             })}
           </ol>
+          {typing && <p class="muted inbox-typing">{typing}</p>}
         </>
       )}
     </div>
