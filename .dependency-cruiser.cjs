@@ -38,7 +38,22 @@ module.exports = {
       severity: 'error',
       comment: "The chat window runs in the visitor's browser: from the server it may take types only, never code.",
       from: { path: '^server/window/browser/' },
-      to: { path: '^server/', pathNot: '^server/window/browser/', dependencyTypesNot: ['type-only'] },
+      // The live-stream module both browser apps share (server/browser-shared) is browser code too.
+      to: { path: '^server/', pathNot: '^server/(window/browser|browser-shared)/', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'shared-browser-code-stays-in-browser',
+      severity: 'error',
+      comment: 'The browser code the chat window and the dashboard share takes nothing from either, nor code from the server.',
+      from: { path: '^server/browser-shared/' },
+      to: { path: '^server/', pathNot: '^server/browser-shared/' },
+    },
+    {
+      name: 'shared-browser-code-not-in-node',
+      severity: 'error',
+      comment: 'The shared browser code is bundled into the chat window and the dashboard; the server never runs it.',
+      from: { path: '^server/', pathNot: '^server/(window/browser|dashboard/browser|browser-shared)/' },
+      to: { path: '^server/browser-shared/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'browser-code-not-in-node',
@@ -55,7 +70,7 @@ module.exports = {
         "The dashboard runs in a person's browser and talks to /manage/v1: from the server it may take types only (the generated API types), never code.",
       from: { path: '^server/dashboard/browser/' },
       // The chat window's markdown renderer is browser code without imports: the inbox shows messages exactly as the window does.
-      to: { path: '^server/', pathNot: '^server/(dashboard/browser/|window/browser/markdown\\.ts$)', dependencyTypesNot: ['type-only'] },
+      to: { path: '^server/', pathNot: '^server/(dashboard/browser/|browser-shared/|window/browser/markdown\\.ts$)', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'dashboard-browser-code-not-in-node',

@@ -30,7 +30,7 @@ const { createHash, randomBytes } = require('node:crypto');
 /** Bumped when the layout of a build changes, so older builds count as stale. */
 const BUILD_FORMAT = 2;
 /** Directories of browser code: bundled by scripts/build-window.ts and scripts/build-dashboard.ts, not compiled as server files. */
-const BROWSER_SOURCES = ['server/window/browser/', 'server/dashboard/browser/'];
+const BROWSER_SOURCES = ['server/window/browser/', 'server/dashboard/browser/', 'server/browser-shared/'];
 /** Builds other than the current and the previous one are removed once this old. */
 const KEEP_MS = 10 * 60_000;
 /** A lock held longer than this is taken over (its holder hung, or died on another host). */

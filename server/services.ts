@@ -26,7 +26,7 @@ import { createEventStore } from './webhooks/store';
 import { createWebhookService } from './webhooks/service';
 import { createDeliveryWorker, DeliveryWorker, WorkerOptions } from './webhooks/worker';
 import { withDeliveryLogRetention } from './webhooks/retention';
-import { createEventChannel, EventChannel } from './webhooks/channel';
+import { createEventChannel, DELIVERY_KINDS, EventChannel } from './webhooks/channel';
 import { createOutbox } from './webhooks/outbox';
 import { createAccountStore, type AccountStore } from './accounts/store';
 import { createPasswordHasher } from './accounts/passwords';
@@ -60,6 +60,8 @@ import { createVisitorContextStore } from './visitors/context-store';
 import { createVisitorContext } from './visitors/context';
 import { createVisitorDeletion } from './visitors/deletion';
 import { inboxFeedWriter } from './inbox/service';
+import { createSeenStore } from './window/seen-store';
+import { createLiveSignals } from './window/live-signals';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -71,7 +73,7 @@ export function createServices(
   master: Buffer,
   opts: {
     now?: () => number;
-    /** Called whenever the channel hears of committed events (tests wake their worker with it). */
+    /** Called whenever the channel hears of committed outbox events, as a delivery worker is (tests wake their worker with it). */
     onEvents?: () => void;
     /**
      * How committed events reach delivery workers and live streams, in this process and (with
@@ -85,7 +87,7 @@ export function createServices(
   const now = opts.now ?? Date.now;
   const channel = opts.channel ?? createEventChannel();
   const onEvents = opts.onEvents;
-  if (onEvents) channel.subscribe(() => onEvents());
+  if (onEvents) channel.subscribe(() => onEvents(), DELIVERY_KINDS);
   const inboxStore = createInboxStore(db);
   // Every public event is also a row of its site's inbox feed (the dashboard's live streams).
   const outbox = withInboxActivity(createOutbox(channel), inboxStore);
@@ -152,6 +154,7 @@ export function createServices(
     cursors,
     now,
   });
+  const seenStore = createSeenStore(db);
   const visitorContextStore = createVisitorContextStore(db);
   const visitorContext = createVisitorContext({
     db,
@@ -194,6 +197,7 @@ export function createServices(
         parts: [
           { name: 'notes', removeForConversations: (trx, siteId, ids) => noteStore.removeForConversations(trx, siteId, ids) },
           { name: 'context', removeForConversations: (trx, siteId, ids) => visitorContextStore.removeForConversations(trx, siteId, ids) },
+          { name: 'seen', removeForConversations: (trx, siteId, ids) => seenStore.removeForConversations(trx, siteId, ids) },
           { name: 'events', removeForConversations: (trx, siteId, ids, limit) => eventStore.removeForConversations(trx, siteId, ids, limit) },
           { name: 'inbox', removeForConversations: (trx, siteId, ids) => inboxStore.removeForConversations(trx, siteId, ids) },
           { name: 'replays', removeForConversations: (trx, siteId, ids) => idempotencyStore.removeForConversations(trx, siteId, ids) },
@@ -239,6 +243,16 @@ export function createServices(
       messages: windowMessages,
       media: windowMedia,
       live,
+      /** Typing (signals on the channel, never stored) and "seen" (stored, forward only) between the window and the inbox. */
+      signals: createLiveSignals({
+        db,
+        conversations: conversationStore,
+        messages: messageStore,
+        store: seenStore,
+        feed: inboxFeedWriter({ store: inboxStore, channel, now }),
+        channel,
+        now,
+      }),
       /** The open live streams; `streams.closeAll()` on shutdown, or server.close() waits for them. */
       streams: createStreamRegistry({ total: Math.max(1, Math.floor(config.http.maxConnections / 2)) }),
       now,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { afterCommit } from '../db/transaction';
-import { INBOX_NOTICE_PREFIX, type EventChannel } from '../webhooks/channel';
+import type { EventChannel } from '../webhooks/channel';
 import type { Outbox } from '../webhooks/outbox';
 import type { InboxStore } from './store';
 
@@ -36,7 +36,7 @@ export const PRIVATE_TO_ACCOUNT: ReadonlySet<string> = new Set(['conversation.re
 /** One private change of a site's inbox (no public event behind it): what `recordInboxChange` writes. */
 export interface InboxChange {
   siteId: string;
-  /** The conversation's visitor (the channel's notices name one; the chat window's hub skips inbox notices). */
+  /** The conversation's visitor (the channel's inbox notices name one). */
   visitorId: string;
   kind: string;
   conversationId: string;
@@ -63,9 +63,7 @@ export function createInboxRecorder(deps: { store: Pick<InboxStore, 'append'>; c
       body: JSON.stringify(change.body),
       created_at: at,
     });
-    afterCommit(trx, () =>
-      deps.channel.publish([{ id: `${INBOX_NOTICE_PREFIX}${change.siteId}:${position}`, siteId: change.siteId, visitorId: change.visitorId, createdAt: at }]),
-    );
+    afterCommit(trx, () => deps.channel.publish([{ kind: 'inbox', siteId: change.siteId, visitorId: change.visitorId, position, createdAt: at }]));
     return position;
   };
 }

@@ -1,4 +1,5 @@
 import type { EventChannel } from '../webhooks/channel';
+import { createSignalListeners, type SignalListener } from '../window/live';
 import type { InboxStore } from './store';
 
 type Listener = () => void;
@@ -50,9 +51,19 @@ export function createInboxHub(
     }
   }
 
-  opts.channel?.subscribe((events) => {
-    if (!events) return void poll();
-    for (const site of new Set(events.map((e) => e.siteId))) wake(site);
+  /** site -> the streams' takers of signals meant for its members (the visitor or a member typing) */
+  const signalListeners = createSignalListeners();
+
+  // Stored changes (outbox events, inbox feed rows) wake the site's streams to read; signals are
+  // written to them as they are.
+  opts.channel?.subscribe((messages) => {
+    if (!messages) return void poll();
+    const woken = new Set<string>();
+    for (const m of messages) {
+      if (m.kind !== 'signal') woken.add(m.siteId);
+      else if (m.to === 'members') signalListeners.tell(m.siteId, { event: m.event, data: m.data });
+    }
+    for (const site of woken) wake(site);
   });
 
   return {
@@ -81,6 +92,8 @@ export function createInboxHub(
     },
     /** Wakes a site's streams now (this process's own private changes, after their commit). */
     wake,
+    /** Calls `listener` with each signal meant for the site's members (none is stored); returns the unsubscribe. */
+    subscribeSignals: (siteId: string, listener: SignalListener) => signalListeners.subscribe(siteId, listener),
   };
 }
 

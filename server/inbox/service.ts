@@ -11,7 +11,7 @@ import { conversationToDto, type ConversationRow, type ConversationStore, type I
 import type { MessageService } from '../messages/service';
 import type { Message, MessageFormat } from '../messages/store';
 import type { IncomingFile } from '../media/service';
-import { EventChannel, INBOX_NOTICE_PREFIX } from '../webhooks/channel';
+import type { EventChannel } from '../webhooks/channel';
 import type { StreamEvent, StreamSource } from '../window/streams';
 import type { Logger } from '../platform/logger';
 import type { InboxStore } from './store';
@@ -61,7 +61,7 @@ export function inboxFeedWriter(deps: { store: Pick<InboxStore, 'append'>; chann
       body: JSON.stringify(body),
       created_at: at,
     });
-    afterCommit(trx, () => deps.channel.publish([{ id: `${INBOX_NOTICE_PREFIX}${siteId}:${position}`, siteId, visitorId, createdAt: at }]));
+    afterCommit(trx, () => deps.channel.publish([{ kind: 'inbox', siteId, visitorId, position, createdAt: at }]));
   };
 }
 
@@ -251,6 +251,8 @@ export function createInboxService(deps: {
           return { events, position: rows.length ? rows[rows.length - 1].position : after, more: rows.length >= max };
         },
         subscribe: (listener) => deps.hub.subscribe(siteId, listener),
+        // A member's own typing is not shown back to them.
+        signals: (push) => deps.hub.subscribeSignals(siteId, (e) => (e.data as { accountId?: unknown }).accountId !== manager.accountId && push(e)),
         expiresAt: now() + 12 * 3600_000,
         endEvent: 'session-ended',
         busyMessage: 'Too many live inbox connections right now; retry later or page the list.',

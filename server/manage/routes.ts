@@ -8,6 +8,7 @@ import type { Logger } from '../platform/logger';
 import { actor, Body, meta, send, signedIn } from './context';
 import { inboxRoutes } from './inbox-routes';
 import { noteRoutes } from './notes-routes';
+import { liveRoutes } from './live-routes';
 import { tokenRoutes } from './tokens-routes';
 import { memberRoutes } from './members-routes';
 import { invitationRoutes } from './invitations-routes';
@@ -23,6 +24,7 @@ export function manageRoutes(services: Services, throttle: SignInThrottle, logge
   const router = Router();
   router.use(inboxRoutes(services, logger));
   router.use(noteRoutes(services));
+  router.use(liveRoutes(services));
 
   router.post('/session', async (req, res) => {
     const { email, password } = req.body as Body<'SignInRequest'>;

@@ -3,10 +3,12 @@ import { randomBase62 } from '../platform/crypto';
 import { closeRedis, FAIL_FAST_REDIS_OPTIONS, redisUrlSecrets } from '../platform/redis';
 
 /**
- * What a committed event touched: delivery workers look for due rows when told of one, and the chat
- * window's live streams wake only the streams of its site and visitor.
+ * What a committed event of the outbox touched: delivery workers look for due rows when told of
+ * one, the chat window's live streams wake only the streams of its site and visitor, and the
+ * inbox's streams those of its site.
  */
 export interface CommittedEvent {
+  kind: 'event';
   id: string;
   siteId: string;
   visitorId: string;
@@ -14,19 +16,52 @@ export interface CommittedEvent {
 }
 
 /**
- * Notices of the inbox's private changes (assignments, read marks, server/inbox): no event of the
- * outbox stands behind them, so the chat window's live hub skips them (a delivery worker woken by
- * one finds nothing due).
+ * A committed row of a site's inbox feed with no public event behind it (an assignment, a read
+ * mark, a note, a "seen"): only the inbox's streams of the site wake for it.
  */
-export const INBOX_NOTICE_PREFIX = 'inbox:';
-export const isInboxNotice = (e: CommittedEvent) => e.id.startsWith(INBOX_NOTICE_PREFIX);
+export interface InboxNotice {
+  kind: 'inbox';
+  siteId: string;
+  /** The conversation's visitor. */
+  visitorId: string;
+  /** The row's position in the site's feed. */
+  position: number;
+  createdAt: number;
+}
 
 /**
- * Told of the events commits wrote, or `null` when events may have been committed that this
- * process was not told of (Redis came back after an outage, or a message it could not read): the
- * listener then looks in the database itself.
+ * An ephemeral signal (someone typing): nothing was written, so nothing can be read back. It is
+ * passed as it is to the live streams it is meant for, the visitor's (`to: 'visitor'`) or the
+ * site's members' (`to: 'members'`), and lost where nobody listens.
  */
-export type EventListener = (events: readonly CommittedEvent[] | null) => void;
+export interface LiveSignal {
+  kind: 'signal';
+  siteId: string;
+  visitorId: string;
+  conversationId: string;
+  to: 'visitor' | 'members';
+  /** The stream event's name and `data` (documented in openapi/window.yaml and openapi/manage.yaml). */
+  event: string;
+  data: Record<string, unknown>;
+}
+
+/** What travels on the channel; each listener hears only the kinds it asked for. */
+export type ChannelMessage = CommittedEvent | InboxNotice | LiveSignal;
+export type ChannelKind = ChannelMessage['kind'];
+
+/** What a delivery worker listens for: only the outbox's events can make a delivery due. */
+export const DELIVERY_KINDS: readonly ChannelKind[] = ['event'];
+const ALL_KINDS: readonly ChannelKind[] = ['event', 'inbox', 'signal'];
+/** Kinds that stand for rows in the database: a listener of one looks there when messages may have been missed. */
+const STORED_KINDS: ReadonlySet<ChannelKind> = new Set(['event', 'inbox']);
+
+/**
+ * Told of the messages of its kinds, or `null` when stored changes may have been committed that
+ * this process was not told of (Redis came back after an outage, or a message it could not read):
+ * the listener then looks in the database itself. Listeners of signals alone are never told `null`
+ * (a lost signal is gone; there is nothing to look for).
+ */
+export type ChannelListener<M extends ChannelMessage = ChannelMessage> = (messages: readonly M[] | null) => void;
 
 /**
  * The shared fail-fast settings (server/platform/redis.ts): a writer never waits for Redis. A
@@ -53,36 +88,72 @@ const UNSENT_TTL_MS = 5_000;
 const CLOSE_FLUSH_MS = 300;
 
 /**
- * A Redis message: the sender's id, a space, then the events as JSON (nothing after the id when
- * there were too many to list). The sender's id lets a process skip its own messages.
+ * A Redis message: the sender's id, a space, then the messages as JSON (nothing after the id when
+ * there were too many to list). The sender's id lets a process skip its own messages. Only the
+ * fields of each kind are sent. An older release reads an outbox event as before (its fields are
+ * the same, `kind` aside) and anything else as "look yourself".
  */
-export function encodeNotice(origin: string, events: readonly CommittedEvent[]): string {
-  if (events.length > MAX_EVENTS_PER_MESSAGE) return origin;
-  return `${origin} ${JSON.stringify(events.map((e) => ({ id: e.id, siteId: e.siteId, visitorId: e.visitorId, createdAt: e.createdAt })))}`;
+export function encodeNotice(origin: string, messages: readonly ChannelMessage[]): string {
+  if (messages.length > MAX_EVENTS_PER_MESSAGE) return origin;
+  return `${origin} ${JSON.stringify(messages.map(wireOf))}`;
 }
 
-const isCommittedEvent = (e: unknown): e is CommittedEvent => {
-  const c = e as Partial<CommittedEvent> | null;
-  return (
-    typeof c === 'object' &&
-    c !== null &&
-    typeof c.id === 'string' &&
-    typeof c.siteId === 'string' &&
-    typeof c.visitorId === 'string' &&
-    Number.isFinite(c.createdAt)
-  );
-};
+function wireOf(m: ChannelMessage): ChannelMessage {
+  switch (m.kind) {
+    case 'event':
+      return { kind: m.kind, id: m.id, siteId: m.siteId, visitorId: m.visitorId, createdAt: m.createdAt };
+    case 'inbox':
+      return { kind: m.kind, siteId: m.siteId, visitorId: m.visitorId, position: m.position, createdAt: m.createdAt };
+    case 'signal':
+      return { kind: m.kind, siteId: m.siteId, visitorId: m.visitorId, conversationId: m.conversationId, to: m.to, event: m.event, data: m.data };
+  }
+}
 
-/** The sender and the events of a message; `events` null when it lists none (an older release's wake-up, too many, or unreadable). */
-export function decodeNotice(message: string): { from: string; events: CommittedEvent[] | null } {
+const isString = (v: unknown): v is string => typeof v === 'string';
+
+/** The message an item of the wire stands for; `undefined` when unreadable, `null` for a kind of a newer release (skipped). */
+function readItem(item: unknown): ChannelMessage | null | undefined {
+  if (typeof item !== 'object' || item === null) return undefined;
+  const c = item as Record<string, unknown>;
+  if (!isString(c.siteId) || !isString(c.visitorId)) return undefined;
+  // Without a kind: an outbox event of an older release.
+  const kind = c.kind ?? 'event';
+  if (kind === 'event') {
+    return isString(c.id) && Number.isFinite(c.createdAt)
+      ? { kind, id: c.id, siteId: c.siteId, visitorId: c.visitorId, createdAt: c.createdAt as number }
+      : undefined;
+  }
+  if (kind === 'inbox') {
+    return Number.isSafeInteger(c.position) && Number.isFinite(c.createdAt)
+      ? { kind, siteId: c.siteId, visitorId: c.visitorId, position: c.position as number, createdAt: c.createdAt as number }
+      : undefined;
+  }
+  if (kind === 'signal') {
+    const dataOk = typeof c.data === 'object' && c.data !== null && !Array.isArray(c.data);
+    return isString(c.conversationId) && (c.to === 'visitor' || c.to === 'members') && isString(c.event) && dataOk
+      ? { kind, siteId: c.siteId, visitorId: c.visitorId, conversationId: c.conversationId, to: c.to, event: c.event, data: c.data as Record<string, unknown> }
+      : undefined;
+  }
+  return isString(kind) ? null : undefined;
+}
+
+/** The sender and the messages of a Redis message; `messages` null when it lists none (an older release's wake-up, too many, or unreadable). */
+export function decodeNotice(message: string): { from: string; messages: ChannelMessage[] | null } {
   const space = message.indexOf(' ');
-  if (space < 0) return { from: message, events: null };
+  if (space < 0) return { from: message, messages: null };
   const from = message.slice(0, space);
   try {
-    const events: unknown = JSON.parse(message.slice(space + 1));
-    return { from, events: Array.isArray(events) && events.every(isCommittedEvent) ? events : null };
+    const items: unknown = JSON.parse(message.slice(space + 1));
+    if (!Array.isArray(items)) return { from, messages: null };
+    const messages: ChannelMessage[] = [];
+    for (const item of items) {
+      const m = readItem(item);
+      if (m === undefined) return { from, messages: null };
+      if (m) messages.push(m);
+    }
+    return { from, messages };
   } catch {
-    return { from, events: null };
+    return { from, messages: null };
   }
 }
 
@@ -102,13 +173,16 @@ export interface EventChannelOptions {
 
 export interface EventChannel {
   /**
-   * These events were committed: tell this process's listeners and, with Redis, every other
-   * process's. Call it after the commit (the outbox does). Never throws, never waits; calls in the
-   * same turn of the event loop are told as one batch.
+   * Tell this process's listeners and, with Redis, every other process's. Stored kinds are
+   * published after their commit (the outbox and the inbox feed do). Never throws, never waits;
+   * calls in the same turn of the event loop are told as one batch.
    */
-  publish(events: readonly CommittedEvent[]): void;
-  /** `listener` hears every batch from now on; returns the unsubscribe. */
-  subscribe(listener: EventListener): () => void;
+  publish(messages: readonly ChannelMessage[]): void;
+  /**
+   * `listener` hears, from now on, every batch's messages of `kinds` (all kinds when omitted), and
+   * is not called for a batch with none of them; returns the unsubscribe.
+   */
+  subscribe<K extends ChannelKind = ChannelKind>(listener: ChannelListener<Extract<ChannelMessage, { kind: K }>>, kinds?: readonly K[]): () => void;
   /** Whether notices from other processes arrive now; while false, listeners poll briskly. */
   live(): boolean;
   close(): Promise<void>;
@@ -117,8 +191,8 @@ export interface EventChannel {
 const silentLogger: ChannelLogger = { warn() {}, info() {} };
 
 /**
- * The one way processes learn of committed events: delivery workers and the chat window's live
- * streams both listen here. In-process without REDIS_URL; with it, Redis pub/sub across processes.
+ * The one way processes learn of committed events, inbox feed rows and ephemeral signals: delivery
+ * workers listen for events only, the live streams' hubs for what their streams show. In-process without REDIS_URL; with it, Redis pub/sub across processes.
  * Redis going away never breaks a writer or a listener: publishing is skipped while the connection
  * is not ready, the subscriber reconnects by itself (and then tells its listeners to look), and
  * meanwhile listeners fall back to their polls.
@@ -128,36 +202,45 @@ export function createEventChannel(opts: EventChannelOptions = {}): EventChannel
   const channel = opts.channel ?? EVENT_CHANNEL;
   // Our own messages come back through Redis; this process's listeners were already told.
   const origin = randomBase62(12);
-  const listeners = new Set<EventListener>();
-  const tell = (events: readonly CommittedEvent[] | null) => {
-    for (const listener of [...listeners]) {
+  const listeners = new Set<{ listener: ChannelListener; kinds: ReadonlySet<ChannelKind>; stored: boolean }>();
+  const tell = (messages: readonly ChannelMessage[] | null) => {
+    for (const l of [...listeners]) {
+      const mine = messages && messages.filter((m) => l.kinds.has(m.kind));
+      if (mine ? !mine.length : !l.stored) continue;
       try {
-        listener(events);
+        l.listener(mine);
       } catch {
         // one listener's failure is its own; the others are still told
       }
     }
   };
-  const subscribe = (listener: EventListener) => {
-    listeners.add(listener);
-    return () => void listeners.delete(listener);
+  const subscribe = <K extends ChannelKind>(listener: ChannelListener<Extract<ChannelMessage, { kind: K }>>, kinds?: readonly K[]) => {
+    const own = { listener: listener as ChannelListener, kinds: new Set<ChannelKind>(kinds ?? ALL_KINDS), stored: false };
+    own.stored = [...own.kinds].some((k) => STORED_KINDS.has(k));
+    listeners.add(own);
+    return () => void listeners.delete(own);
   };
 
-  /** Events published in this turn of the event loop; told as one batch on the next. */
-  let batch: CommittedEvent[] = [];
+  /** Messages published in this turn of the event loop; told as one batch on the next. */
+  let batch: ChannelMessage[] = [];
   let scheduled = false;
-  let sendOut: (events: CommittedEvent[]) => void = () => {};
+  let sendOut: (messages: ChannelMessage[]) => void = () => {};
   function flush() {
     scheduled = false;
-    const events = batch;
+    const messages = batch;
     batch = [];
-    if (!events.length) return;
-    tell(events);
-    sendOut(events);
+    if (!messages.length) return;
+    tell(messages);
+    // Signals go in a Redis message of their own: an older release reads a message holding anything
+    // it does not know as "look yourself", and kept apart the events still reach it as events.
+    const signals = messages.filter((m) => m.kind === 'signal');
+    const stored = messages.filter((m) => m.kind !== 'signal');
+    if (stored.length) sendOut(stored);
+    if (signals.length) sendOut(signals);
   }
-  const publish = (events: readonly CommittedEvent[]) => {
-    if (!events.length) return;
-    batch.push(...events);
+  const publish = (messages: readonly ChannelMessage[]) => {
+    if (!messages.length) return;
+    batch.push(...messages);
     if (scheduled) return;
     scheduled = true;
     setImmediate(flush);
@@ -194,7 +277,7 @@ export function createEventChannel(opts: EventChannelOptions = {}): EventChannel
     }
     publisher.publish(channel, message).catch(reportFailure);
   }
-  sendOut = (events) => send(encodeNotice(origin, events));
+  sendOut = (messages) => send(encodeNotice(origin, messages));
 
   for (const connection of [publisher, subscriber]) {
     // Without a listener ioredis prints every reconnect failure to stderr, URL included.
@@ -212,7 +295,7 @@ export function createEventChannel(opts: EventChannelOptions = {}): EventChannel
   });
   subscriber.on('message', (_channel: string, message: string) => {
     const notice = decodeNotice(message);
-    if (notice.from !== origin) tell(notice.events);
+    if (notice.from !== origin) tell(notice.messages);
   });
   subscriber.on('ready', () => {
     subscriber.subscribe(channel).then(() => {

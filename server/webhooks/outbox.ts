@@ -47,7 +47,7 @@ async function writeEvent(trx: Knex.Transaction, input: EmitInput, now: number):
   if (endpoint && subscribedEvents(endpoint).includes(input.name)) {
     await insertPendingDelivery(trx, { event_id: id, site_id: input.siteId, endpoint_id: endpoint.id }, now);
   }
-  return { id, siteId: input.siteId, visitorId: input.conversation.visitorId, createdAt: now };
+  return { kind: 'event', id, siteId: input.siteId, visitorId: input.conversation.visitorId, createdAt: now };
 }
 
 /**

@@ -8,7 +8,7 @@ import { createDeliveryTransport, DeliveryTransport, PostResult } from './transp
 import { retryPolicy } from './retry-policy';
 import { createScheduler, heldPerAddress, ScheduledRow } from './scheduler';
 import { createResultBatcher } from './result-batcher';
-import { adaptivePoll, EventChannel } from './channel';
+import { adaptivePoll, DELIVERY_KINDS, EventChannel } from './channel';
 import { memoised } from '../platform/memo';
 import type { Resolver } from './ssrf';
 import { signingSecret, SWITCH_SETTLE_MS } from './address-rules';
@@ -441,7 +441,8 @@ export function createDeliveryWorker(opts: WorkerOptions): DeliveryWorker {
     start() {
       if (started) return;
       started = true;
-      opts.channel?.subscribe(() => tick());
+      // Outbox events only: an inbox row or a typing signal can never make a delivery due.
+      opts.channel?.subscribe(() => tick(), DELIVERY_KINDS);
       tick();
     },
     wake() {

@@ -1,4 +1,4 @@
-import { CommittedEvent, EventChannel, isInboxNotice } from '../webhooks/channel';
+import type { CommittedEvent, EventChannel, LiveSignal } from '../webhooks/channel';
 import type { EventStore } from '../webhooks/store';
 
 /** The event store's reads the hub's poll makes. */
@@ -17,6 +17,34 @@ export interface LiveOptions {
 }
 
 type Listener = () => void;
+/** Takes an ephemeral event (no id: nothing to resume from) for a stream to write as it is. */
+export type SignalListener = (e: { event: string; data: unknown }) => void;
+
+/** The streams that take signals, by a key of their hub's (a visitor of a site, a site). */
+export function createSignalListeners() {
+  const byKey = new Map<string, Set<SignalListener>>();
+  return {
+    tell(key: string, e: { event: string; data: unknown }) {
+      for (const listener of byKey.get(key) ?? []) {
+        try {
+          listener(e);
+        } catch {
+          // one stream's failure is its own
+        }
+      }
+    },
+    /** Returns the unsubscribe. */
+    subscribe(key: string, listener: SignalListener): () => void {
+      let set = byKey.get(key);
+      if (!set) byKey.set(key, (set = new Set()));
+      set.add(listener);
+      return () => {
+        set!.delete(listener);
+        if (!set!.size) byKey.delete(key);
+      };
+    },
+  };
+}
 
 /** Beyond this many watched sites the poll asks across all sites rather than list them in its statement. */
 const LISTED_SITES = 200;
@@ -150,14 +178,31 @@ export function createLiveHub(store: LiveEventSource, opts: LiveOptions = {}) {
   function committed(events: readonly CommittedEvent[]) {
     const woken = new Set<Listener>();
     for (const e of events) {
-      if (isInboxNotice(e)) continue;
       remember(e);
       collect(e.siteId, e.visitorId, woken);
     }
     wakeAll(woken);
   }
 
-  opts.channel?.subscribe((events) => (events ? committed(events) : void check()));
+  /** site + visitor -> the streams' takers of signals meant for the visitor (an agent typing) */
+  const signalListeners = createSignalListeners();
+  const signalKey = (siteId: string, visitorId: string) => `${siteId} ${visitorId}`;
+
+  function signalled(signals: readonly LiveSignal[]) {
+    for (const s of signals) if (s.to === 'visitor') signalListeners.tell(signalKey(s.siteId, s.visitorId), { event: s.event, data: s.data });
+  }
+
+  // Outbox events wake streams to read; signals are written to them as they are. Inbox feed rows
+  // are the members' alone.
+  opts.channel?.subscribe(
+    (messages) => {
+      if (!messages) return void check();
+      const events = messages.filter((m): m is CommittedEvent => m.kind === 'event');
+      if (events.length) committed(events);
+      signalled(messages.filter((m): m is LiveSignal => m.kind === 'signal'));
+    },
+    ['event', 'signal'],
+  );
 
   return {
     /** Calls `listener` when the visitor may have news on the site; returns the unsubscribe. */
@@ -189,6 +234,9 @@ export function createLiveHub(store: LiveEventSource, opts: LiveOptions = {}) {
 
     /** These events were committed (the channel calls it): wake their visitors' streams now, reading nothing. */
     committed,
+
+    /** Calls `listener` with each signal meant for the visitor (none is stored); returns the unsubscribe. */
+    subscribeSignals: (siteId: string, visitorId: string, listener: SignalListener) => signalListeners.subscribe(signalKey(siteId, visitorId), listener),
 
     watchedSites: () => listeners.size,
   };

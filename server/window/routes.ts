@@ -34,6 +34,9 @@ type ConversationAnswer = operations['getCurrentConversation']['responses'][200]
 type MessagesQuery = NonNullable<operations['listWindowMessages']['parameters']['query']>;
 type MessagesAnswer = operations['listWindowMessages']['responses'][200]['content']['application/json'];
 type PollAnswer = operations['pollVisitorEvents']['responses'][200]['content']['application/json'];
+type TypingBody = operations['reportVisitorTyping']['requestBody']['content']['application/json'];
+type SeenBody = operations['markRepliesSeen']['requestBody']['content']['application/json'];
+type SeenAnswer = operations['markRepliesSeen']['responses'][200]['content']['application/json'];
 
 const SITE_PATH = /^\/sites\/(ws_[0-9a-hjkmnp-tv-z]{26})(\/.*)?$/;
 const CORS_ALLOWED_HEADERS = 'Authorization, Content-Type, Last-Event-ID, X-Request-Id';
@@ -217,6 +220,21 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
       now: services.window.now,
       refusal: () => gateway.refusalOf(v),
     });
+  });
+
+  // Typing (never stored, never the text) and "seen" (live-signals.ts).
+  router.post('/sites/:siteId/conversations/:conversationId/typing', async (req, res) => {
+    const v = req.windowVisitor!;
+    const body = req.body as TypingBody;
+    await win.signals.visitorTyping(v.siteId, v.visitorId, req.params.conversationId, body.typing);
+    res.status(204).end();
+  });
+
+  router.post('/sites/:siteId/conversations/:conversationId/seen', async (req, res) => {
+    const v = req.windowVisitor!;
+    const body = req.body as SeenBody;
+    const answer: SeenAnswer = { data: await win.signals.visitorSaw(v.siteId, v.visitorId, req.params.conversationId, body.messageId) };
+    res.json(answer);
   });
 
   // The visitor's context: where the visitor is, what the page says of it (context-routes.ts).

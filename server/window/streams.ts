@@ -45,6 +45,11 @@ export interface StreamSource<P> {
   encode(position: P): string;
   /** Wakes the stream when the source may have news; returns the unsubscribe. */
   subscribe(listener: () => void): () => void;
+  /**
+   * Ephemeral events for this stream (someone typing): written at once without an id, so a
+   * reconnect's Last-Event-ID never points at one, and never read back. Returns the unsubscribe.
+   */
+  signals?(push: (e: { event: string; data: unknown }) => void): () => void;
   /** When the credential ends: the stream ends then with `endEvent`. */
   expiresAt: number;
   /** The event that tells the client its credential ended (it renews it and reconnects with Last-Event-ID). */
@@ -155,6 +160,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         clearInterval(heartbeat);
         clearTimeout(expiry);
         unsubscribe();
+        unsignal();
         remove(stream);
         if (!res.writableEnded) res.end();
       },
@@ -170,6 +176,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       stream.end();
     };
     const unsubscribe = source.subscribe(() => void pump());
+    const unsignal = source.signals?.((e) => write(`event: ${e.event}\ndata: ${JSON.stringify(e.data)}\n\n`)) ?? (() => {});
     // A credential checked once at the start would outlive a revocation by up to its lifetime: it
     // is checked again at each heartbeat (one keyed read), and a refused stream ends as if expired.
     const recheck = async () => {
@@ -225,6 +232,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         },
         encode: encodePosition,
         subscribe: (listener) => ctx.live.subscribe(claims.siteId, claims.visitorId, listener),
+        signals: (push) => ctx.live.subscribeSignals(claims.siteId, claims.visitorId, push),
         // The token's lifetime is the stream's: a refused visitor or origin stops within minutes.
         expiresAt: claims.expiresAt,
         endEvent: 'token-expired',

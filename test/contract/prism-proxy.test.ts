@@ -669,6 +669,8 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     await m('POST', `${base}/${conv}/messages`, 201, { op: 'replyFromInbox', json: { content: 'We are on it.' }, ...t(agentToken) });
     await m('GET', `${base}/${conv}/messages?order=desc`, 200, { op: 'listInboxMessages', ...t(agentToken) });
     await m('POST', `${base}/${conv}/read`, 200, { op: 'markInboxConversationRead', ...t(agentToken) });
+    await m('POST', `${base}/${conv}/typing`, 204, { op: 'reportAgentTyping', json: { typing: true }, ...t(agentToken) });
+    await m('GET', `${base}/${conv}/seen`, 200, { op: 'getInboxSeen', ...t(agentToken) });
     await m('POST', `${base}/${conv}/assignee`, 200, { op: 'assignInboxConversation', json: { assigneeId: ownerId }, ...t(ownerToken) });
     await m('POST', `${base}/${conv}/close`, 200, { op: 'closeInboxConversation', ...t(agentToken) });
     await m('POST', `${base}/${conv}/messages`, 409, { op: 'replyFromInbox', code: 'conversation_closed', json: { content: 'too late' }, ...t(agentToken) });

@@ -35,7 +35,7 @@ const msg = (id: string, createdAt: string, over: Partial<Message> = {}): Messag
   createdAt,
   ...over,
 });
-const event = (name: InboxLiveEvent['name'], data: unknown): InboxLiveEvent => ({ id: '1', name, data, replayed: false });
+const event = (name: InboxLiveEvent['name'], data: unknown) => ({ id: '1', name, data, replayed: false }) as InboxLiveEvent;
 
 describe('filters', () => {
   test('state, assignee and unread each narrow the list', () => {

@@ -44,7 +44,7 @@ const note = (id: string, minute: number, over: Partial<Note> = {}): Note => ({
   editedAt: null,
   ...over,
 });
-const event = (name: InboxLiveEvent['name'], data: unknown): InboxLiveEvent => ({ id: '1', name, data, replayed: false });
+const event = (name: InboxLiveEvent['name'], data: unknown) => ({ id: '1', name, data, replayed: false }) as InboxLiveEvent;
 
 describe('historyItems', () => {
   test('messages and notes by time; a note of the same millisecond as a message by id', () => {

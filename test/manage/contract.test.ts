@@ -380,6 +380,8 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   closeInboxConversation: {},
   assignInboxConversation: {},
   markInboxConversationRead: {},
+  reportAgentTyping: {},
+  getInboxSeen: {},
   streamInbox: {},
   listInboxNotes: {},
   createInboxNote: {},
@@ -894,6 +896,22 @@ function inboxScenarios() {
     403: () => call('post', `${missing}/read`, { cookie: owner.cookie, headers: CROSS_SITE }),
     404: () => call('post', `${missing}/read`, { cookie: owner.cookie }),
     429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/read`),
+  });
+  const typing = { typing: true };
+  Object.assign(scenarios.reportAgentTyping, {
+    ...common('post', `${missing}/typing`, 'members.requireRole', typing),
+    ...writes('post', `${missing}/typing`, typing),
+    204: async () => call('post', `${one(await conversation())}/typing`, { cookie: agent.cookie, body: typing }),
+    400: () => call('post', `${missing}/typing`, { cookie: owner.cookie, body: { typing: 'yes' } }),
+    404: () => call('post', `${missing}/typing`, { cookie: owner.cookie, body: typing }),
+    429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/typing`, typing),
+  });
+  Object.assign(scenarios.getInboxSeen, {
+    ...common('get', `${missing}/seen`, 'members.requireRole'),
+    200: async () => call('get', `${one(await conversation())}/seen`, { cookie: agent.cookie }),
+    400: () => call('get', `${one('nope')}/seen`, { cookie: owner.cookie }),
+    404: () => call('get', `${missing}/seen`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/seen`),
   });
   const events = `/sites/${site}/inbox/events`;
   Object.assign(scenarios.streamInbox, {

@@ -18,7 +18,13 @@ function recordingLogger() {
   return { lines, logger: { warn: log, info: log } };
 }
 
-const event = (n: number): CommittedEvent => ({ id: `message.created:t${n}`, siteId: 'ws_x', visitorId: `vis_${n}`, createdAt: 1_800_000_000_000 + n });
+const event = (n: number): CommittedEvent => ({
+  kind: 'event',
+  id: `message.created:t${n}`,
+  siteId: 'ws_x',
+  visitorId: `vis_${n}`,
+  createdAt: 1_800_000_000_000 + n,
+});
 
 describe('with Redis', () => {
   let port: number;
@@ -47,8 +53,8 @@ describe('with Redis', () => {
     const worker = open();
     const writerHeard: (readonly CommittedEvent[] | null)[] = [];
     const workerHeard: (readonly CommittedEvent[] | null)[] = [];
-    writer.subscribe((events) => writerHeard.push(events));
-    worker.subscribe((events) => workerHeard.push(events));
+    writer.subscribe((events) => writerHeard.push(events), ['event']);
+    worker.subscribe((events) => workerHeard.push(events), ['event']);
     await waitFor('both subscribed', () => writer.live() && worker.live());
     await new Promise((r) => setTimeout(r, 50)); // the catch-up notices of the subscription
     expect(workerHeard).toEqual([null]);
@@ -66,7 +72,7 @@ describe('with Redis', () => {
   test('a message of an older release (its id alone) tells the listener to look', async () => {
     const worker = open();
     const heard: (readonly CommittedEvent[] | null)[] = [];
-    worker.subscribe((events) => heard.push(events));
+    worker.subscribe((events) => heard.push(events), ['event']);
     await waitFor('subscribed', () => worker.live());
     await new Promise((r) => setTimeout(r, 50));
     heard.length = 0;
@@ -81,7 +87,7 @@ describe('with Redis', () => {
   test('a channel closed right after its first publish (a CLI command) still sends it once connected', async () => {
     const worker = open();
     const heard: (readonly CommittedEvent[] | null)[] = [];
-    worker.subscribe((events) => events && heard.push(events));
+    worker.subscribe((events) => events && heard.push(events), ['event']);
     await waitFor('subscribed', () => worker.live());
     const cli = createEventChannel({ redisUrl: url, channel: channelName });
     cli.publish([event(7)]);
@@ -97,7 +103,7 @@ describe('with Redis', () => {
     let woken = 0;
     worker.subscribe(() => woken++);
     const toldHere: (readonly CommittedEvent[] | null)[] = [];
-    writer.subscribe((events) => toldHere.push(events));
+    writer.subscribe((events) => toldHere.push(events), ['event']);
     await waitFor('subscribed', () => writer.live() && worker.live());
 
     await stopPrivateRedis(redis);

@@ -24,7 +24,7 @@ const nextTurns = () => new Promise((r) => setTimeout(r, 30));
 /** An outbox whose channel records what it is told, synchronously. */
 function recorded() {
   const told: CommittedEvent[][] = [];
-  return { told, outbox: createOutbox({ publish: (events) => void told.push([...events]) }) };
+  return { told, outbox: createOutbox({ publish: (events) => void told.push(events.filter((e): e is CommittedEvent => e.kind === 'event')) }) };
 }
 
 const input = (visitorId: string): EmitInput => ({
@@ -57,8 +57,8 @@ describe('the outbox tells the channel after the commit, and only then', () => {
     expect(toldInside).toBe(0); // nothing before the commit
     expect(told).toEqual([
       [
-        { id: written[0].id, siteId: h.site.id, visitorId: 'ann', createdAt: at },
-        { id: written[1].id, siteId: h.site.id, visitorId: 'bob', createdAt: at + 1 },
+        { kind: 'event', id: written[0].id, siteId: h.site.id, visitorId: 'ann', createdAt: at },
+        { kind: 'event', id: written[1].id, siteId: h.site.id, visitorId: 'bob', createdAt: at + 1 },
       ],
     ]);
     expect((await eventRows(written.map((e) => e.id))).sort()).toEqual(written.map((e) => e.id).sort());
@@ -130,7 +130,7 @@ describe('the outbox tells the channel after the commit, and only then', () => {
 describe('the writers go through it', () => {
   test("a visitor's first message is heard once, with both its events; a refused reply is not heard", async () => {
     const heard: (readonly CommittedEvent[] | null)[] = [];
-    const off = h.runtime.services.channel.subscribe((events) => heard.push(events));
+    const off = h.runtime.services.channel.subscribe((events) => heard.push(events), ['event']);
     try {
       const said = await h.visitorSay(h.site.id, 'vis_outbox', 'hello');
       await nextTurns();

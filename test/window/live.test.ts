@@ -452,7 +452,7 @@ describe('each event wakes only the streams of its own visitor', () => {
       await until(() => woken.get('ann') === 1);
       expect(Object.fromEntries(woken)).toEqual({ ann: 1, bob: 2, bob2: 2 });
       // A commit of this process is told with its visitor: no read, the visitor's streams alone.
-      hub.committed([{ id: 'message.created:x', siteId: site.id, visitorId: 'ann', createdAt: Date.now() }]);
+      hub.committed([{ kind: 'event', id: 'message.created:x', siteId: site.id, visitorId: 'ann', createdAt: Date.now() }]);
       expect(Object.fromEntries(woken)).toEqual({ ann: 2, bob: 2, bob2: 2 });
       expect(calls.bodies).toBe(2);
       // With many sites watched the count is asked across all sites: the same figures.

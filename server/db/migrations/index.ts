@@ -19,6 +19,7 @@ import * as m017 from './017_security_log';
 import * as m018 from './018_people';
 import * as m019 from './019_tags';
 import * as m021 from './021_notes';
+import * as m025 from './025_seen';
 import * as m024 from './024_shared_replies';
 import * as m023 from './023_visitor_context';
 
@@ -51,6 +52,7 @@ const migrations: Record<string, Migration> = {
   '021_notes': m021,
   '024_shared_replies': m024,
   '023_visitor_context': m023,
+  '025_seen': m025,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

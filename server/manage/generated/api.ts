@@ -927,6 +927,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/seen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The newest reply the visitor was shown
+         * @description The conversation's "seen" mark: the newest agent reply the chat window showed its visitor
+         *     (panel open, page visible), and when; `data: null` before the first. It only moves forward;
+         *     each move is a `conversation.seen` event on the inbox's stream.
+         */
+        get: operations["getInboxSeen"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/inbox/conversations/{conversationId}/shared-replies": {
         parameters: {
             query?: never;
@@ -946,6 +968,31 @@ export interface paths {
         get: operations["listConversationSharedReplies"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/typing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The signed-in member is typing a reply, or stopped
+         * @description Only whether, never what. The dashboard's composer reports `typing: true` at most once every
+         *     2 s while keys are pressed and `typing: false` after a pause or once sent. The visitor's chat
+         *     window shows it (its stream's `typing` event) and the site's other members see it
+         *     (`conversation.typing` on their inbox streams); both hide it by themselves 6 s after the last
+         *     start. Nothing is stored. The service passes on at most one start every 2 s per member and
+         *     conversation, and a stop only after a start; on a closed conversation nothing is passed on.
+         */
+        post: operations["reportAgentTyping"];
         delete?: never;
         options?: never;
         head?: never;
@@ -996,7 +1043,10 @@ export interface paths {
          *     `note.updated` carry the `Note`, `note.deleted` an `InboxNoteDeleted`, and `note.mentioned`
          *     (only to the member a note mentions) an `InboxNoteMentioned`; `visitor.context`
          *     (`InboxVisitorContextEvent`) says that the visitor of a conversation moved to another page or
-         *     said more of itself: read `getInboxVisitor` again. The first event is `ready` with
+         *     said more of itself: read `getInboxVisitor` again; `conversation.seen` (a `SeenMark`) that the
+         *     visitor was shown the replies up to one; `conversation.typing` (`InboxTyping`, without an
+         *     `id`: never stored, never replayed) that the visitor or another member is typing. Each event
+         *     is one of `InboxStreamEvent`. The first event is `ready` with
          *     the position the stream starts after (`lastEventId`), the feed's newest position (`tail`:
          *     on a resume, the events up to it are the catch-up) and `gap` (true when feed rows after
          *     `Last-Event-ID` were purged, so the resume is not exact and lists should be reloaded).
@@ -1881,6 +1931,12 @@ export interface components {
                 }[];
             };
         };
+        /** @description The `data` of `conversation.assigned` on the inbox's live stream. */
+        InboxAssigned: {
+            assignedBy: components["schemas"]["AccountIdValue"];
+            assigneeId: components["schemas"]["AccountIdValue"] | null;
+            conversationId: components["schemas"]["ConversationIdValue"];
+        };
         /** @description A conversation of the site, with what the signed-in member sees beside the public card. */
         InboxConversation: {
             /** @description The member it is assigned to; `null` when unassigned. */
@@ -1933,6 +1989,19 @@ export interface components {
             mentionedBy: components["schemas"]["AccountIdValue"];
             note: components["schemas"]["Note"];
         };
+        /**
+         * @description The `data` of `conversation.started`, `message.created` and `conversation.closed` on the
+         *     inbox's live stream: the event's `data` as delivered to event addresses (openapi.yaml,
+         *     `webhooks`), the conversation's public card and the message (`null` on a close).
+         */
+        InboxPublicEventData: {
+            conversation: {
+                id: components["schemas"]["ConversationIdValue"];
+                state: components["schemas"]["ConversationState"];
+                visitorId: string;
+            };
+            message: components["schemas"]["Message"] | null;
+        };
         /** @description A reply with files. `content` may be empty when at least one file is attached. */
         InboxReplyMultipartRequest: {
             content?: string;
@@ -1945,6 +2014,84 @@ export interface components {
             /** @description The reply text, 1 to 10,000 characters. */
             content: string;
             format?: components["schemas"]["MessageFormat"];
+        };
+        InboxStreamAssigned: {
+            data: components["schemas"]["InboxAssigned"];
+            /** @constant */
+            event: "conversation.assigned";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        /**
+         * @description One event of the inbox's live stream (`streamInbox`) as its `event` line names it and its
+         *     `data` line carries it; `id` is the feed position, absent on the ephemeral
+         *     `conversation.typing`. The `event` of each variant tells them apart (a `const` or an `enum`
+         *     of names no other variant has). The dashboard's types of the stream are generated from this.
+         */
+        InboxStreamEvent: components["schemas"]["InboxStreamPublicEvent"] | components["schemas"]["InboxStreamAssigned"] | components["schemas"]["InboxStreamRead"] | components["schemas"]["InboxStreamNote"] | components["schemas"]["InboxStreamNoteDeleted"] | components["schemas"]["InboxStreamNoteMentioned"] | components["schemas"]["InboxStreamVisitorContext"] | components["schemas"]["InboxStreamSeen"] | components["schemas"]["InboxStreamTyping"];
+        /** @description The site feed position: what `Last-Event-ID` resumes after. */
+        InboxStreamId: string;
+        InboxStreamNote: {
+            data: components["schemas"]["Note"];
+            /** @enum {string} */
+            event: "note.created" | "note.updated";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        InboxStreamNoteDeleted: {
+            data: components["schemas"]["InboxNoteDeleted"];
+            /** @constant */
+            event: "note.deleted";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        /** @description Only to the member the note mentions. */
+        InboxStreamNoteMentioned: {
+            data: components["schemas"]["InboxNoteMentioned"];
+            /** @constant */
+            event: "note.mentioned";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        InboxStreamPublicEvent: {
+            data: components["schemas"]["InboxPublicEventData"];
+            /** @enum {string} */
+            event: "conversation.started" | "message.created" | "conversation.closed";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        /** @description The member's own read marks only. */
+        InboxStreamRead: {
+            data: components["schemas"]["ReadMark"];
+            /** @constant */
+            event: "conversation.read";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        /** @description The visitor was shown the agents' replies up to `messageId` (members show "Seen" under it). */
+        InboxStreamSeen: {
+            data: components["schemas"]["SeenMark"];
+            /** @constant */
+            event: "conversation.seen";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        InboxStreamTyping: {
+            data: components["schemas"]["InboxTyping"];
+            /** @constant */
+            event: "conversation.typing";
+        };
+        InboxStreamVisitorContext: {
+            data: components["schemas"]["InboxVisitorContextEvent"];
+            /** @constant */
+            event: "visitor.context";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        /**
+         * @description The `data` of `conversation.typing` on the inbox's live stream (no `id`: never stored, never
+         *     replayed): the visitor (`from: visitor`, `accountId: null`) or another member is typing in
+         *     the conversation (`typing: true`, renewed every 2 s while they type: hide it 6 s after the
+         *     last) or stopped. A member never gets their own.
+         */
+        InboxTyping: {
+            accountId: components["schemas"]["AccountIdValue"] | null;
+            conversationId: components["schemas"]["ConversationIdValue"];
+            /** @enum {string} */
+            from: "visitor" | "agent";
+            typing: boolean;
         };
         /** @description A conversation's visitor as the inbox's side panel shows it. */
         InboxVisitor: {
@@ -2269,6 +2416,15 @@ export interface components {
             data: components["schemas"]["SecurityLogEntry"][];
             page: components["schemas"]["PageInfo"];
         };
+        /** @description The newest agent reply of the conversation the chat window showed its visitor, and when it said so. */
+        SeenMark: {
+            conversationId: components["schemas"]["ConversationIdValue"];
+            messageId: string;
+            seenAt: components["schemas"]["Timestamp"];
+        };
+        SeenMarkResponse: {
+            data: components["schemas"]["SeenMark"] | null;
+        };
         Session: {
             /** @description The client address at sign-in. */
             clientAddress: string | null;
@@ -2503,6 +2659,10 @@ export interface components {
         TokenIdValue: string;
         TokenList: {
             data: components["schemas"]["Token"][];
+        };
+        TypingRequest: {
+            /** @description `true` while the member types, `false` once they paused or sent. */
+            typing: boolean;
         };
         UpdatedSite: {
             allowedOrigins: string[];
@@ -5091,6 +5251,41 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getInboxSeen: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The mark, or `null`. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeenMarkResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listConversationSharedReplies: {
         parameters: {
             query?: never;
@@ -5132,6 +5327,46 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    reportAgentTyping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TypingRequest"];
+            };
+        };
+        responses: {
+            /** @description Taken (passed on, or dropped by the throttle). */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

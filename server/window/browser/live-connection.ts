@@ -8,6 +8,8 @@
  */
 
 import type { components, operations } from '../generated/api';
+import { readSse } from '../../browser-shared/sse';
+import { lockManager, openChannel, requestLeadership } from '../../browser-shared/leader';
 
 /**
  * What the stream carries: the visitor's feed (FeedEvent in openapi/window.yaml), and the stream's
@@ -16,7 +18,8 @@ import type { components, operations } from '../generated/api';
 export type FeedEvent =
   | components['schemas']['FeedEvent']
   | { id?: string; event: 'ready'; data: { lastEventId?: string } }
-  | { id?: undefined; event: 'token-expired'; data: object };
+  | { id?: undefined; event: 'token-expired'; data: object }
+  | (components['schemas']['TypingEvent'] & { id?: undefined });
 
 type PollAnswer = operations['pollVisitorEvents']['responses'][200]['content']['application/json'];
 
@@ -53,23 +56,6 @@ export const sleep = (ms: number, signal: AbortSignal) =>
     const t = setTimeout(resolve, ms);
     signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
   });
-
-/** The lock manager, when the browser has one for this document (reading it may throw where storage is refused). */
-function lockManager(): LockManager | null {
-  try {
-    return (navigator as Navigator & { locks?: LockManager }).locks ?? null;
-  } catch {
-    return null;
-  }
-}
-
-function openChannel(name: string): BroadcastChannel | null {
-  try {
-    return typeof BroadcastChannel === 'function' ? new BroadcastChannel(name) : null;
-  } catch {
-    return null;
-  }
-}
 
 /**
  * Opens the connection's listening side at once (a follower hears the leader while the history
@@ -115,14 +101,8 @@ export function openLive(o: LiveOptions): Live {
     start() {
       if (!locks || !channel) return alone();
       live.role = 'follower';
-      try {
-        locks.request(o.name, { signal: o.signal }, lead).catch(() => {
-          // Aborted: the session is over. Refused (storage blocked) or broken: stream alone.
-          if (!o.signal.aborted && live.role === 'follower') alone();
-        });
-      } catch {
-        alone();
-      }
+      // Aborted: the session is over. Refused (storage blocked) or broken: stream alone.
+      requestLeadership(o.name, o.signal, lead, alone);
     },
   };
   if (channel) channel.onmessage = (m: MessageEvent<FeedEvent>) => hear(m.data);
@@ -130,39 +110,15 @@ export function openLive(o: LiveOptions): Live {
   return live;
 }
 
-/** Reads one Server-Sent Events answer until it ends. */
-async function readStream(body: ReadableStream<Uint8Array>, deliver: (e: FeedEvent) => void) {
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return;
-    buffer += decoder.decode(value, { stream: true }).replace(/\r\n?/g, '\n');
-    let cut: number;
-    while ((cut = buffer.indexOf('\n\n')) >= 0) {
-      const block = buffer.slice(0, cut);
-      buffer = buffer.slice(cut + 2);
-      let id: string | undefined;
-      let event = 'message';
-      const data: string[] = [];
-      for (const line of block.split('\n')) {
-        if (!line || line[0] === ':') continue;
-        const i = line.indexOf(':');
-        const field = i < 0 ? line : line.slice(0, i);
-        const v = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
-        if (field === 'id') id = v;
-        else if (field === 'event') event = v;
-        else if (field === 'data') data.push(v);
-      }
-      if (!data.length) continue;
-      try {
-        deliver({ id, event, data: JSON.parse(data.join('\n')) } as FeedEvent);
-      } catch {
-        // a malformed event is skipped, the stream goes on
-      }
+/** Reads one Server-Sent Events answer until it ends; a malformed event is skipped, the stream goes on. */
+function readStream(body: ReadableStream<Uint8Array>, deliver: (e: FeedEvent) => void) {
+  return readSse(body, (m) => {
+    try {
+      deliver({ id: m.id, event: m.event, data: JSON.parse(m.data) } as FeedEvent);
+    } catch {
+      // skipped
     }
-  }
+  });
 }
 
 /** The stream, reconnecting with backoff, and polling when the service has no room for one more stream. */

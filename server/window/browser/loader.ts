@@ -165,6 +165,7 @@ function start() {
     frame.hidden = true;
     launcher.setAttribute('aria-expanded', 'false');
     launcher.setAttribute('aria-label', 'Open chat');
+    post({ type: 'closed' });
     if (returnFocus) launcher.focus();
   };
 

@@ -15,6 +15,7 @@ import { listenToHost } from './panel/host';
 import { setStatus } from './panel/view';
 import { createContextReporter } from './panel/context';
 import { toParent } from './panel/host';
+import { wireLiveSignals } from './panel/live-signals';
 
 const panel = createPanel(document, createStorage());
 const tokens = createTokenClient(panel, {
@@ -26,7 +27,9 @@ wireComposer(panel, tokens);
 // The visitor's context: reported while the conversation is open (panel/context.ts).
 const context = createContextReporter(panel, tokens, (msg) => toParent(panel, msg));
 panel.conversationWatchers.add(context.conversation);
-listenToHost(panel, sessions, context);
+// Typing both ways and "seen" (panel/live-signals.ts).
+const signals = wireLiveSignals(panel, tokens);
+listenToHost(panel, sessions, context, signals);
 
 if (window.parent === window) {
   setStatus(panel, 'This is the chat window of a website: open it from the site.');

@@ -79,6 +79,57 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/conversations/{conversationId}/seen": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The visitor was shown the replies up to this one
+         * @description The window calls it once a reply (`direction: outgoing`) is on screen while the panel is
+         *     open and the page visible, with the newest such reply. The conversation's mark moves forward
+         *     only (by the replies' `createdAt`, then `id`): a repeat or an older reply changes nothing and
+         *     answers the mark as it stands. Members see "Seen" under that reply (`conversation.seen` on
+         *     the inbox's stream). `400` when `messageId` is not a reply of this conversation; another
+         *     visitor's conversation answers `404`.
+         */
+        post: operations["markRepliesSeen"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/conversations/{conversationId}/typing": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The visitor is typing, or stopped
+         * @description Only whether the visitor is typing, never what: no text leaves the browser before it is sent.
+         *     The window reports `typing: true` at most once every 2 s while keys are pressed and
+         *     `typing: false` after a pause (or once sent); the members of the site see it on the inbox's
+         *     stream (`conversation.typing`) and hide it by themselves 6 s after the last start. Nothing is
+         *     stored. The service passes on at most one start every 2 s per visitor and conversation, and a
+         *     stop only after a start: reports beyond that are accepted and dropped. On a closed
+         *     conversation nothing is passed on. Another visitor's conversation answers `404`.
+         */
+        post: operations["reportVisitorTyping"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/events": {
         parameters: {
             query?: never;
@@ -89,7 +140,9 @@ export interface paths {
         /**
          * Live updates (Server-Sent Events)
          * @description `text/event-stream`. Events: `ready` (first, its id is where the stream starts),
-         *     `conversation.started`, `message`, `conversation.closed`; `data` is JSON. A comment line
+         *     `conversation.started`, `message`, `conversation.closed` (`FeedEvent`); `data` is JSON. Also
+         *     `typing` (`TypingEvent`), without an `id`: a member typing a reply, never stored, so a reconnect
+         *     neither replays it nor resumes after it. A comment line
          *     every 15 s keeps the connection alive. Without `Last-Event-ID` the stream starts at the
          *     newest event; with it, right after that event. The stream ends when the token expires:
          *     reconnect with a fresh token and `Last-Event-ID`. At most 5 streams per visitor (a sixth
@@ -320,9 +373,22 @@ export interface components {
         };
         /** @enum {string} */
         MessageFormat: "plain" | "markdown";
+        MessageIdValue: string;
         PageInfo: {
             hasMore: boolean;
             nextCursor: components["schemas"]["Cursor"] | null;
+        };
+        /** @description The newest reply of the conversation the visitor was shown, and when the window said so. */
+        SeenMark: {
+            conversationId: components["schemas"]["ConversationIdValue"];
+            messageId: components["schemas"]["MessageIdValue"];
+            seenAt: components["schemas"]["Timestamp"];
+        };
+        SeenRequest: {
+            messageId: components["schemas"]["MessageIdValue"];
+        };
+        SeenResponse: {
+            data: components["schemas"]["SeenMark"];
         };
         SendMultipartRequest: {
             clientMessageId: components["schemas"]["ClientMessageId"];
@@ -386,6 +452,23 @@ export interface components {
                 visitorCredential: string | null;
                 visitorId: string;
             };
+        };
+        /**
+         * @description The stream's `typing` event (no `id`: it is not stored, a reconnect does not replay it): a
+         *     member is typing a reply (`typing: true`, renewed every 2 s while they type; hide it 6 s after
+         *     the last one) or stopped.
+         */
+        TypingEvent: {
+            data: {
+                conversationId: components["schemas"]["ConversationIdValue"];
+                typing: boolean;
+            };
+            /** @constant */
+            event: "typing";
+        };
+        TypingRequest: {
+            /** @description `true` while the visitor types, `false` once they paused or sent. */
+            typing: boolean;
         };
         VisitorDetails: {
             attributes?: {
@@ -481,6 +564,7 @@ export interface components {
         };
     };
     parameters: {
+        ConversationId: components["schemas"]["ConversationIdValue"];
         /** @description Set by the browser; must be one of the site's allowed origins. */
         Origin: string;
         /** @description The site (its `workspaceKey`). */
@@ -660,6 +744,86 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    markRepliesSeen: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The site (its `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SeenRequest"];
+            };
+        };
+        responses: {
+            /** @description The conversation's mark. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SeenResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
+    reportVisitorTyping: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description The site (its `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TypingRequest"];
+            };
+        };
+        responses: {
+            /** @description Taken (passed on, or dropped by the throttle). */
+            204: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["Error"];
             503: components["responses"]["Error"];

@@ -8,6 +8,7 @@ import { useFilledReplies } from './SharedReplies';
 import { clearSent, getDraft, markAttempted, updateDraft, type Draft } from './drafts';
 import { Markdown } from './Markdown';
 import { formatSize, type Message } from './model';
+import { useTypingReport } from '../live/typing';
 
 /** What the hint says while `/` finds nothing: still loading, failed, none on the site, or none matching. */
 function slashHint(canned: { replies: unknown[] | null; error: unknown }): string {
@@ -51,6 +52,8 @@ export function Composer({ siteId, conversationId, onSent, field, onManageCanned
   const [dismissed, setDismissed] = useState(false);
 
   const change = (c: Partial<Pick<Draft, 'text' | 'files'>>) => setDraft(updateDraft(siteId, conversationId, c));
+  // Only whether the member types reaches the visitor and colleagues, never the text.
+  const typing = useTypingReport(siteId, conversationId);
 
   // `/` at the very start of the reply, on one line: the shared replies matching what follows it,
   // read from the server the first time it is typed here.
@@ -86,6 +89,7 @@ export function Composer({ siteId, conversationId, onSent, field, onManageCanned
     if (busy || (!d.text.trim() && !d.files.length) || [...d.text].length > MAX_CHARACTERS) return;
     setBusy(true);
     setError(null);
+    typing.stop();
     markAttempted(siteId, conversationId);
     const path = { params: { path: { siteId, conversationId }, header: { 'Idempotency-Key': d.key } } };
     try {
@@ -176,6 +180,8 @@ export function Composer({ siteId, conversationId, onSent, field, onManageCanned
             if (!text.startsWith('/')) setDismissed(false);
             setChoice(0);
             change({ text });
+            if (text.trim()) typing.input();
+            else typing.stop();
           }}
           onKeyDown={onKeyDown}
         />

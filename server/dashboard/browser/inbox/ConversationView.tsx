@@ -14,6 +14,7 @@ import { formatSize, mergeMessages, visitorOf, type Conversation, type Member, t
 import { ComposeSwitch, NoteComposer, NoteItem, useNotes } from './Notes';
 import { historyItems, type HistoryItem, type Note } from './note-model';
 import { isTyping } from './Shortcuts';
+import { useConversationLive } from '../live/typing';
 
 /** Messages per page of the history: the newest page first, older ones as the agent scrolls up. */
 export const HISTORY_PAGE = 30;
@@ -53,6 +54,8 @@ export function ConversationView(p: ConversationViewProps) {
   // Reply to the visitor or write an internal note; a closed conversation takes notes only.
   const [mode, setMode] = useState<'reply' | 'note'>('reply');
   const notes = useNotes(siteId, c.id, p.resyncTick);
+  const live = useConversationLive(siteId, c.id);
+  const typists = live.typing.map((who) => (who === 'visitor' ? 'The visitor' : (emails.get(who) ?? 'A member')));
   const path = { params: { path: { siteId, conversationId: c.id } } };
 
   const markRead = async () => {
@@ -244,6 +247,8 @@ export function ConversationView(p: ConversationViewProps) {
         loadingOlder={loadingOlder}
         onOlder={loadOlder}
         error={error ?? notes.error}
+        seen={live.seen}
+        typing={typists.length ? `${typists.join(' and ')} ${typists.length > 1 ? 'are' : 'is'} typing…` : ''}
         label={(m) =>
           m.direction === 'incoming'
             ? 'Visitor'
@@ -303,6 +308,10 @@ interface HistoryProps {
   onOlder: () => void;
   error: unknown;
   label: (m: Message) => string;
+  /** The newest reply the visitor was shown: "Seen" under it. */
+  seen: { messageId: string; seenAt: string } | null;
+  /** Who is typing, in words ('' when nobody): a line at the end of the log, announced as the log's additions are. */
+  typing: string;
 }
 
 /**
@@ -310,7 +319,7 @@ interface HistoryProps {
  * previous page, and the view stays where it was (the added height goes above); new messages at the
  * bottom follow only when the view was at the bottom already.
  */
-function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error, label }: HistoryProps) {
+function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error, label, seen, typing }: HistoryProps) {
   const box = useRef<HTMLDivElement>(null);
   const atBottom = useRef(true);
   const before = useRef<{ height: number; first: string | undefined }>({ height: 0, first: undefined });
@@ -326,7 +335,7 @@ function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error
     if (prepended) el.scrollTop += el.scrollHeight - before.current.height;
     else if (atBottom.current) el.scrollTop = el.scrollHeight;
     before.current = { height: el.scrollHeight, first };
-  }, [messages]);
+  }, [messages, typing]);
 
   // A first page that does not fill the region cannot be scrolled: the next one is loaded.
   useEffect(() => {
@@ -379,10 +388,16 @@ function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error
                       ))}
                     </ul>
                   )}
+                  {m.id === seen?.messageId && (
+                    <p class="muted msg-seen" title={new Date(seen.seenAt).toLocaleString()}>
+                      Seen
+                    </p>
+                  )}
                 </li>
               );
             })}
           </ol>
+          {typing && <p class="muted inbox-typing">{typing}</p>}
         </>
       )}
     </div>

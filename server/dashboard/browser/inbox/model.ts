@@ -56,9 +56,11 @@ export function messageOf(e: InboxLiveEvent): Message | null {
 
 /** The conversation an event is about. */
 export function conversationIdOf(e: InboxLiveEvent): string | null {
-  if (!isObject(e.data)) return null;
-  if (isObject(e.data.conversation) && typeof e.data.conversation.id === 'string') return e.data.conversation.id;
-  return typeof e.data.conversationId === 'string' ? e.data.conversationId : null;
+  // Checked as it came off the wire: the document's type of `data` is what a correct service sends.
+  const data: unknown = e.data;
+  if (!isObject(data)) return null;
+  if (isObject(data.conversation) && typeof data.conversation.id === 'string') return data.conversation.id;
+  return typeof data.conversationId === 'string' ? data.conversationId : null;
 }
 
 /** A message counts as unread for `me` when someone else wrote it (the API's rule). */
@@ -69,7 +71,8 @@ export const unreadFor = (m: Message, me: string) => m.authorId !== me;
  * here: the page reads the new conversation's inbox card (assignee, unread) from the API.
  */
 export function applyToRow(c: Conversation, e: InboxLiveEvent, ctx: LiveContext): Conversation {
-  const card = isObject(e.data) && isObject(e.data.conversation) ? (e.data.conversation as unknown as PublicCard) : null;
+  const data: unknown = e.data;
+  const card = isObject(data) && isObject(data.conversation) ? (data.conversation as unknown as PublicCard) : null;
   switch (e.name) {
     case 'message.created': {
       const m = messageOf(e);

@@ -16,21 +16,9 @@
 import { ApiFailure, send } from '../api';
 import { onSignedIn } from '../session';
 import { setCatchUp, setConnection, type ConnectionState } from '../connection';
-import { createSseParser, type SseMessage } from './sse';
-import type { InboxLiveEvent, InboxLiveEventName } from './events';
-
-const NAMES: ReadonlySet<string> = new Set<InboxLiveEventName>([
-  'conversation.started',
-  'message.created',
-  'conversation.closed',
-  'conversation.assigned',
-  'conversation.read',
-  'note.created',
-  'note.updated',
-  'note.deleted',
-  'note.mentioned',
-  'visitor.context',
-]);
+import { readSse, type SseMessage } from '../../../browser-shared/sse';
+import { openChannel, requestLeadership } from '../../../browser-shared/leader';
+import { EPHEMERAL_EVENTS, INBOX_LIVE_EVENT_NAMES, type InboxLiveEvent } from './events';
 
 /** The server pings every 15 s: this long without a byte means the socket is dead. */
 const WATCHDOG_MS = 40_000;
@@ -67,6 +55,7 @@ type Wire =
   | { type: 'hello' }
   | { type: 'state'; state: ConnectionState; lastId: number }
   | { type: 'event'; event: InboxLiveEvent }
+  | { type: 'signal'; event: InboxLiveEvent }
   | { type: 'catch-up'; count: number }
   | { type: 'resync'; lastId: number };
 
@@ -123,26 +112,22 @@ class SiteHub {
   }
 
   private elect() {
-    const locks = typeof navigator !== 'undefined' ? navigator.locks : undefined;
-    if (typeof BroadcastChannel !== 'function' || !locks) return this.lead('solo');
-    this.channel = new BroadcastChannel(`dashboard-inbox:${this.siteId}`);
+    const name = `dashboard-inbox:${this.siteId}`;
+    this.channel = openChannel(name) ?? undefined;
+    if (!this.channel) return this.lead('solo');
     this.channel.onmessage = (m: MessageEvent<Wire>) => this.heard(m.data);
     this.channel.postMessage({ type: 'hello' } satisfies Wire);
-    let granted = false;
-    locks
-      .request(`dashboard-inbox:${this.siteId}`, { signal: this.lockAbort.signal }, () => {
-        granted = true;
-        if (this.closed) return;
-        // Held until this hub closes (or the tab goes, which frees it for the next tab).
-        return new Promise<void>((resolve) => {
+    requestLeadership(
+      name,
+      this.lockAbort.signal,
+      // Held until this hub closes (or the tab goes, which frees it for the next tab).
+      () =>
+        new Promise<void>((resolve) => {
           this.releaseLock = resolve;
           this.lead('leader');
-        });
-      })
-      .catch(() => {
-        // SecurityError where storage is refused, or our own abort at close: never wait on the lock.
-        if (!this.closed && !granted) this.lead('solo');
-      });
+        }),
+      () => this.lead('solo'),
+    );
   }
 
   private lead(role: 'leader' | 'solo') {
@@ -177,6 +162,7 @@ class SiteHub {
       this.lastId = Math.max(this.lastId, m.lastId);
       this.setState(m.state);
     } else if (m.type === 'event') this.deliver(m.event);
+    else if (m.type === 'signal') this.tellListeners(m.event);
     else if (m.type === 'catch-up') setCatchUp(m.count);
     else if (m.type === 'resync') {
       this.lastId = m.lastId;
@@ -199,6 +185,10 @@ class SiteHub {
     const n = Number(e.id);
     if (!(n > this.lastId)) return;
     this.lastId = n;
+    this.tellListeners(e);
+  }
+
+  private tellListeners(e: InboxLiveEvent) {
     hooks()?.events?.push(e);
     for (const l of [...this.listeners]) {
       try {
@@ -258,19 +248,18 @@ class SiteHub {
       return this.refused(err, last, resumeFrom);
     }
 
-    const reader = response.body?.getReader();
-    if (!reader) return this.retry();
-    const decoder = new TextDecoder();
-    const parser = createSseParser((m) => this.message(m, resumeFrom, abort));
+    if (!response.body) return this.retry();
     this.watching = true;
     this.lastByteAt = Date.now();
     try {
-      for (;;) {
-        const { done, value } = await reader.read();
-        if (done || abort.signal.aborted) break;
-        this.lastByteAt = Date.now();
-        parser.push(decoder.decode(value, { stream: true }));
-      }
+      await readSse(
+        response.body,
+        (m) => this.message(m, resumeFrom, abort),
+        () => {
+          if (abort.signal.aborted) return false;
+          this.lastByteAt = Date.now();
+        },
+      );
     } catch {
       // The network dropped, or the watchdog aborted it.
     } finally {
@@ -327,9 +316,10 @@ class SiteHub {
       this.attempt = 0;
       return void this.connect();
     }
+    if (m.id === undefined && EPHEMERAL_EVENTS.has(m.event)) return this.signal(m);
     if (m.id === undefined || !/^\d{1,15}$/.test(m.id)) return;
     const n = Number(m.id);
-    if (!NAMES.has(m.event)) {
+    if (!INBOX_LIVE_EVENT_NAMES.has(m.event)) {
       this.lastId = Math.max(this.lastId, n); // an event this page does not know: skip it, but resume after it
       return;
     }
@@ -341,7 +331,7 @@ class SiteHub {
     }
     // Without the tail (an older service), what arrives in the first moment after a resume is the backlog.
     const replayed = this.hasTail ? n <= this.catchUpUntil : this.resuming && Date.now() - this.readyAt < CATCH_UP_SETTLE_MS / 2;
-    const event: InboxLiveEvent = { id: m.id, name: m.event as InboxLiveEventName, data, replayed };
+    const event = { id: m.id, name: m.event, data, replayed } as InboxLiveEvent;
     const before = this.lastId;
     this.deliver(event);
     if (this.lastId === before) return;
@@ -350,6 +340,19 @@ class SiteHub {
       this.catchUpCount++;
       if (this.hasTail && n >= this.catchUpUntil) this.endCatchUp();
     }
+  }
+
+  /** An ephemeral event (someone typing): told now and to the other tabs, never counted in ids or the catch-up. */
+  private signal(m: SseMessage) {
+    let data: unknown;
+    try {
+      data = JSON.parse(m.data);
+    } catch {
+      return;
+    }
+    const event = { id: undefined, name: m.event, data, replayed: false } as InboxLiveEvent;
+    this.tellListeners(event);
+    this.post({ type: 'signal', event });
   }
 
   private ready(m: SseMessage, resumeFrom: number) {

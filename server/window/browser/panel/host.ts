@@ -8,7 +8,12 @@ export function toParent(p: Panel, msg: object) {
   if (p.state.hostOrigin) window.parent.postMessage({ cw: 1, ...msg }, p.state.hostOrigin);
 }
 
-export function listenToHost(p: Panel, sessions: { start(): Promise<void> }, context?: Pick<ContextReporter, 'page' | 'details'>) {
+export function listenToHost(
+  p: Panel,
+  sessions: { start(): Promise<void> },
+  context?: Pick<ContextReporter, 'page' | 'details'>,
+  panel?: { opened(on: boolean): void },
+) {
   const { state: s, dom } = p;
   dom.closeButton.addEventListener('click', () => toParent(p, { type: 'close' }));
   document.addEventListener('keydown', (e) => {
@@ -33,6 +38,10 @@ export function listenToHost(p: Panel, sessions: { start(): Promise<void> }, con
     switch (msg.type) {
       case 'open':
         dom.input.focus();
+        panel?.opened(true);
+        break;
+      case 'closed':
+        panel?.opened(false);
         break;
       case 'identify':
         if (msg.identity && JSON.stringify(msg.identity) !== JSON.stringify(s.identity)) {

@@ -3,7 +3,7 @@
  * runs (`state`), made once by the entry (panel.ts) and handed to every module.
  */
 import type { PanelStorage } from './storage';
-import type { Conversation, Identity } from './types';
+import type { Conversation, Identity, Message } from './types';
 
 export interface PanelDom {
   log: HTMLDivElement;
@@ -52,6 +52,8 @@ export interface Panel {
   readonly state: PanelState;
   /** Told whenever the conversation shown changes (another one, or its state): see setConversation. */
   readonly conversationWatchers: Set<(c: Conversation | null) => void>;
+  /** Typing and "seen" (panel/live-signals.ts): told of a member typing, and of each reply shown. */
+  readonly signals: { typing?(conversationId: string, typing: boolean): void; replyShown?(m: Message): void };
 }
 
 /** The one way the panel's conversation changes: its watchers (the context reports) hear of it. */
@@ -81,6 +83,7 @@ export function createPanel(doc: Document, storage: PanelStorage): Panel {
     },
     storage,
     conversationWatchers: new Set(),
+    signals: {},
     state: {
       hostOrigin: null,
       identity: null,

@@ -90,6 +90,7 @@ export function showMessage(p: Panel, m: Message, live: boolean) {
   el.appendChild(timeOf(m.createdAt));
   s.shown.set(m.id, el);
   appendToLog(p, el);
+  if (m.direction === 'outgoing') p.signals.replyShown?.(m);
   if (live)
     toParent(p, {
       type: 'message',
@@ -112,6 +113,10 @@ export function showClosed(p: Panel, c: Conversation, live: boolean) {
 export function onEvent(p: Panel, e: FeedEvent) {
   const s = p.state;
   // Checked, not trusted: an event without its body is skipped.
+  if (e.event === 'typing') {
+    if (e.data && typeof e.data.conversationId === 'string') p.signals.typing?.(e.data.conversationId, e.data.typing === true);
+    return;
+  }
   if (e.event === 'message') {
     if (e.data.message) showMessage(p, e.data.message, true);
     return;

@@ -1,10 +1,13 @@
 /**
- * A Server-Sent Events parser for a stream read with fetch() (the inbox stream is read that way so
- * the dashboard sees statuses, sends Last-Event-ID on any connection and notices a silent socket).
- * Follows the HTML standard's field rules: `id`, `event`, `data` (lines joined with "\n"), comments
- * (lines starting with ":") ignored, an event dispatched at a blank line.
+ * The one Server-Sent Events parser of the browser code, shared by the chat window's live
+ * connection and the dashboard's inbox stream (both read their stream with fetch(): EventSource
+ * cannot send Authorization, nor show a status or resume on any connection). Follows the HTML
+ * standard's field rules: `id`, `event`, `data` (lines joined with "\n"), comments (lines starting
+ * with ":") ignored, an event dispatched at a blank line, and CR, LF or CRLF as a line end, also
+ * when a chunk ends between the CR and the LF.
  */
 export interface SseMessage {
+  /** The event's own `id` line; undefined when it had none (an ephemeral event: nothing to resume after). */
   id: string | undefined;
   event: string;
   data: string;
@@ -55,4 +58,17 @@ export function createSseParser(onMessage: (m: SseMessage) => void) {
       buffer = buffer.slice(start);
     },
   };
+}
+
+/** Reads a fetch() answer's body through the parser until it ends (or `stop()` says so after a chunk). */
+export async function readSse(body: ReadableStream<Uint8Array>, onMessage: (m: SseMessage) => void, onChunk?: () => boolean | void): Promise<void> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  const parser = createSseParser(onMessage);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    if (onChunk?.() === false) return;
+    parser.push(decoder.decode(value, { stream: true }));
+  }
 }
