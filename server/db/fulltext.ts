@@ -12,22 +12,33 @@ import { dialectOf } from './dialect';
 /** The FTS5 table that indexes `table.column` on SQLite. */
 const ftsTable = (table: string) => `${table}_fts`;
 
+/** On MySQL, the empty stopword list a full-text index of `table` is made with (see createFulltextIndex). */
+export const stopwordTable = (table: string) => `${table}_stopwords`;
+
 /**
  * Indexes `table.column` (the table has an integer primary key `id`). On MySQL the column takes a
  * case- and accent-insensitive collation (the tables are binary, which would make matching
- * case-sensitive), and the index is made without stopwords: InnoDB's default list holds "com",
- * "about", "what"..., which an email address or a question needs (the setting is fixed per index
- * at its creation). On SQLite, triggers keep the FTS5 table in step with every insert, update and
- * delete, whichever statement or sweep makes it.
+ * case-sensitive), and the index is made with an empty stopword list of its own: InnoDB's default
+ * list holds "com", "about", "what"..., which an email address or a question needs. The list is
+ * read when an index is built, so a rebuild of the table (ALTER TABLE ... FORCE, OPTIMIZE) must
+ * run with `SET SESSION innodb_ft_user_stopword_table = '<database>/<table>_stopwords'` too
+ * (docs/operations.md). `innodb_ft_enable_stopword = 0` is not used: MariaDB 10.11 builds an
+ * empty index with it over rows already in the table. On SQLite, triggers keep the FTS5 table in
+ * step with every insert, update and delete, whichever statement or sweep makes it.
  */
 export async function createFulltextIndex(knex: Knex, table: string, column: string, indexName: string): Promise<void> {
   if (dialectOf(knex) === 'mysql') {
     await knex.raw('alter table ?? modify ?? text character set utf8mb4 collate utf8mb4_unicode_ci not null', [table, column]);
-    await knex.raw('set session innodb_ft_enable_stopword = 0');
+    // InnoDB takes a stopword table of one VARCHAR column named `value`; an empty one means no stopwords.
+    await knex.schema.createTable(stopwordTable(table), (t) => {
+      t.string('value', 30);
+    });
+    const [[{ name }]] = await knex.raw('select database() as name');
+    await knex.raw('set session innodb_ft_user_stopword_table = ?', [`${name}/${stopwordTable(table)}`]);
     try {
       await knex.raw('alter table ?? add fulltext index ?? (??)', [table, indexName, column]);
     } finally {
-      await knex.raw('set session innodb_ft_enable_stopword = 1');
+      await knex.raw('set session innodb_ft_user_stopword_table = default');
     }
     return;
   }
@@ -46,6 +57,7 @@ export async function createFulltextIndex(knex: Knex, table: string, column: str
 export async function dropFulltextIndex(knex: Knex, table: string, indexName: string): Promise<void> {
   if (dialectOf(knex) === 'mysql') {
     await knex.raw('alter table ?? drop index ??', [table, indexName]);
+    await knex.schema.dropTableIfExists(stopwordTable(table));
     return;
   }
   for (const t of ['insert', 'delete', 'update']) await knex.raw(`drop trigger if exists ${table}_fts_${t}`);

@@ -9,7 +9,7 @@ import { createFulltextIndex, dropFulltextIndex } from '../fulltext';
  * - `kind` `message`: a message's text (`source_id` its id); `note`: an internal note's text
  *   (member-only, like the inbox); `card`: the conversation's id, its visitor's id, name, email
  *   and the friendly name the inbox shows (`source_id` the conversation id).
- * - `body` carries a full-text index (server/db/fulltext.ts: InnoDB FULLTEXT without stopwords
+ * - `body` carries a full-text index (server/db/fulltext.ts: InnoDB FULLTEXT with an empty stopword list
  *   on MySQL/MariaDB, FTS5 on SQLite);
  * - `(kind, source_id)` finds an entry to rewrite or remove; `conversation_id` removes a
  *   conversation's entries (deleting a visitor's data).
