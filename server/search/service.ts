@@ -1,24 +1,12 @@
 import type { Knex } from 'knex';
 import type { ConversationRow, ConversationStore } from '../conversations/store';
 import type { VisitorProfile, VisitorStore } from '../visitors/store';
-import { visitorDisplayName } from '../visitors/display-name';
+import { cardText } from './card';
 import type { SearchEntry, SearchStore } from './store';
+
 
 /** Cards rewritten when a visitor's name or email changes: the visitor's newest conversations (a person rarely has more). */
 export const CARDS_PER_VISITOR = 200;
-
-/**
- * What a conversation's card entry holds (pure): its id, its visitor's id, the name the inbox shows
- * (the one the visitor gave, else the friendly name derived from the id) and the email, so a member
- * finds a conversation by any of them.
- */
-export function cardText(
-  conversation: Pick<ConversationRow, 'id' | 'visitor_id'>,
-  visitor: Pick<VisitorProfile, 'name' | 'nameVerified' | 'email'> | undefined,
-): string {
-  const name = visitorDisplayName(conversation.visitor_id, visitor).name;
-  return [conversation.id, conversation.visitor_id, name, visitor?.email ?? ''].join(' ').trim();
-}
 
 /**
  * Keeps the search read model (server/search/store.ts) in step: each writer calls it in the

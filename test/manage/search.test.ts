@@ -188,6 +188,16 @@ test("a deleted visitor's conversations are found no more, and its entries are g
   expect(await h.runtime.db('search_entries').where('conversation_id', conversation).count({ n: '*' })).toEqual([{ n: 0 }]);
 });
 
+test('the migration indexes what was written before it: messages, notes and cards', async () => {
+  const { conversation, visitorId } = await say('backfillword from before', 'vis_backfill_visitor');
+  await h.runtime.services.visitors.context.updateDetails(site, visitorId, { name: 'Earlier Person' });
+  await post(inbox(`/${conversation}/notes`), { content: 'notebackfill' });
+  const m026 = await import('../../server/db/migrations/026_search');
+  await m026.down(h.runtime.db);
+  await m026.up(h.runtime.db);
+  for (const q of ['backfillword', 'notebackfill', 'earlier person', 'vis_backfill_visitor', conversation]) expect(ids(await find(q))).toEqual([conversation]);
+});
+
 test("another site's conversations are never found", async () => {
   const other = await h.runtime.services.access.createSite('Other');
   await h.visitorSay(other.id, 'elsewhere', 'othersiteword');

@@ -6,7 +6,7 @@
 import { conversationFilter, listIndexFor } from '../../server/conversations/filter';
 import { searchWords, MAX_WORDS } from '../../server/search/words';
 import { booleanModeQuery, fts5Query } from '../../server/db/fulltext';
-import { cardText } from '../../server/search/service';
+import { cardText } from '../../server/search/card';
 import { friendlyName } from '../../server/visitors/display-name';
 
 const ME = 'usr_00000000000000000000000001';
