@@ -4,7 +4,6 @@ import type { VisitorProfile, VisitorStore } from '../visitors/store';
 import { cardText } from './card';
 import type { SearchEntry, SearchStore } from './store';
 
-
 /** Cards rewritten when a visitor's name or email changes: the visitor's newest conversations (a person rarely has more). */
 export const CARDS_PER_VISITOR = 200;
 
