@@ -48,6 +48,8 @@ import { createInboxStore } from './inbox/store';
 import { withInboxActivity } from './inbox/activity';
 import { createInboxHub } from './inbox/live';
 import { createInboxService } from './inbox/service';
+import { createSearchIndex } from './search/service';
+import { createSearchStore } from './search/store';
 import { createVisitorStore } from './visitors/store';
 import { createReplyAuthors } from './window/authors';
 import { createSharedReplyStore } from './replies/store';
@@ -94,6 +96,9 @@ export function createServices(
   const keys: Keys = deriveKeys(master);
   const cursors = createCursorCodec(keys.cursors);
   const conversationStore = createConversationStore(db);
+  const visitorStore = createVisitorStore(db);
+  // The inbox's search: a read model each writer keeps in step in its own transaction.
+  const search = createSearchIndex({ store: createSearchStore(db), visitors: visitorStore, conversations: conversationStore });
   const accessStore = createAccessStore(db);
   const eventStore = createEventStore(db);
   const mediaStore = createMediaStore(db);
@@ -131,6 +136,7 @@ export function createServices(
     cursors,
     now,
     outbox,
+    search,
   };
   const messages = createMessageService(messageDeps);
   /** What the chat window reads and writes through: the same rules, its own file links. */
@@ -138,7 +144,6 @@ export function createServices(
   const conversations = createConversationService({ db, store: conversationStore, cursors, now, outbox });
   const accountStore = createAccountStore(db);
   const accounts = accountServices(accountStore, { sites: accessStore, cursors, publicUrl: config.publicUrl, now, hasher: opts.passwordHasher });
-  const visitorStore = createVisitorStore(db);
   // Who the chat window says wrote a reply: the agent's name or the site's, by the site's setting.
   const replyAuthors = createReplyAuthors({ sites: accessStore, accounts: accountStore });
   const noteStore = createNoteStore(db);
@@ -150,6 +155,7 @@ export function createServices(
     members: accounts.members,
     accounts: accountStore,
     record: createInboxRecorder({ store: inboxStore, channel, now }),
+    search,
     audit: accounts.audit.record,
     cursors,
     now,
@@ -163,6 +169,7 @@ export function createServices(
     conversations: conversationStore,
     // A stored change of a visitor's context is a row of its site's inbox feed, so agents' side panels follow it live.
     feed: inboxFeedWriter({ store: inboxStore, channel, now }),
+    search,
     audit: accounts.audit.record,
     now,
   });
@@ -200,6 +207,7 @@ export function createServices(
           { name: 'seen', removeForConversations: (trx, siteId, ids) => seenStore.removeForConversations(trx, siteId, ids) },
           { name: 'events', removeForConversations: (trx, siteId, ids, limit) => eventStore.removeForConversations(trx, siteId, ids, limit) },
           { name: 'inbox', removeForConversations: (trx, siteId, ids) => inboxStore.removeForConversations(trx, siteId, ids) },
+          { name: 'search', removeForConversations: async (trx, siteId, ids, limit) => search.removeForConversations(trx, siteId, ids, limit) },
           { name: 'replays', removeForConversations: (trx, siteId, ids) => idempotencyStore.removeForConversations(trx, siteId, ids) },
         ],
         audit: accounts.audit.record,

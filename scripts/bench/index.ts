@@ -21,6 +21,7 @@ import { runWritesPart } from './writes';
 import { runScaleOutPart } from './scaleout';
 import { runLivePart } from './live';
 import { runInboxLivePart, runInboxPagePart } from './inbox';
+import { runSearchPart } from './search';
 import { runMarkdownPart } from './markdown';
 
 /** The SQLite data set keeps the shape but at most this many messages (one writer, one file). */
@@ -95,7 +96,7 @@ async function main() {
   const ctx: BenchContext = { options, tls: await tlsFiles(), nextPort: () => port++, quiet: quietFor(options), log };
 
   // The delivery and live parts make databases of their own; the markdown part needs none.
-  const needsData = options.parts.some((p) => p !== 'delivery' && p !== 'live' && p !== 'inbox-live' && p !== 'markdown');
+  const needsData = options.parts.some((p) => p !== 'delivery' && p !== 'live' && p !== 'inbox-live' && p !== 'markdown' && p !== 'search');
   const wantsMysql = options.engines.includes('mysql');
   const wantsSqlite = options.engines.includes('sqlite') || options.parts.includes('depth') || options.parts.includes('dataset');
   const shape = shapeFor(options.messages);
@@ -129,6 +130,7 @@ async function main() {
     for (const engine of options.engines)
       rows.push(...(await runInboxLivePart(ctx, engine, options.quick ? { messages: 40, gapMs: 50 } : { messages: 200, gapMs: 50 })));
   if (has('markdown')) rows.push(...(await runMarkdownPart(ctx)));
+  if (has('search')) rows.push(...(await runSearchPart(ctx)));
 
   const datasets = [ctx.mysql, ctx.sqlite]
     .filter((d): d is Dataset => d !== undefined)

@@ -1,51 +1,40 @@
 import type { Knex } from 'knex';
-import { invalid, notFound } from '../platform/errors';
+import { notFound } from '../platform/errors';
 import { CursorCodec, toPage } from '../platform/cursor';
 import { runInTransaction } from '../db/transaction';
 import type { Outbox } from '../webhooks/outbox';
 import type { operations } from '../../sdk/src/generated/api';
-import { ConversationFilters, ConversationStore, conversationToDto } from './store';
+import { ConversationStore, conversationToDto } from './store';
+import { conversationFilter, type FilterQuery } from './filter';
 
 export type ListConversationsQuery = NonNullable<operations['listConversations']['parameters']['query']>;
-
-function timeFilter(value: string | undefined, name: string): number | undefined {
-  if (value === undefined) return undefined;
-  const ms = Date.parse(value);
-  if (Number.isNaN(ms)) throw invalid(`${name} is not an ISO 8601 date-time.`, [{ path: `/query/${name}`, message: 'must be an ISO 8601 date-time' }]);
-  return ms;
-}
 
 export function createConversationService(deps: { db: Knex; store: ConversationStore; cursors: CursorCodec; now: () => number; outbox: Outbox }) {
   const { db, store, cursors, now, outbox } = deps;
 
-  /** A list request's filters, position and size; the cursor is bound to the site and the filters (not the limit, which may change between pages). */
-  function listing(siteId: string, query: ListConversationsQuery, inbox: Pick<ConversationFilters, 'assigneeId' | 'unreadFor'>) {
-    const filters: ConversationFilters = {
-      ...inbox,
-      state: query.state,
-      createdAfter: timeFilter(query.createdAfter, 'createdAfter'),
-      createdBefore: timeFilter(query.createdBefore, 'createdBefore'),
-      updatedAfter: timeFilter(query.updatedAfter, 'updatedAfter'),
-      updatedBefore: timeFilter(query.updatedBefore, 'updatedBefore'),
-    };
-    const scope = { list: 'conversations', siteId, ...filters };
+  /**
+   * A page of the list under the filter the query makes (`me`: the signed-in member, for the
+   * inbox's filters). The cursor is bound to the site and the filter (not the limit, which may
+   * change between pages).
+   */
+  function listing(siteId: string, query: FilterQuery & { limit?: number; cursor?: string }, me?: string) {
+    const filter = conversationFilter(query, me);
+    const scope = { list: 'conversations', siteId, ...filter };
     const after = query.cursor ? cursors.decode(query.cursor, scope) : undefined;
-    return { filters, after, limit: query.limit ?? 25, scope };
+    return { filter, scope, after, limit: query.limit ?? 25 };
   }
 
   return {
-    /** The public list; the inbox adds its filters (`inbox`), which the cursor is bound to as well. */
-    async list(siteId: string, query: ListConversationsQuery, inbox: Pick<ConversationFilters, 'assigneeId' | 'unreadFor'> = {}) {
-      const { filters, after, limit, scope } = listing(siteId, query, inbox);
-      const rows = await store.list(siteId, filters, after, limit + 1);
-      return toPage(rows, limit, (r) => r.map(conversationToDto), cursors, scope);
+    /** The public list (`/api/v1`). */
+    async list(siteId: string, query: ListConversationsQuery) {
+      const { filter, scope, after, limit } = listing(siteId, query);
+      return toPage(await store.list(siteId, filter, after, limit + 1), limit, (r) => r.map(conversationToDto), cursors, scope);
     },
 
-    /** The inbox's list: the same page, each row with the assignee and `accountId`'s read mark (InboxColumns). */
-    async listWithReads(siteId: string, query: ListConversationsQuery, inbox: Pick<ConversationFilters, 'assigneeId' | 'unreadFor'>, accountId: string) {
-      const { filters, after, limit, scope } = listing(siteId, query, inbox);
-      const rows = await store.listWithReads(siteId, filters, after, limit + 1, accountId);
-      return toPage(rows, limit, (r) => r, cursors, scope);
+    /** The inbox's list: the same rows, under the inbox's filters as well, each with its assignee and `me`'s read mark. */
+    async rowsForMember(siteId: string, query: FilterQuery & { limit?: number; cursor?: string }, me: string) {
+      const { filter, scope, after, limit } = listing(siteId, query, me);
+      return toPage(await store.listWithMarks(siteId, filter, after, limit + 1, me), limit, (r) => r, cursors, scope);
     },
 
     async get(siteId: string, id: string) {

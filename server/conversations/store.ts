@@ -5,6 +5,10 @@ import type { StoreContract } from '../db/store-contract';
 import type { Position } from '../platform/cursor';
 import { toIso, toIsoRequired } from '../platform/time';
 import type { components } from '../../sdk/src/generated/api';
+import { joinReadMarks, whereUnread, type ReadMarkColumns } from '../inbox/store';
+import { createSearchStore } from '../search/store';
+import { whereTagged } from '../tags/filter';
+import { listIndexFor, type ConversationFilter } from './filter';
 
 export type Conversation = components['schemas']['Conversation'];
 export type ConversationState = components['schemas']['ConversationState'];
@@ -19,27 +23,8 @@ export interface ConversationRow {
   updated_at: number;
   last_message_at: number | null;
   closed_at: number | null;
-}
-
-export interface ConversationFilters {
-  state?: ConversationState;
-  createdAfter?: number;
-  createdBefore?: number;
-  updatedAfter?: number;
-  updatedBefore?: number;
-  /** The inbox's filters: the assignee (null: unassigned), and conversations with news for this account (`inbox_reads`, 011_inbox.ts). */
-  assigneeId?: string | null;
-  unreadFor?: string;
-}
-
-/**
- * What the inbox shows beside a card for one member: the assignee, and that member's read mark
- * (`inbox_reads`, 011_inbox.ts; null when they never read it), joined into the card's own read.
- */
-export interface InboxColumns {
-  assignee_id: string | null;
-  read_at: number | null;
-  read_message_id: string | null;
+  /** The member it is assigned to (011_inbox.ts); absent on a row this process made (none yet). */
+  assignee_id?: string | null;
 }
 
 export function conversationToDto(row: ConversationRow): Conversation {
@@ -60,73 +45,60 @@ export function mapConversationRow(row: ConversationRow): ConversationRow {
 }
 
 const normalise = (row: ConversationRow | undefined) => row && mapConversationRow(row);
-const mapWithReads = (row: ConversationRow & InboxColumns) => withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at']);
-
 /** Every column of the card, named: a column added later is not read until a reader needs it. */
-const COLUMNS = ['id', 'site_id', 'visitor_id', 'state', 'open_marker', 'created_at', 'updated_at', 'last_message_at', 'closed_at'] as const;
+const COLUMNS = ['id', 'site_id', 'visitor_id', 'state', 'open_marker', 'created_at', 'updated_at', 'last_message_at', 'closed_at', 'assignee_id'] as const;
 const QUALIFIED_COLUMNS = COLUMNS.map((c) => `conversations.${c}`);
-const INBOX_COLUMNS = ['conversations.assignee_id', 'inbox_reads.last_read_at as read_at', 'inbox_reads.last_read_message_id as read_message_id'];
-
-/** The member's read marks beside each conversation of `q` (one primary-key look-up per row). */
-function joinReadsOf(db: Knex, q: Knex.QueryBuilder, accountId: string) {
-  return q.leftJoin('inbox_reads', (j) =>
-    j.on('inbox_reads.conversation_id', '=', 'conversations.id').andOn('inbox_reads.account_id', '=', db.raw('?', [accountId])),
-  );
-}
-
+const mapWithMarks = (row: ConversationRow & ReadMarkColumns) =>
+  withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at']);
 export function createConversationStore(db: Knex) {
   /**
-   * Newest first by (created_at, id): a keyset range scan, in order, on the index that starts with
-   * the equality filters (site, and state when given), named so that no engine picks another
-   * (db/index-hint.ts). created* bound the scan itself; updated* are tested on the entries it walks
-   * (005_read_path.ts), so a deep page costs what the first one does. With `readsOf`, each row
-   * carries the inbox's columns for that member (the same join the unread filter uses).
+   * Newest first by (created_at, id): a keyset range scan, in order, on the index `listIndexFor`
+   * names (db/index-hint.ts), so that no engine picks another. created* bound the scan itself;
+   * updated* are tested on the entries it walks (005_read_path.ts), so a deep page costs what the
+   * first one does. What other tables decide is each owner's part of the one statement: the
+   * member's read marks and the unread filter (the inbox store's, one primary-key look-up per
+   * entry walked), the tag (one look-up in `conversation_tags`), the search (the search read
+   * model's matches). With `marksOf`, each row carries that member's read mark.
    */
-  async function listRows(siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number, readsOf?: string) {
-    if (readsOf !== undefined && filters.unreadFor !== undefined && readsOf !== filters.unreadFor) {
-      throw new Error('conversations.list: one member per list (readsOf and unreadFor differ)');
+  async function listRows(siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number, marksOf?: string) {
+    if (marksOf !== undefined && filter.unreadFor !== undefined && marksOf !== filter.unreadFor) {
+      throw new Error('conversations.list: one member per list (marksOf and unreadFor differ)');
     }
-    const index =
-      filters.assigneeId !== undefined
-        ? 'conversations_site_assignee_created'
-        : filters.state
-          ? 'conversations_site_state_created_updated'
-          : 'conversations_site_created_updated';
-    const q = db.from<ConversationRow>(withIndex(db, 'conversations', index)).where('conversations.site_id', siteId);
-    if (filters.assigneeId === null) q.whereNull('assignee_id');
-    else if (filters.assigneeId !== undefined) q.andWhere('assignee_id', filters.assigneeId);
-    if (filters.state) q.andWhere('state', filters.state);
-    const marksOf = readsOf ?? filters.unreadFor;
-    if (marksOf !== undefined) joinReadsOf(db, q, marksOf);
-    if (filters.unreadFor !== undefined) {
-      // News for the member: a message after their read mark.
-      q.whereNotNull('last_message_at').andWhere((w) =>
-        w.whereNull('inbox_reads.last_read_at').orWhere('last_message_at', '>', db.ref('inbox_reads.last_read_at')),
-      );
-    }
-    if (filters.createdAfter !== undefined) q.andWhere('created_at', '>=', filters.createdAfter);
-    if (filters.updatedAfter !== undefined) q.andWhere('conversations.updated_at', '>=', filters.updatedAfter);
-    if (filters.updatedBefore !== undefined) q.andWhere('conversations.updated_at', '<', filters.updatedBefore);
+    const index = listIndexFor(filter);
+    const q = db.from<ConversationRow>(index ? withIndex(db, 'conversations', index) : 'conversations').where('conversations.site_id', siteId);
+    const member = marksOf ?? filter.unreadFor;
+    if (member !== undefined) joinReadMarks(db, q, member);
+    if (filter.unreadFor !== undefined) whereUnread(db, q);
+    if (filter.assigneeId === null) q.whereNull('conversations.assignee_id');
+    else if (filter.assigneeId !== undefined) q.andWhere('conversations.assignee_id', filter.assigneeId);
+    if (filter.state) q.andWhere('conversations.state', filter.state);
+    if (filter.tagId !== undefined) whereTagged(db, q, siteId, filter.tagId);
+    if (filter.words) q.whereIn('conversations.id', createSearchStore(db).matchingConversations(siteId, filter.words));
+    if (filter.createdAfter !== undefined) q.andWhere('conversations.created_at', '>=', filter.createdAfter);
+    if (filter.updatedAfter !== undefined) q.andWhere('conversations.updated_at', '>=', filter.updatedAfter);
+    if (filter.updatedBefore !== undefined) q.andWhere('conversations.updated_at', '<', filter.updatedBefore);
     // The scan's upper end on created_at, given as ONE bound: SQLite ranges an index column on a
     // single upper bound and merely filters by the others, so `createdBefore` beside the cursor
     // would walk every row above the cursor. A conversation's updated_at never falls below its
     // created_at (it starts equal; touch and close take max(now, updated_at)), so nothing created
     // at or after updatedBefore can match either: that bounds the scan too.
-    const before = Math.min(filters.createdBefore ?? Infinity, filters.updatedBefore ?? Infinity);
+    const before = Math.min(filter.createdBefore ?? Infinity, filter.updatedBefore ?? Infinity);
     if (after && after.createdAt < before) {
       // Below the cursor, which lies below `before`. A range on created_at plus a tie-break: an index range on both engines.
-      q.andWhere('created_at', '<=', after.createdAt).andWhere((w) => w.where('created_at', '<', after.createdAt).orWhere('id', '<', after.id));
+      q.andWhere('conversations.created_at', '<=', after.createdAt).andWhere((w) =>
+        w.where('conversations.created_at', '<', after.createdAt).orWhere('conversations.id', '<', after.id),
+      );
     } else if (before !== Infinity) {
-      q.andWhere('created_at', '<', before); // a cursor at or above `before` excludes nothing more
+      q.andWhere('conversations.created_at', '<', before); // a cursor at or above `before` excludes nothing more
     }
-    const rows: (ConversationRow & InboxColumns)[] = await q
+    const rows: (ConversationRow & ReadMarkColumns)[] = await q
       .orderBy([
-        { column: 'created_at', order: 'desc' },
-        { column: 'id', order: 'desc' },
+        { column: 'conversations.created_at', order: 'desc' },
+        { column: 'conversations.id', order: 'desc' },
       ])
       .limit(limit)
-      .select(marksOf === undefined ? COLUMNS : readsOf === undefined ? QUALIFIED_COLUMNS : [...QUALIFIED_COLUMNS, ...INBOX_COLUMNS]);
-    return readsOf === undefined ? rows.map(mapConversationRow) : rows.map(mapWithReads);
+      .select(QUALIFIED_COLUMNS);
+    return rows.map(member === undefined ? mapConversationRow : mapWithMarks);
   }
 
   return {
@@ -138,11 +110,11 @@ export function createConversationStore(db: Knex) {
       return normalise(await forUpdate(trx, trx<ConversationRow>('conversations').where({ site_id: siteId, id }).first(COLUMNS)));
     },
 
-    /** One conversation of the site with the inbox's columns for `accountId`, in one read. */
-    async findWithReads(siteId: string, id: string, accountId: string): Promise<(ConversationRow & InboxColumns) | undefined> {
+    /** One conversation of the site with `accountId`'s read mark (the inbox store's join), in one read. */
+    async findWithMarks(siteId: string, id: string, accountId: string): Promise<(ConversationRow & ReadMarkColumns) | undefined> {
       const q = db('conversations').where({ 'conversations.site_id': siteId, 'conversations.id': id });
-      const row = await joinReadsOf(db, q, accountId).first([...QUALIFIED_COLUMNS, ...INBOX_COLUMNS]);
-      return row && mapWithReads(row);
+      const row = await joinReadMarks(db, q, accountId).first(QUALIFIED_COLUMNS);
+      return row && mapWithMarks(row);
     },
 
     async findById(id: string, trx: Knex = db) {
@@ -223,12 +195,15 @@ export function createConversationStore(db: Knex) {
       return Number(n) === 1;
     },
 
-    /** The list (see listRows). */
-    list: (siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number): Promise<ConversationRow[]> =>
-      listRows(siteId, filters, after, limit),
-    /** The list with the inbox's columns for `accountId` beside each row. */
-    listWithReads: (siteId: string, filters: ConversationFilters, after: Position | undefined, limit: number, accountId: string) =>
-      listRows(siteId, filters, after, limit, accountId) as Promise<(ConversationRow & InboxColumns)[]>,
+    /** Assigns the conversation to a member, or to nobody (the inbox service's rules decide who may). */
+    setAssignee: (trx: Knex.Transaction, id: string, assigneeId: string | null) => trx('conversations').where({ id }).update({ assignee_id: assigneeId }),
+
+    /** A page of the list (see listRows). */
+    list: (siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number): Promise<ConversationRow[]> =>
+      listRows(siteId, filter, after, limit),
+    /** The list with `accountId`'s read mark beside each row. */
+    listWithMarks: (siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number, accountId: string) =>
+      listRows(siteId, filter, after, limit, accountId) as Promise<(ConversationRow & ReadMarkColumns)[]>,
   };
 }
 

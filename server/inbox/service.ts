@@ -6,20 +6,21 @@ import type { Manager, SignedActor } from '../accounts/common';
 import type { Members } from '../accounts/members';
 import type { Role } from '../accounts/store';
 import type { AuditLog } from '../accounts/audit';
-import type { ConversationService, ListConversationsQuery } from '../conversations/service';
-import { conversationToDto, type ConversationRow, type ConversationStore, type InboxColumns } from '../conversations/store';
+import type { ConversationService } from '../conversations/service';
+import { conversationToDto, type ConversationRow, type ConversationStore } from '../conversations/store';
 import type { MessageService } from '../messages/service';
 import type { Message, MessageFormat } from '../messages/store';
 import type { IncomingFile } from '../media/service';
 import type { EventChannel } from '../webhooks/channel';
 import type { StreamEvent, StreamSource } from '../window/streams';
 import type { Logger } from '../platform/logger';
-import type { InboxStore } from './store';
+import type { InboxStore, ReadMarkColumns } from './store';
 import type { InboxHub } from './live';
 import { PRIVATE_TO_ACCOUNT } from './activity';
 
-export type AssigneeFilter = 'me' | 'unassigned' | 'any';
-export type InboxQuery = ListConversationsQuery & { assignee?: AssigneeFilter; unread?: boolean };
+import type { operations } from '../manage/generated/api';
+
+export type InboxQuery = NonNullable<operations['listInboxConversations']['parameters']['query']>;
 type Signed = SignedActor;
 
 /** A stream resuming from a position no longer in the feed (kept this long) starts at its end. */
@@ -87,7 +88,7 @@ export function createInboxService(deps: {
   const { db, store, conversationStore, now } = deps;
 
   /** The conversations as the member sees them: the public card with its assignee, unread count and read mark. */
-  async function withInbox(accountId: string, rows: (ConversationRow & InboxColumns)[]) {
+  async function withInbox(accountId: string, rows: (ConversationRow & ReadMarkColumns)[]) {
     const marks = new Map(rows.filter((r) => r.read_at !== null).map((r) => [r.id, r.read_at!]));
     const unread = await store.unreadCounts(
       accountId,
@@ -96,7 +97,7 @@ export function createInboxService(deps: {
     );
     return rows.map((r) => ({
       ...conversationToDto(r),
-      assigneeId: r.assignee_id,
+      assigneeId: r.assignee_id ?? null,
       unreadCount: unread.get(r.id) ?? 0,
       lastReadAt: toIso(r.read_at),
     }));
@@ -129,17 +130,12 @@ export function createInboxService(deps: {
 
   const service = {
     async list(manager: Manager, siteId: string, query: InboxQuery) {
-      const { assignee = 'any', unread, ...rest } = query;
-      const filters = {
-        assigneeId: assignee === 'me' ? manager.accountId : assignee === 'unassigned' ? null : undefined,
-        unreadFor: unread ? manager.accountId : undefined,
-      };
-      const page = await deps.conversations.listWithReads(siteId, rest, filters, manager.accountId);
+      const page = await deps.conversations.rowsForMember(siteId, query, manager.accountId);
       return { data: await withInbox(manager.accountId, page.data), page: page.page };
     },
 
     async get(manager: Manager, siteId: string, id: string) {
-      const row = await conversationStore.findWithReads(siteId, id, manager.accountId);
+      const row = await conversationStore.findWithMarks(siteId, id, manager.accountId);
       if (!row) throw notFound('Conversation');
       return (await withInbox(manager.accountId, [row]))[0];
     },
@@ -190,11 +186,11 @@ export function createInboxService(deps: {
       await runInTransaction(db, async (trx) => {
         const row = await conversationStore.findForUpdate(trx, siteId, id);
         if (!row) throw notFound('Conversation');
-        const current = (await trx('conversations').where({ id }).first('assignee_id')).assignee_id as string | null;
+        const current = row.assignee_id ?? null;
         const refusal = assignmentRefusal(role, actor.manager.accountId, current, assigneeId);
         if (refusal) throw new ApiError('forbidden', refusal);
         if (current === assigneeId) return;
-        await store.setAssignee(trx, id, assigneeId);
+        await conversationStore.setAssignee(trx, id, assigneeId);
         await record(trx, siteId, row.visitor_id, 'conversation.assigned', id, actor.manager.accountId, {
           conversationId: id,
           assigneeId,

@@ -24,13 +24,36 @@ export interface ReadMarkRow {
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
-/**
- * The inbox's tables (011_inbox.ts): read marks, the site's feed and its position counter, and the
- * conversation's assignee column (the inbox is its only writer and reader).
- */
 /** An unread count stops here (the dashboard shows it as "999+"): counting further would read a long unread history on every list page. */
 export const UNREAD_COUNT_CAP = 999;
 
+/** A member's read mark beside a conversation of a list (`joinReadMarks`): null when they never read it. */
+export interface ReadMarkColumns {
+  read_at: number | null;
+  read_message_id: string | null;
+}
+
+/**
+ * Beside each conversation of `q` (a query on `conversations`), `accountId`'s read mark as
+ * ReadMarkColumns: one primary-key look-up of `inbox_reads` per row, in the list's own statement.
+ */
+export function joinReadMarks(db: Knex, q: Knex.QueryBuilder, accountId: string): Knex.QueryBuilder {
+  return q
+    .leftJoin('inbox_reads', (j) => j.on('inbox_reads.conversation_id', '=', 'conversations.id').andOn('inbox_reads.account_id', '=', db.raw('?', [accountId])))
+    .select('inbox_reads.last_read_at as read_at', 'inbox_reads.last_read_message_id as read_message_id');
+}
+
+/** The unread filter of a conversation list joined with the member's marks: a message after the mark, or never read. */
+export function whereUnread(db: Knex, q: Knex.QueryBuilder): Knex.QueryBuilder {
+  return q
+    .whereNotNull('conversations.last_message_at')
+    .andWhere((w) => w.whereNull('inbox_reads.last_read_at').orWhere('conversations.last_message_at', '>', db.ref('inbox_reads.last_read_at')));
+}
+
+/**
+ * The inbox's tables (011_inbox.ts): read marks, the site's feed and its position counter. The
+ * assignee is a column of `conversations`, written by the conversation store.
+ */
 export function createInboxStore(db: Knex) {
   /**
    * The site's next feed position, taken under the lock of the site's counter row, held until the
@@ -100,9 +123,6 @@ export function createInboxStore(db: Knex) {
       const reads = Number(await trx('inbox_reads').whereIn('conversation_id', conversationIds).andWhere('site_id', siteId).delete());
       return reads + Number(await trx('inbox_activity').where('site_id', siteId).whereIn('conversation_id', conversationIds).delete());
     },
-
-    setAssignee: (trx: Knex.Transaction, conversationId: string, assigneeId: string | null) =>
-      trx('conversations').where({ id: conversationId }).update({ assignee_id: assigneeId }),
 
     /**
      * Per conversation, the messages after the member's read mark (`marks`: its time, absent when never read) that the

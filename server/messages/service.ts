@@ -10,6 +10,7 @@ import { conversationToDto } from '../conversations/store';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MediaStore, AttachmentRow } from '../media/store';
 import type { Outbox } from '../webhooks/outbox';
+import type { SearchIndex } from '../search/service';
 import type { Message, MessageFormat, MessageRow, MessageStore } from './store';
 
 export const MAX_CONTENT_LENGTH = 10_000;
@@ -37,6 +38,8 @@ interface Deps {
   now: () => number;
   /** Where `message.created` is written, in the message's transaction. */
   outbox: Outbox;
+  /** The inbox's search, written in the message's transaction: a message is found once it is committed. */
+  search: Pick<SearchIndex, 'message'>;
 }
 
 /** Content rules shared by every way a message enters (API reply, chat window, messenger). */
@@ -126,6 +129,7 @@ export function createMessageService(deps: Deps) {
       const linked = files.map((f) => ({ ...f, message_id: row.id }));
       await mediaStore.insert(trx, linked);
       await conversations.touch(trx, conversation.id, at);
+      await deps.search.message(trx, conversation, row);
       const updated: ConversationRow = { ...conversation, updated_at: at, last_message_at: at };
       const message = toDto(row, linked);
       const conversationDto = conversationToDto(updated);

@@ -1,3 +1,4 @@
+import type { SearchIndex } from '../search/service';
 import type { Knex } from 'knex';
 import { ApiError, notFound } from '../platform/errors';
 import { newId } from '../platform/ids';
@@ -49,6 +50,8 @@ export function createNotesService(deps: {
   members: Pick<Members, 'list'>;
   accounts: Pick<AccountStore, 'namesOf'>;
   record: InboxRecorder;
+  /** The inbox's search finds conversations by their notes (members only, like the inbox): written in the note's transaction. */
+  search: Pick<SearchIndex, 'note' | 'noteRemoved'>;
   audit: AuditLog['record'];
   cursors: CursorCodec;
   now: () => number;
@@ -163,6 +166,7 @@ export function createNotesService(deps: {
           edited_at: null,
         };
         await store.insert(trx, row);
+        await deps.search.note(trx, row);
         const [note] = await toDtos([row], trx);
         await tell(trx, { siteId, visitorId: conversation.visitor_id }, 'note.created', note, mentions, authorId);
         if (withinTransaction) await withinTransaction(trx, note);
@@ -188,6 +192,7 @@ export function createNotesService(deps: {
         const mentions = named[format];
         const changed: StoredNote = { ...note, content: input.content, format, mentions, edited_at: Math.max(now(), note.created_at) };
         await store.update(trx, note.id, changed);
+        await deps.search.note(trx, changed);
         const [dto] = await toDtos([changed], trx);
         const newly = mentions.filter((id) => !note.mentions.includes(id));
         await tell(trx, { siteId, visitorId: conversation.visitor_id }, 'note.updated', dto, newly, by);
@@ -202,6 +207,7 @@ export function createNotesService(deps: {
         const { conversation, note } = await noteForChange(trx, siteId, conversationId, noteId);
         if (note.author_id !== by && role !== 'owner') throw new ApiError('forbidden', 'Only its author or an owner of the site may delete a note.');
         await store.remove(trx, note.id);
+        await deps.search.noteRemoved(trx, note.id);
         await deps.record(trx, {
           siteId,
           visitorId: conversation.visitor_id,

@@ -1,3 +1,4 @@
+import type { SearchIndex } from '../search/service';
 import type { Knex } from 'knex';
 import { invalid, notFound } from '../platform/errors';
 import { toIso, toIsoRequired } from '../platform/time';
@@ -57,6 +58,8 @@ export function createVisitorContext(deps: {
   conversations: Pick<ConversationStore, 'find' | 'latestOfVisitor' | 'nextOfVisitor' | 'ofVisitor'>;
   feed: InboxFeedWriter;
   audit: AuditLog['record'];
+  /** The inbox's search finds a visitor's conversations by its name and email: rewritten with them. */
+  search: Pick<SearchIndex, 'visitorChanged'>;
   now: () => number;
 }) {
   const { db, store, now } = deps;
@@ -87,7 +90,10 @@ export function createVisitorContext(deps: {
     verified: boolean,
     at: number,
   ) {
-    if (d.name !== undefined || d.email !== undefined) await deps.visitors.record(siteId, visitorId, { name: d.name, email: d.email, verified }, at, trx);
+    if (d.name !== undefined || d.email !== undefined) {
+      await deps.visitors.record(siteId, visitorId, { name: d.name, email: d.email, verified }, at, trx);
+      await deps.search.visitorChanged(trx, siteId, visitorId);
+    }
     await store.setAttributes(trx, siteId, visitorId, d.attributes, verified, at, MAX_ATTRIBUTES_PER_VISITOR);
   }
 

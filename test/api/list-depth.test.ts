@@ -8,7 +8,8 @@
 import type { Knex } from 'knex';
 import { createHarness, Harness } from '../helpers/harness';
 import { captureOneQuery, CapturedQuery, entriesRead } from '../helpers/query-cost';
-import { createConversationStore, ConversationFilters } from '../../server/conversations/store';
+import { createConversationStore } from '../../server/conversations/store';
+import type { ConversationFilter as ConversationFilters } from '../../server/conversations/filter';
 import { createMessageStore } from '../../server/messages/store';
 import { dialectOf } from '../../server/db/knex';
 import { newId } from '../../server/platform/ids';

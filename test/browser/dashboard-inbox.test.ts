@@ -356,6 +356,41 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await page.context().close();
   });
 
+  test('search: / focuses the field, a message written a second ago is found, the search stays in the address, Esc clears it', async () => {
+    const other = await say(newVisitor('search-other'), 'nothing to see');
+    const page = await d.signedIn(d.agent, inboxPath());
+    await row(page, other).waitFor();
+    const field = page.getByRole('searchbox', { name: 'Search conversations' });
+    await page.locator('body').press('/');
+    expect(await field.evaluate((el) => el === document.activeElement)).toBe(true);
+    const found = await say(newVisitor('search-found'), 'My PLATYPUS-shaped lamp broke');
+    await field.fill('platypus lamp');
+    const exactly = (want: string[]) =>
+      page.waitForFunction(
+        (w) => JSON.stringify(Array.from(document.querySelectorAll('.inbox-rows [data-conversation]'), (e) => e.getAttribute('data-conversation'))) === w,
+        JSON.stringify(want),
+      );
+    await exactly([found]);
+    await page.waitForFunction(() => new URLSearchParams(location.search).get('q') === 'platypus lamp');
+    await page.reload();
+    await exactly([found]);
+    expect(await field.inputValue()).toBe('platypus lamp');
+    await row(page, found).click();
+    await page.waitForFunction(
+      (id) => new URLSearchParams(location.search).get('conversation') === id && new URLSearchParams(location.search).get('q') === 'platypus lamp',
+      found,
+    );
+    // A word too short to search is said so, not answered with an empty list.
+    await field.fill('pl');
+    await field.press('Enter');
+    await page.getByText(/3 or more letters or digits/).waitFor();
+    await field.press('Escape');
+    await row(page, other).waitFor();
+    expect(new URL(page.url()).searchParams.get('q')).toBeNull();
+    await checkPage(page);
+    await page.context().close();
+  });
+
   test('the list loads page by page (25) as it scrolls, never everything at once', async () => {
     for (let i = 0; i < 30; i++) await say(newVisitor('many'), `hello ${i}`);
     const page = await d.signedIn(d.owner, inboxPath());

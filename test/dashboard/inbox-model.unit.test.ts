@@ -3,7 +3,19 @@
  * canned.ts): which rows a filter holds, what each live event does to a row, messages merged
  * once in order, and the canned replies' filter.
  */
-import { applyToRow, matches, mergeMessages, formatSize, visitorOf, type Conversation, type Message } from '../../server/dashboard/browser/inbox/model';
+import {
+  applyToRow,
+  DEFAULT_FILTERS,
+  inboxUrl,
+  listQuery,
+  matches,
+  mergeMessages,
+  formatSize,
+  searchFromUrl,
+  visitorOf,
+  type Conversation,
+  type Message,
+} from '../../server/dashboard/browser/inbox/model';
 import { filterReplies } from '../../server/dashboard/browser/inbox/canned';
 import type { InboxLiveEvent } from '../../server/dashboard/browser/live/inbox-stream';
 
@@ -123,4 +135,33 @@ test('the visitor, sizes and canned replies', () => {
       'thanks',
     ).map((r) => r.title),
   ).toEqual(['Thanks', 'Say thanks']);
+});
+
+describe('the search and the filters as the document types them', () => {
+  test('a page asks with what differs from the defaults, the search and the tag when given', () => {
+    expect(listQuery(DEFAULT_FILTERS, 25, null)).toEqual({ state: 'open', assignee: 'any', limit: 25 });
+    expect(listQuery({ ...DEFAULT_FILTERS, unread: true, q: 'refund', tag: 'tag_x' }, 10, 'c1')).toEqual({
+      state: 'open',
+      assignee: 'any',
+      unread: true,
+      q: 'refund',
+      tag: 'tag_x',
+      limit: 10,
+      cursor: 'c1',
+    });
+  });
+
+  test('the search is kept in the address beside the open conversation', () => {
+    expect(inboxUrl('/sites/ws_1/inbox', null, undefined)).toBe('/sites/ws_1/inbox');
+    expect(inboxUrl('/sites/ws_1/inbox', 'conv_1', 'late parcel')).toBe('/sites/ws_1/inbox?q=late+parcel&conversation=conv_1');
+    expect(searchFromUrl('?q=late+parcel&conversation=conv_1')).toBe('late parcel');
+    expect(searchFromUrl('?q=%20%20')).toBeUndefined();
+    expect(searchFromUrl('')).toBeUndefined();
+  });
+
+  test('a conversation arriving live joins a searched or tagged list only when the server is asked again', () => {
+    expect(matches(conv(), { ...DEFAULT_FILTERS, q: 'refund' }, ME)).toBe(false);
+    expect(matches(conv(), { ...DEFAULT_FILTERS, tag: 'tag_x' }, ME)).toBe(false);
+    expect(matches(conv(), DEFAULT_FILTERS, ME)).toBe(true);
+  });
 });

@@ -66,12 +66,18 @@ export function fakeConversationStore(initial: ConversationRow[] = []) {
         .sort((a, b) => b.created_at - a.created_at || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
         .slice(0, limit)
         .map((r) => ({ ...r })),
-    // Assignees and read marks are the inbox's, tested against the database (test/manage/inbox*.test.ts).
-    findWithReads: async () => {
-      throw new Error('fakeConversationStore: the inbox columns are not kept in memory');
+    setAssignee: async (_trx, id, assigneeId) => {
+      const row = rows.get(id);
+      if (!row) return 0;
+      row.assignee_id = assigneeId;
+      return 1;
     },
-    listWithReads: async () => {
-      throw new Error('fakeConversationStore: the inbox columns are not kept in memory');
+    // Read marks, tags and search are other stores' parts of the list, tested against the database (test/manage/inbox*.test.ts, search.test.ts).
+    findWithMarks: async () => {
+      throw new Error('fakeConversationStore: read marks are not kept in memory');
+    },
+    listWithMarks: async () => {
+      throw new Error('fakeConversationStore: read marks are not kept in memory');
     },
   };
   return Object.assign(store, { rows });

@@ -7,7 +7,8 @@
 import type { Knex } from 'knex';
 import { createHarness, Harness } from '../helpers/harness';
 import { captureOneQuery, entriesRead } from '../helpers/query-cost';
-import { createConversationStore, ConversationFilters } from '../../server/conversations/store';
+import { createConversationStore } from '../../server/conversations/store';
+import type { ConversationFilter as ConversationFilters } from '../../server/conversations/filter';
 import { dialectOf } from '../../server/db/knex';
 import { newId } from '../../server/platform/ids';
 import type { Position } from '../../server/platform/cursor';

@@ -22,6 +22,7 @@ import * as m021 from './021_notes';
 import * as m025 from './025_seen';
 import * as m024 from './024_shared_replies';
 import * as m023 from './023_visitor_context';
+import * as m026 from './026_search';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -53,6 +54,7 @@ const migrations: Record<string, Migration> = {
   '024_shared_replies': m024,
   '023_visitor_context': m023,
   '025_seen': m025,
+  '026_search': m026,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

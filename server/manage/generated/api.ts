@@ -735,10 +735,14 @@ export interface paths {
         };
         /**
          * List the site's conversations for the inbox
-         * @description Newest first by (`createdAt`, `id`), keyset paging with `limit` and `cursor` flat at any depth,
-         *     like the public list. Filters: `state`, `assignee` (`me`, `unassigned`, `any`), `unread` (news
-         *     for the signed-in member since their read mark) and the public list's time filters. Each item
-         *     carries its assignee and the member's unread count. Agents and owners.
+         * @description Newest first by (`createdAt`, `id`), keyset paging with `limit` and `cursor` like the public
+         *     list. Filters, all combinable: `state`, `assignee` (`me`, `unassigned`, `any`), `unread` (news
+         *     for the signed-in member since their read mark), `tag`, the public list's time filters, and
+         *     `q`, a search: conversations holding every word of it (as a word's beginning, without regard
+         *     to case or accents) in a message, an internal note, the conversation's id, or its visitor's
+         *     id, name or email. A word is 3 or more letters or digits; shorter words and every other
+         *     character are ignored, and a `q` with no word left is a `400`. Each item carries its
+         *     assignee and the member's unread count. Agents and owners.
          */
         get: operations["listInboxConversations"];
         put?: never;
@@ -2536,6 +2540,11 @@ export interface components {
                 switchAt: components["schemas"]["Timestamp"];
             };
         };
+        /**
+         * @description A tag of a site (`tag_` and 26 characters, like every id).
+         * @example tag_01jd8x3r5k0000000000000000
+         */
+        TagIdValue: string;
         TestDeliveryRequest: {
             event: components["schemas"]["EventName"];
         };
@@ -4795,8 +4804,15 @@ export interface operations {
                 cursor?: components["parameters"]["Cursor"];
                 /** @description Page size. */
                 limit?: components["parameters"]["Limit"];
+                /**
+                 * @description Search words: every one must begin a word of a message, a note, the conversation's id,
+                 *     or its visitor's id, name or email. Up to 8 words are taken.
+                 */
+                q?: string;
                 /** @description Only open or only closed conversations. */
                 state?: components["schemas"]["ConversationState"];
+                /** @description Only conversations carrying this tag of the site. */
+                tag?: components["schemas"]["TagIdValue"];
                 /** @description `true`: only conversations with a message after the member's read mark. */
                 unread?: boolean;
                 /** @description Only conversations updated (last message or state change) at or after this instant. */

@@ -3,7 +3,8 @@
  * counts and filters, paged as it scrolls; the open conversation (`?conversation=<id>` in the
  * address, so a reload or a link opens it) with its history paged upwards, the visitor, assign,
  * close and the reply; live updates from live/inbox-stream.ts; keyboard shortcuts. Two panes from
- * 48em, one pane with a way back on a phone.
+ * 48em, one pane with a way back on a phone. The search (issue 25, item 2) is a filter of the list,
+ * kept in the address (`?q=`).
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { call, callPage, client } from '../api';
@@ -17,10 +18,25 @@ import { ImportOffer, SharedRepliesEditor } from './SharedReplies';
 import { ConversationList } from './ConversationList';
 import { ConversationView } from './ConversationView';
 import { isTyping, ShortcutsSheet } from './Shortcuts';
-import { applyToRow, conversationIdOf, DEFAULT_FILTERS, matches, messageOf, type Conversation, type Filters, type Member, type Message } from './model';
+import {
+  applyToRow,
+  conversationIdOf,
+  DEFAULT_FILTERS,
+  inboxUrl,
+  listQuery,
+  matches,
+  messageOf,
+  searchFromUrl,
+  type Conversation,
+  type Filters,
+  type Member,
+  type Message,
+} from './model';
 
 /** Conversations per page of the list. */
 export const LIST_PAGE = 25;
+/** A search runs this long after the last key press (or at once on Enter). */
+const SEARCH_DELAY_MS = 300;
 
 const selectedFromUrl = () => {
   const id = new URLSearchParams(location.search).get('conversation');
@@ -29,7 +45,9 @@ const selectedFromUrl = () => {
 
 export function InboxPage({ site, me }: PageProps) {
   const myId = me.account.id;
-  const [filters, setFilters] = useState<Filters>(DEFAULT_FILTERS);
+  const [filters, setFilters] = useState<Filters>(() => ({ ...DEFAULT_FILTERS, q: searchFromUrl(location.search) }));
+  const [draft, setDraft] = useState(filters.q ?? '');
+  const searchField = useRef<HTMLInputElement>(null);
   const [items, setItems] = useState<Conversation[] | null>(null);
   const [cursor, setCursor] = useState<string | null>(null);
   const [loading, setLoading] = useState(false);
@@ -61,7 +79,7 @@ export function InboxPage({ site, me }: PageProps) {
         client.GET('/sites/{siteId}/inbox/conversations', {
           params: {
             path: { siteId: site.id },
-            query: { state: f.state, assignee: f.assignee, ...(f.unread ? { unread: true } : {}), limit: LIST_PAGE, ...(from ? { cursor: from } : {}) },
+            query: listQuery(f, LIST_PAGE, from),
           },
         }),
       );
@@ -95,6 +113,9 @@ export function InboxPage({ site, me }: PageProps) {
       const id = selectedFromUrl();
       if (!id) entered.current = false;
       setSelectedId(id);
+      const q = searchFromUrl(location.search);
+      setFilters((f) => (f.q === q ? f : { ...f, q }));
+      setDraft((d) => (d.trim() === (q ?? '') ? d : (q ?? '')));
     };
     addEventListener('popstate', follow);
     addEventListener('dashboard:navigate', follow);
@@ -130,8 +151,23 @@ export function InboxPage({ site, me }: PageProps) {
     }
     // From the list into a conversation is a step Back undoes; between conversations it is not.
     entered.current ||= Boolean(id && !now.current.selectedId);
-    navigate(id ? `${base}?conversation=${id}` : base, Boolean(!id || now.current.selectedId));
+    navigate(inboxUrl(base, id, now.current.filters.q), Boolean(!id || now.current.selectedId));
   };
+
+  /** Runs the search in the field (empty: none), keeping it in the address without a history step of its own. */
+  const search = (text: string) => {
+    const q = text.trim() || undefined;
+    if (q === now.current.filters.q) return;
+    setFilters((f) => ({ ...f, q }));
+    navigate(inboxUrl(`/sites/${site.id}/inbox`, now.current.selectedId, q), true);
+  };
+  useEffect(() => {
+    // As the member types: once the words are long enough to match (3 characters), or cleared.
+    const text = draft.trim();
+    if (text.length > 0 && text.length < 3) return;
+    const timer = setTimeout(() => search(text), SEARCH_DELAY_MS);
+    return () => clearTimeout(timer);
+  }, [draft]);
 
   /** A conversation changed here (read, assigned, closed, replied): its row and the open card follow. */
   const changed = (c: Conversation) => {
@@ -207,6 +243,9 @@ export function InboxPage({ site, me }: PageProps) {
         case '?':
           setSheet(true);
           break;
+        case '/':
+          searchField.current?.focus();
+          break;
         default:
           return;
       }
@@ -224,6 +263,34 @@ export function InboxPage({ site, me }: PageProps) {
   return (
     <div class={`inbox${selectedId ? ' inbox-has-open' : ''}`}>
       <div class="inbox-bar">
+        <form
+          role="search"
+          class="inbox-search"
+          onSubmit={(e) => {
+            e.preventDefault();
+            search(draft);
+          }}
+        >
+          <input
+            ref={searchField}
+            type="search"
+            aria-label="Search conversations"
+            aria-keyshortcuts="/"
+            placeholder="Search messages, notes, names, emails, ids"
+            maxLength={200}
+            value={draft}
+            onInput={(e) => setDraft(e.currentTarget.value)}
+            onKeyDown={(e) => {
+              if (e.key !== 'Escape') return;
+              // Esc clears a search, then leaves the field for the list's shortcuts.
+              e.preventDefault();
+              if (draft) {
+                setDraft('');
+                search('');
+              } else searchField.current?.blur();
+            }}
+          />
+        </form>
         <Button variant="link" class="inbox-keys" onClick={() => setSheet(true)} aria-keyshortcuts="?">
           Keyboard shortcuts
         </Button>

@@ -8,7 +8,7 @@ export const SHORTCUTS: [keys: string, what: string][] = [
   ['Ctrl+Enter / ⌘+Enter', 'Send the reply (in the reply field)'],
   ['Esc', 'Leave the reply field (shortcuts work again)'],
   ['e', 'Close the conversation (asks first)'],
-  ['/', 'At the start of a reply: canned replies'],
+  ['/', 'Search conversations; at the start of a reply: canned replies'],
   ['?', 'This list'],
 ];
 

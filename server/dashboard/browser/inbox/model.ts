@@ -4,22 +4,52 @@
  * so the unit tier checks them (test/dashboard/inbox-model.unit.test.ts).
  */
 import type { Schemas } from '../api';
+import type { operations } from '../../../manage/generated/api';
 import type { InboxLiveEvent } from '../live/inbox-stream';
 
 export type Conversation = Schemas['InboxConversation'];
 export type Message = Schemas['Message'];
 export type Member = Schemas['Member'];
 
-export interface Filters {
-  state: 'open' | 'closed';
-  assignee: 'me' | 'unassigned' | 'any';
-  unread: boolean;
-}
+/** The inbox list's query as the document defines it (generated from openapi/manage.yaml). */
+export type InboxQuery = NonNullable<operations['listInboxConversations']['parameters']['query']>;
+
+/** The list's filters: the document's own parameters, the pickers' always set, the search and the tag when given. */
+export type Filters = Required<Pick<InboxQuery, 'state' | 'assignee' | 'unread'>> & Pick<InboxQuery, 'q' | 'tag'>;
 
 export const DEFAULT_FILTERS: Filters = { state: 'open', assignee: 'any', unread: false };
 
-/** Whether the list under `f` would hold `c` (for a conversation that arrives live). */
+/** The query a list page asks with: what differs from the document's defaults, and the page's position. */
+export function listQuery(f: Filters, limit: number, cursor: string | null): InboxQuery {
+  return {
+    state: f.state,
+    assignee: f.assignee,
+    ...(f.unread ? { unread: true } : {}),
+    ...(f.q ? { q: f.q } : {}),
+    ...(f.tag ? { tag: f.tag } : {}),
+    limit,
+    ...(cursor ? { cursor } : {}),
+  };
+}
+
+/** A search kept in the address (`?q=`), so a reload or a link repeats it. */
+export const searchFromUrl = (search: string) => new URLSearchParams(search).get('q')?.trim() || undefined;
+
+/** The inbox's address with the open conversation and the search. */
+export function inboxUrl(base: string, conversationId: string | null, q: string | undefined): string {
+  const params = new URLSearchParams();
+  if (q) params.set('q', q);
+  if (conversationId) params.set('conversation', conversationId);
+  const query = params.toString();
+  return query ? `${base}?${query}` : base;
+}
+
+/**
+ * Whether the list under `f` would hold `c` (for a conversation that arrives live). A search or a
+ * tag is the server's to judge: a conversation arriving live joins such a list when it is asked again.
+ */
 export function matches(c: Conversation, f: Filters, me: string): boolean {
+  if (f.q || f.tag) return false;
   if (c.state !== f.state) return false;
   if (f.assignee === 'me' && c.assigneeId !== me) return false;
   if (f.assignee === 'unassigned' && c.assigneeId !== null) return false;
