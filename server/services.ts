@@ -60,6 +60,8 @@ import { createVisitorContextStore } from './visitors/context-store';
 import { createVisitorContext } from './visitors/context';
 import { createVisitorDeletion } from './visitors/deletion';
 import { inboxFeedWriter } from './inbox/service';
+import { createTagStore } from './tags/store';
+import { createTags } from './tags/service';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -140,6 +142,15 @@ export function createServices(
   // Who the chat window says wrote a reply: the agent's name or the site's, by the site's setting.
   const replyAuthors = createReplyAuthors({ sites: accessStore, accounts: accountStore });
   const noteStore = createNoteStore(db);
+  const tagStore = createTagStore(db);
+  // A site's tags: owners keep the list, members tag conversations; a conversation's new tags go to the inbox's live streams.
+  const tags = createTags({
+    store: tagStore,
+    audit: accounts.audit.record,
+    conversations: conversationStore,
+    record: createInboxRecorder({ store: inboxStore, channel, now }),
+    now,
+  });
   // Internal notes: a table of their own, shown to members on the inbox's stream, never to the window or /api/v1.
   const notes = createNotesService({
     db,
@@ -193,6 +204,7 @@ export function createServices(
         // Everything kept per conversation besides its messages, each removed by its owning store.
         parts: [
           { name: 'notes', removeForConversations: (trx, siteId, ids) => noteStore.removeForConversations(trx, siteId, ids) },
+          { name: 'tags', removeForConversations: (trx, siteId, ids) => tagStore.removeForConversations(trx, siteId, ids) },
           { name: 'context', removeForConversations: (trx, siteId, ids) => visitorContextStore.removeForConversations(trx, siteId, ids) },
           { name: 'events', removeForConversations: (trx, siteId, ids, limit) => eventStore.removeForConversations(trx, siteId, ids, limit) },
           { name: 'inbox', removeForConversations: (trx, siteId, ids) => inboxStore.removeForConversations(trx, siteId, ids) },
@@ -277,6 +289,7 @@ export function createServices(
         messages,
         channel,
         hub: createInboxHub(inboxStore, { channel }),
+        rows: { visitors: visitorStore, accounts: accountStore, tags },
         now,
       }),
       /** Open inbox streams: 5 per account, a quarter of the connections in all; `closeAll()` on shutdown. */
@@ -320,6 +333,8 @@ export function createServices(
       notes: notes.between,
       cursors,
     }),
+    /** A site's tags (owners keep them) and the tags on its conversations (members put them on) (/manage/v1, the CLI's `tag`). */
+    tags,
     /** Members' internal notes in conversations (/manage/v1); `store.removeForConversations` for deleting a visitor's data. */
     notes: { service: notes, store: noteStore },
   };

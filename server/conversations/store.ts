@@ -40,6 +40,34 @@ export interface InboxColumns {
   assignee_id: string | null;
   read_at: number | null;
   read_message_id: string | null;
+  /** What the row shows of the last message and of the wait (027_rows.ts; LastMessage). */
+  last_preview: string | null;
+  last_direction: 'incoming' | 'outgoing' | null;
+  last_author_id: string | null;
+  last_attachments: number;
+  waiting_since: number | null;
+  answered_at: number | null;
+  answered_by: string | null;
+}
+
+/** What an inbox row shows of a conversation's last message (027_rows.ts), written in the message's transaction. */
+export interface LastMessage {
+  preview: string;
+  direction: 'incoming' | 'outgoing';
+  /** The member who wrote it in the inbox; null for the visitor, an integration or the operator CLI. */
+  authorId: string | null;
+  attachments: number;
+}
+
+/**
+ * The columns a message at `at` sets: its summary, and the wait. A visitor's message starts the
+ * wait unless one is running (the oldest unanswered message counts); any answer ends it.
+ */
+function lastMessageColumns(db: Knex, at: number, last: LastMessage) {
+  const summary = { last_preview: last.preview, last_direction: last.direction, last_author_id: last.authorId, last_attachments: last.attachments };
+  return last.direction === 'incoming'
+    ? { ...summary, waiting_since: db.raw('coalesce(??, ?)', ['waiting_since', at]) }
+    : { ...summary, waiting_since: null, answered_at: at, answered_by: last.authorId };
 }
 
 export function conversationToDto(row: ConversationRow): Conversation {
@@ -60,12 +88,21 @@ export function mapConversationRow(row: ConversationRow): ConversationRow {
 }
 
 const normalise = (row: ConversationRow | undefined) => row && mapConversationRow(row);
-const mapWithReads = (row: ConversationRow & InboxColumns) => withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at']);
+const mapWithReads = (row: ConversationRow & InboxColumns) =>
+  withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at', 'last_attachments', 'waiting_since', 'answered_at']);
 
 /** Every column of the card, named: a column added later is not read until a reader needs it. */
 const COLUMNS = ['id', 'site_id', 'visitor_id', 'state', 'open_marker', 'created_at', 'updated_at', 'last_message_at', 'closed_at'] as const;
 const QUALIFIED_COLUMNS = COLUMNS.map((c) => `conversations.${c}`);
-const INBOX_COLUMNS = ['conversations.assignee_id', 'inbox_reads.last_read_at as read_at', 'inbox_reads.last_read_message_id as read_message_id'];
+const ROW_COLUMNS = ['last_preview', 'last_direction', 'last_author_id', 'last_attachments', 'waiting_since', 'answered_at', 'answered_by'].map(
+  (c) => `conversations.${c}`,
+);
+const INBOX_COLUMNS = [
+  'conversations.assignee_id',
+  'inbox_reads.last_read_at as read_at',
+  'inbox_reads.last_read_message_id as read_message_id',
+  ...ROW_COLUMNS,
+];
 
 /** The member's read marks beside each conversation of `q` (one primary-key look-up per row). */
 function joinReadsOf(db: Knex, q: Knex.QueryBuilder, accountId: string) {
@@ -215,7 +252,11 @@ export function createConversationStore(db: Knex) {
 
     insert: (trx: Knex.Transaction, row: ConversationRow) => trx('conversations').insert(row),
 
-    touch: (trx: Knex.Transaction, id: string, at: number) => trx('conversations').where({ id }).update({ updated_at: at, last_message_at: at }),
+    /** A message arrived at `at`: the times move, and the row's summary of the last message and of the wait (027_rows.ts) follows it. */
+    touch: (trx: Knex.Transaction, id: string, at: number, last: LastMessage) =>
+      trx('conversations')
+        .where({ id })
+        .update({ updated_at: at, last_message_at: at, ...lastMessageColumns(trx, at, last) }),
 
     /** Closes only an open conversation; answers whether this call did it (so one close emits one event). */
     async close(trx: Knex.Transaction, id: string, at: number): Promise<boolean> {

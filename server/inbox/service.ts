@@ -17,6 +17,10 @@ import type { Logger } from '../platform/logger';
 import type { InboxStore } from './store';
 import type { InboxHub } from './live';
 import { PRIVATE_TO_ACCOUNT } from './activity';
+import type { VisitorStore } from '../visitors/store';
+import type { AccountStore } from '../accounts/store';
+import type { Tags } from '../tags/service';
+import { rowSummary } from './rows';
 
 export type AssigneeFilter = 'me' | 'unassigned' | 'any';
 export type InboxQuery = ListConversationsQuery & { assignee?: AssigneeFilter; unread?: boolean };
@@ -82,23 +86,37 @@ export function createInboxService(deps: {
   messages: MessageService;
   channel: Pick<EventChannel, 'publish'>;
   hub: InboxHub;
+  /** What a row shows beside the card: the visitors' names, the members' names, the tags; each read once a page. */
+  rows: { visitors: Pick<VisitorStore, 'findMany'>; accounts: Pick<AccountStore, 'namesOf'>; tags: Pick<Tags, 'ofConversations'> };
   now: () => number;
 }) {
   const { db, store, conversationStore, now } = deps;
 
-  /** The conversations as the member sees them: the public card with its assignee, unread count and read mark. */
-  async function withInbox(accountId: string, rows: (ConversationRow & InboxColumns)[]) {
+  /**
+   * The conversations as the member sees them: the public card with its assignee, unread count and
+   * read mark, and what the row says is waiting (server/inbox/rows.ts). A page costs the same four
+   * reads whatever its rows hold: unread counts, visitors, members' names, tags.
+   */
+  async function withInbox(siteId: string, accountId: string, rows: (ConversationRow & InboxColumns)[]) {
+    if (!rows.length) return [];
     const marks = new Map(rows.filter((r) => r.read_at !== null).map((r) => [r.id, r.read_at!]));
-    const unread = await store.unreadCounts(
-      accountId,
-      rows.map((r) => r.id),
-      marks,
-    );
+    const ids = rows.map((r) => r.id);
+    const [unread, visitors, names, tags] = await Promise.all([
+      store.unreadCounts(accountId, ids, marks),
+      deps.rows.visitors.findMany(
+        siteId,
+        rows.map((r) => r.visitor_id),
+      ),
+      deps.rows.accounts.namesOf(rows.flatMap((r) => [r.last_author_id, r.answered_by].filter((id): id is string => id !== null))),
+      deps.rows.tags.ofConversations(siteId, ids),
+    ]);
     return rows.map((r) => ({
       ...conversationToDto(r),
       assigneeId: r.assignee_id,
       unreadCount: unread.get(r.id) ?? 0,
       lastReadAt: toIso(r.read_at),
+      ...rowSummary(r, { viewer: accountId, visitor: visitors.get(r.visitor_id), names }),
+      tags: tags.get(r.id) ?? [],
     }));
   }
 
@@ -135,13 +153,13 @@ export function createInboxService(deps: {
         unreadFor: unread ? manager.accountId : undefined,
       };
       const page = await deps.conversations.listWithReads(siteId, rest, filters, manager.accountId);
-      return { data: await withInbox(manager.accountId, page.data), page: page.page };
+      return { data: await withInbox(siteId, manager.accountId, page.data), page: page.page };
     },
 
     async get(manager: Manager, siteId: string, id: string) {
       const row = await conversationStore.findWithReads(siteId, id, manager.accountId);
       if (!row) throw notFound('Conversation');
-      return (await withInbox(manager.accountId, [row]))[0];
+      return (await withInbox(siteId, manager.accountId, [row]))[0];
     },
 
     async messages(siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {

@@ -703,7 +703,11 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     const made = await m('POST', r, 201, { op: 'createSharedReply', json: { title: 'Prism', body: 'Hi {visitor.firstName|there}' }, ...t(ownerToken) });
     await m('POST', r, 409, { op: 'createSharedReply', code: 'conflict', json: { title: 'PRISM', body: 'again' }, ...t(ownerToken) });
     await m('POST', r, 403, { op: 'createSharedReply', code: 'forbidden', json: { title: 'Agent', body: 'x' }, ...t(agentToken) });
-    await m('POST', `${r}/import`, 200, { op: 'importSharedReplies', json: { replies: [{ title: 'Imported', body: 'x' }] }, ...t(ownerToken) });
+    await m('POST', `/sites/${site}/shared-reply-imports`, 200, {
+      op: 'importSharedReplies',
+      json: { replies: [{ title: 'Imported', body: 'x' }] },
+      ...t(ownerToken),
+    });
     await m('GET', r, 200, { op: 'listSharedReplies', ...t(agentToken) });
     await m('PATCH', `${r}/${made.json.data.id}`, 200, { op: 'updateSharedReply', json: { body: 'Hello {visitor.name}' }, ...t(ownerToken) });
     const said = await h.visitorSay(site, 'prism-replies', 'hello');
@@ -716,6 +720,20 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     await m('GET', `/sites/${site}/agent-names`, 200, { op: 'getAgentNames', ...t(ownerToken) });
     await m('PUT', `/sites/${site}/agent-names`, 200, { op: 'setAgentNames', json: { shown: false }, ...t(ownerToken) });
     await m('PUT', `/sites/${site}/agent-names`, 200, { op: 'setAgentNames', json: { shown: true }, ...t(ownerToken) });
+  });
+
+  test("tags: the site's list and a conversation's tags", async () => {
+    const list = `/sites/${site}/tags`;
+    const made = await m('POST', list, 201, { op: 'createTag', json: { name: 'Prism tag' }, ...t(ownerToken) });
+    await m('POST', list, 409, { op: 'createTag', code: 'conflict', json: { name: 'PRISM TAG' }, ...t(ownerToken) });
+    await m('POST', list, 403, { op: 'createTag', code: 'forbidden', json: { name: 'Agent tag' }, ...t(agentToken) });
+    await m('GET', list, 200, { op: 'listTags', ...t(agentToken) });
+    await m('PATCH', `${list}/${made.json.data.id}`, 200, { op: 'renameTag', json: { name: 'Prism renamed' }, ...t(ownerToken) });
+    const said = await h.visitorSay(site, 'prism-tags', 'hello');
+    const on = `/sites/${site}/inbox/conversations/${said.conversation.id}/tags/${made.json.data.id}`;
+    expect((await m('PUT', on, 200, { op: 'tagInboxConversation', ...t(agentToken) })).json.data).toEqual([{ id: made.json.data.id, name: 'Prism renamed' }]);
+    await m('DELETE', on, 200, { op: 'untagInboxConversation', ...t(agentToken) });
+    await m('DELETE', `${list}/${made.json.data.id}`, 204, { op: 'deleteTag', ...t(ownerToken) });
   });
 
   test('event address, secrets, test delivery, delivery log, recovery', async () => {

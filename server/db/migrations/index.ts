@@ -21,6 +21,7 @@ import * as m019 from './019_tags';
 import * as m021 from './021_notes';
 import * as m024 from './024_shared_replies';
 import * as m023 from './023_visitor_context';
+import * as m027 from './027_rows';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -51,6 +52,7 @@ const migrations: Record<string, Migration> = {
   '021_notes': m021,
   '024_shared_replies': m024,
   '023_visitor_context': m023,
+  '027_rows': m027,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {
