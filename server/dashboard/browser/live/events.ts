@@ -11,7 +11,9 @@ export type InboxLiveEventName =
   | 'note.deleted'
   | 'note.mentioned'
   /** The visitor of a conversation moved or said more of itself (the side panel reads it again). */
-  | 'visitor.context';
+  | 'visitor.context'
+  /** A member changed a conversation's tags: `{conversationId, tags, by}` (server/tags). */
+  | 'conversation.tagged';
 
 /**
  * `data` is as the stream sends it (operation streamInbox in openapi/manage.yaml); `replayed` is true

@@ -30,6 +30,7 @@ const NAMES: ReadonlySet<string> = new Set<InboxLiveEventName>([
   'note.deleted',
   'note.mentioned',
   'visitor.context',
+  'conversation.tagged',
 ]);
 
 /** The server pings every 15 s: this long without a byte means the socket is dead. */
