@@ -924,15 +924,22 @@ function inboxScenarios() {
   });
 }
 
-type RepliesMethod = keyof Harness['runtime']['services']['replies'];
-type TagsMethod = keyof Harness['runtime']['services']['tags'];
+type Services = Harness['runtime']['services'];
 
-/** `common` for the tags' operations: their 500 comes from the tags service. */
-function tagsCommon(method: Method, path: string, service: TagsMethod, body?: object): Record<string, Scenario> {
+/** `common` for a feature service's operations (shared replies, tags): their 500 comes from that service. */
+function featureCommon<F extends 'replies' | 'tags'>(
+  feature: F,
+  method: Method,
+  path: string,
+  service: keyof Services[F],
+  body?: object,
+): Record<string, Scenario> {
   return {
     ...common(method, path, 'signIn.me', body),
     500: async () => {
-      const spy = jest.spyOn(h.runtime.services.tags, service).mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+      const spy = jest
+        .spyOn(h.runtime.services[feature], service as never)
+        .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
       try {
         return await call(method, path, { cookie: owner.cookie, body });
       } finally {
@@ -941,6 +948,9 @@ function tagsCommon(method: Method, path: string, service: TagsMethod, body?: ob
     },
   };
 }
+const repliesCommon = (method: Method, path: string, service: keyof Services['replies'], body?: object) =>
+  featureCommon('replies', method, path, service, body);
+const tagsCommon = (method: Method, path: string, service: keyof Services['tags'], body?: object) => featureCommon('tags', method, path, service, body);
 
 /** Tags (server/tags/): the site's list (owners) and the tags on conversations (members). */
 function tagScenarios() {
@@ -1003,23 +1013,6 @@ function tagScenarios() {
       429: () => exhausted(method, (s) => on(NO_CONVERSATION, NO_TAG_ID, s)),
     });
   }
-}
-
-/** `common` for the shared replies' operations: their 500 comes from the replies service. */
-function repliesCommon(method: Method, path: string, service: RepliesMethod, body?: object): Record<string, Scenario> {
-  return {
-    ...common(method, path, 'signIn.me', body),
-    500: async () => {
-      const spy = jest
-        .spyOn(h.runtime.services.replies, service as never)
-        .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
-      try {
-        return await call(method, path, { cookie: owner.cookie, body });
-      } finally {
-        spy.mockRestore();
-      }
-    },
-  };
 }
 
 /** Shared replies (server/replies/) and the agent-names setting. */

@@ -9,6 +9,7 @@
  */
 import request from 'supertest';
 import type { Harness } from '../helpers/harness';
+import { countStatements } from '../helpers/held-statements';
 import { M, manageHarness, memberWithToken, withToken } from './helpers';
 import { friendlyName } from '../../server/visitors/display-name';
 import { TAG_LIMITS } from '../../server/tags/service';
@@ -112,17 +113,7 @@ describe('rows', () => {
   });
 
   test('a page of rows costs the same statements whatever its rows hold', async () => {
-    const statements = async (run: () => Promise<unknown>) => {
-      let n = 0;
-      const count = () => void n++;
-      h.runtime.db.on('query', count);
-      try {
-        await run();
-      } finally {
-        h.runtime.db.off('query', count);
-      }
-      return n;
-    };
+    const statements = (run: () => Promise<unknown>) => countStatements(h.runtime.db, run);
     const site = await h.newSite('Counted');
     const member = await memberWithToken(h, site.id, 'counted@example.com', 'owner');
     const third = await memberWithToken(h, site.id, 'third@example.com', 'agent');
