@@ -64,6 +64,8 @@ import { createVisitorDeletion } from './visitors/deletion';
 import { inboxFeedWriter } from './inbox/service';
 import { createSeenStore } from './window/seen-store';
 import { createLiveSignals } from './window/live-signals';
+import { createTagStore } from './tags/store';
+import { createTags } from './tags/service';
 
 /**
  * The composition root: every store and service, wired once. The HTTP app, the CLI and the
@@ -147,6 +149,15 @@ export function createServices(
   // Who the chat window says wrote a reply: the agent's name or the site's, by the site's setting.
   const replyAuthors = createReplyAuthors({ sites: accessStore, accounts: accountStore });
   const noteStore = createNoteStore(db);
+  const tagStore = createTagStore(db);
+  // A site's tags: owners keep the list, members tag conversations; a conversation's new tags go to the inbox's live streams.
+  const tags = createTags({
+    store: tagStore,
+    audit: accounts.audit.record,
+    conversations: conversationStore,
+    record: createInboxRecorder({ store: inboxStore, channel, now }),
+    now,
+  });
   // Internal notes: a table of their own, shown to members on the inbox's stream, never to the window or /api/v1.
   const notes = createNotesService({
     db,
@@ -203,6 +214,7 @@ export function createServices(
         // Everything kept per conversation besides its messages, each removed by its owning store.
         parts: [
           { name: 'notes', removeForConversations: (trx, siteId, ids) => noteStore.removeForConversations(trx, siteId, ids) },
+          { name: 'tags', removeForConversations: (trx, siteId, ids) => tagStore.removeForConversations(trx, siteId, ids) },
           { name: 'context', removeForConversations: (trx, siteId, ids) => visitorContextStore.removeForConversations(trx, siteId, ids) },
           { name: 'seen', removeForConversations: (trx, siteId, ids) => seenStore.removeForConversations(trx, siteId, ids) },
           { name: 'events', removeForConversations: (trx, siteId, ids, limit) => eventStore.removeForConversations(trx, siteId, ids, limit) },
@@ -299,6 +311,7 @@ export function createServices(
         messages,
         channel,
         hub: createInboxHub(inboxStore, { channel }),
+        rows: { visitors: visitorStore, accounts: accountStore, tags },
         now,
       }),
       /** Open inbox streams: 5 per account, a quarter of the connections in all; `closeAll()` on shutdown. */
@@ -342,6 +355,8 @@ export function createServices(
       notes: notes.between,
       cursors,
     }),
+    /** A site's tags (owners keep them) and the tags on its conversations (members put them on) (/manage/v1, the CLI's `tag`). */
+    tags,
     /** Members' internal notes in conversations (/manage/v1); `store.removeForConversations` for deleting a visitor's data. */
     notes: { service: notes, store: noteStore },
   };

@@ -13,6 +13,7 @@ import { chatCommands } from './commands/chat';
 import { webhookCommands } from './commands/webhooks';
 import { visitorCommands } from './commands/visitors';
 import { accountCommands } from './commands/accounts';
+import { tagCommands } from './commands/tags';
 
 const commands: Record<string, Command> = {
   ...siteCommands,
@@ -21,6 +22,7 @@ const commands: Record<string, Command> = {
   ...webhookCommands,
   ...visitorCommands,
   ...accountCommands,
+  ...tagCommands,
 };
 
 const USAGE = `usage: npm run --silent admin -- <command> [options] [--json]
@@ -37,6 +39,10 @@ commands:
   visitor revoke --site S (--visitor V | --all)
   visitor delete --site S --visitor V
   agent say --conversation C --content C
+  tag list --site S
+  tag add --site S --name N
+  tag rename --site S --tag T --name N
+  tag remove --site S --tag T
   account create --email E [--password-stdin]
   account list
   member add --site S --email E --role owner|agent

@@ -27,6 +27,37 @@ export interface ConversationRow {
   assignee_id?: string | null;
 }
 
+/** What an inbox row shows of the last message and of the wait (027_rows.ts; LastMessage), read with the member's marks. */
+export interface RowColumns {
+  last_preview: string | null;
+  last_direction: 'incoming' | 'outgoing' | null;
+  last_author_id: string | null;
+  last_attachments: number;
+  waiting_since: number | null;
+  answered_at: number | null;
+  answered_by: string | null;
+}
+
+/** What an inbox row shows of a conversation's last message (027_rows.ts), written in the message's transaction. */
+export interface LastMessage {
+  preview: string;
+  direction: 'incoming' | 'outgoing';
+  /** The member who wrote it in the inbox; null for the visitor, an integration or the operator CLI. */
+  authorId: string | null;
+  attachments: number;
+}
+
+/**
+ * The columns a message at `at` sets: its summary, and the wait. A visitor's message starts the
+ * wait unless one is running (the oldest unanswered message counts); any answer ends it.
+ */
+function lastMessageColumns(db: Knex, at: number, last: LastMessage) {
+  const summary = { last_preview: last.preview, last_direction: last.direction, last_author_id: last.authorId, last_attachments: last.attachments };
+  return last.direction === 'incoming'
+    ? { ...summary, waiting_since: db.raw('coalesce(??, ?)', ['waiting_since', at]) }
+    : { ...summary, waiting_since: null, answered_at: at, answered_by: last.authorId };
+}
+
 export function conversationToDto(row: ConversationRow): Conversation {
   return {
     id: row.id,
@@ -48,8 +79,13 @@ const normalise = (row: ConversationRow | undefined) => row && mapConversationRo
 /** Every column of the card, named: a column added later is not read until a reader needs it. */
 const COLUMNS = ['id', 'site_id', 'visitor_id', 'state', 'open_marker', 'created_at', 'updated_at', 'last_message_at', 'closed_at', 'assignee_id'] as const;
 const QUALIFIED_COLUMNS = COLUMNS.map((c) => `conversations.${c}`);
-const mapWithMarks = (row: ConversationRow & ReadMarkColumns) =>
-  withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at']);
+const ROW_COLUMNS = ['last_preview', 'last_direction', 'last_author_id', 'last_attachments', 'waiting_since', 'answered_at', 'answered_by'].map(
+  (c) => `conversations.${c}`,
+);
+/** An inbox row: the card, the member's read mark (the inbox store's join) and what the row shows (ROW_COLUMNS). */
+const INBOX_ROW_COLUMNS = [...QUALIFIED_COLUMNS, ...ROW_COLUMNS];
+const mapWithMarks = (row: ConversationRow & ReadMarkColumns & RowColumns) =>
+  withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at', 'last_attachments', 'waiting_since', 'answered_at']);
 export function createConversationStore(db: Knex) {
   /**
    * Newest first by (created_at, id): a keyset range scan, in order, on the index `listIndexFor`
@@ -91,13 +127,13 @@ export function createConversationStore(db: Knex) {
     } else if (before !== Infinity) {
       q.andWhere('conversations.created_at', '<', before); // a cursor at or above `before` excludes nothing more
     }
-    const rows: (ConversationRow & ReadMarkColumns)[] = await q
+    const rows: (ConversationRow & ReadMarkColumns & RowColumns)[] = await q
       .orderBy([
         { column: 'conversations.created_at', order: 'desc' },
         { column: 'conversations.id', order: 'desc' },
       ])
       .limit(limit)
-      .select(QUALIFIED_COLUMNS);
+      .select(member === undefined ? QUALIFIED_COLUMNS : INBOX_ROW_COLUMNS);
     return rows.map(member === undefined ? mapConversationRow : mapWithMarks);
   }
 
@@ -111,9 +147,9 @@ export function createConversationStore(db: Knex) {
     },
 
     /** One conversation of the site with `accountId`'s read mark (the inbox store's join), in one read. */
-    async findWithMarks(siteId: string, id: string, accountId: string): Promise<(ConversationRow & ReadMarkColumns) | undefined> {
+    async findWithMarks(siteId: string, id: string, accountId: string): Promise<(ConversationRow & ReadMarkColumns & RowColumns) | undefined> {
       const q = db('conversations').where({ 'conversations.site_id': siteId, 'conversations.id': id });
-      const row = await joinReadMarks(db, q, accountId).first(QUALIFIED_COLUMNS);
+      const row = await joinReadMarks(db, q, accountId).first(INBOX_ROW_COLUMNS);
       return row && mapWithMarks(row);
     },
 
@@ -187,7 +223,11 @@ export function createConversationStore(db: Knex) {
 
     insert: (trx: Knex.Transaction, row: ConversationRow) => trx('conversations').insert(row),
 
-    touch: (trx: Knex.Transaction, id: string, at: number) => trx('conversations').where({ id }).update({ updated_at: at, last_message_at: at }),
+    /** A message arrived at `at`: the times move, and the row's summary of the last message and of the wait (027_rows.ts) follows it. */
+    touch: (trx: Knex.Transaction, id: string, at: number, last: LastMessage) =>
+      trx('conversations')
+        .where({ id })
+        .update({ updated_at: at, last_message_at: at, ...lastMessageColumns(trx, at, last) }),
 
     /** Closes only an open conversation; answers whether this call did it (so one close emits one event). */
     async close(trx: Knex.Transaction, id: string, at: number): Promise<boolean> {
@@ -203,7 +243,7 @@ export function createConversationStore(db: Knex) {
       listRows(siteId, filter, after, limit),
     /** The list with `accountId`'s read mark beside each row. */
     listWithMarks: (siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number, accountId: string) =>
-      listRows(siteId, filter, after, limit, accountId) as Promise<(ConversationRow & ReadMarkColumns)[]>,
+      listRows(siteId, filter, after, limit, accountId) as Promise<(ConversationRow & ReadMarkColumns & RowColumns)[]>,
   };
 }
 

@@ -7,7 +7,7 @@ import type { Members } from '../accounts/members';
 import type { Role } from '../accounts/store';
 import type { AuditLog } from '../accounts/audit';
 import type { ConversationService } from '../conversations/service';
-import { conversationToDto, type ConversationRow, type ConversationStore } from '../conversations/store';
+import { conversationToDto, type ConversationRow, type ConversationStore, type RowColumns } from '../conversations/store';
 import type { MessageService } from '../messages/service';
 import type { Message, MessageFormat } from '../messages/store';
 import type { IncomingFile } from '../media/service';
@@ -17,6 +17,10 @@ import type { Logger } from '../platform/logger';
 import type { InboxStore, ReadMarkColumns } from './store';
 import type { InboxHub } from './live';
 import { PRIVATE_TO_ACCOUNT } from './activity';
+import type { VisitorStore } from '../visitors/store';
+import type { AccountStore } from '../accounts/store';
+import type { Tags } from '../tags/service';
+import { rowSummary } from './rows';
 
 import type { operations } from '../manage/generated/api';
 
@@ -83,23 +87,37 @@ export function createInboxService(deps: {
   messages: MessageService;
   channel: Pick<EventChannel, 'publish'>;
   hub: InboxHub;
+  /** What a row shows beside the card: the visitors' names, the members' names, the tags; each read once a page. */
+  rows: { visitors: Pick<VisitorStore, 'findMany'>; accounts: Pick<AccountStore, 'namesOf'>; tags: Pick<Tags, 'ofConversations'> };
   now: () => number;
 }) {
   const { db, store, conversationStore, now } = deps;
 
-  /** The conversations as the member sees them: the public card with its assignee, unread count and read mark. */
-  async function withInbox(accountId: string, rows: (ConversationRow & ReadMarkColumns)[]) {
+  /**
+   * The conversations as the member sees them: the public card with its assignee, unread count and
+   * read mark, and what the row says is waiting (server/inbox/rows.ts). A page costs the same four
+   * reads whatever its rows hold: unread counts, visitors, members' names, tags.
+   */
+  async function withInbox(siteId: string, accountId: string, rows: (ConversationRow & ReadMarkColumns & RowColumns)[]) {
+    if (!rows.length) return [];
     const marks = new Map(rows.filter((r) => r.read_at !== null).map((r) => [r.id, r.read_at!]));
-    const unread = await store.unreadCounts(
-      accountId,
-      rows.map((r) => r.id),
-      marks,
-    );
+    const ids = rows.map((r) => r.id);
+    const [unread, visitors, names, tags] = await Promise.all([
+      store.unreadCounts(accountId, ids, marks),
+      deps.rows.visitors.findMany(
+        siteId,
+        rows.map((r) => r.visitor_id),
+      ),
+      deps.rows.accounts.namesOf(rows.flatMap((r) => [r.last_author_id, r.answered_by].filter((id): id is string => id !== null))),
+      deps.rows.tags.ofConversations(siteId, ids),
+    ]);
     return rows.map((r) => ({
       ...conversationToDto(r),
       assigneeId: r.assignee_id ?? null,
       unreadCount: unread.get(r.id) ?? 0,
       lastReadAt: toIso(r.read_at),
+      ...rowSummary(r, { viewer: accountId, visitor: visitors.get(r.visitor_id), names }),
+      tags: tags.get(r.id) ?? [],
     }));
   }
 
@@ -131,13 +149,13 @@ export function createInboxService(deps: {
   const service = {
     async list(manager: Manager, siteId: string, query: InboxQuery) {
       const page = await deps.conversations.rowsForMember(siteId, query, manager.accountId);
-      return { data: await withInbox(manager.accountId, page.data), page: page.page };
+      return { data: await withInbox(siteId, manager.accountId, page.data), page: page.page };
     },
 
     async get(manager: Manager, siteId: string, id: string) {
       const row = await conversationStore.findWithMarks(siteId, id, manager.accountId);
       if (!row) throw notFound('Conversation');
-      return (await withInbox(manager.accountId, [row]))[0];
+      return (await withInbox(siteId, manager.accountId, [row]))[0];
     },
 
     async messages(siteId: string, id: string, query: { limit?: number; cursor?: string; order?: 'asc' | 'desc' }) {

@@ -13,6 +13,7 @@ import { tokenRoutes } from './tokens-routes';
 import { memberRoutes } from './members-routes';
 import { invitationRoutes } from './invitations-routes';
 import { replyRoutes } from './replies-routes';
+import { tagRoutes } from './tags-routes';
 
 /**
  * The account operations of openapi/manage.yaml: sign-in, sessions and the password here, then
@@ -98,5 +99,6 @@ export function manageRoutes(services: Services, throttle: SignInThrottle, logge
   router.use(memberRoutes(services.accounts));
   router.use(invitationRoutes(services.accounts.invitations, throttle, limiter));
   router.use(replyRoutes({ replies: services.replies, siteAdmin: services.siteAdmin, profile: services.accounts.profile, signIn: accounts }));
+  router.use(tagRoutes(services.tags));
   return router;
 }

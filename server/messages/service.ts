@@ -11,6 +11,7 @@ import type { MediaService, IncomingFile } from '../media/service';
 import type { MediaStore, AttachmentRow } from '../media/store';
 import type { Outbox } from '../webhooks/outbox';
 import type { SearchIndex } from '../search/service';
+import { messagePreview } from '../inbox/preview';
 import type { Message, MessageFormat, MessageRow, MessageStore } from './store';
 
 export const MAX_CONTENT_LENGTH = 10_000;
@@ -128,7 +129,12 @@ export function createMessageService(deps: Deps) {
       await messages.insert(trx, row);
       const linked = files.map((f) => ({ ...f, message_id: row.id }));
       await mediaStore.insert(trx, linked);
-      await conversations.touch(trx, conversation.id, at);
+      await conversations.touch(trx, conversation.id, at, {
+        preview: messagePreview({ content: row.content, format: row.format, attachmentNames: files.map((f) => f.name) }),
+        direction: row.direction,
+        authorId: row.author_id,
+        attachments: files.length,
+      });
       await deps.search.message(trx, conversation, row);
       const updated: ConversationRow = { ...conversation, updated_at: at, last_message_at: at };
       const message = toDto(row, linked);

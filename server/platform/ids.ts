@@ -10,9 +10,9 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
 /**
  * site (the `workspaceKey`), conversation, message, attachment, access key, event address, anonymous
  * visitor; account, its sign-in session, management token, invitation, audit log entry, security log entry;
- * shared reply, internal note
+ * shared reply, internal note, tag
  */
-export type IdPrefix = 'ws' | 'conv' | 'msg' | 'med' | 'key' | 'whk' | 'vis' | 'usr' | 'ses' | 'mtk' | 'inv' | 'aud' | 'rpl' | 'sec' | 'srp' | 'note';
+export type IdPrefix = 'ws' | 'conv' | 'msg' | 'med' | 'key' | 'whk' | 'vis' | 'usr' | 'ses' | 'mtk' | 'inv' | 'aud' | 'rpl' | 'sec' | 'srp' | 'note' | 'tag';
 
 let lastTime = -1;
 let lastRandom: number[] = [];

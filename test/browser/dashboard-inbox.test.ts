@@ -10,6 +10,7 @@
 import request from 'supertest';
 import type { Page } from 'playwright-core';
 import { describeInChromium } from '../helpers/chromium';
+import { friendlyName } from '../../server/visitors/display-name';
 import { DashboardHarness, dashboardHarness, PASSWORD, violations, checkPage } from './dashboard/harness';
 
 describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
@@ -60,7 +61,9 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     const page = await d.signedIn(d.agent, inboxPath());
     const r = row(page, conv);
     await r.waitFor();
-    expect(await r.innerText()).toContain(visitor);
+    // The row names the visitor by its display name (here the friendly one), its id on hover.
+    expect(await r.innerText()).toContain(friendlyName(visitor));
+    expect(await r.locator('.inbox-row-visitor').getAttribute('title')).toBe(visitor);
     expect(await r.locator('.badge').innerText()).toMatch(/^45\s*unread$/);
     await r.click();
     const log = history(page);

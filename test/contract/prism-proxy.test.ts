@@ -724,6 +724,20 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     await m('PUT', `/sites/${site}/agent-names`, 200, { op: 'setAgentNames', json: { shown: true }, ...t(ownerToken) });
   });
 
+  test("tags: the site's list and a conversation's tags", async () => {
+    const list = `/sites/${site}/tags`;
+    const made = await m('POST', list, 201, { op: 'createTag', json: { name: 'Prism tag' }, ...t(ownerToken) });
+    await m('POST', list, 409, { op: 'createTag', code: 'conflict', json: { name: 'PRISM TAG' }, ...t(ownerToken) });
+    await m('POST', list, 403, { op: 'createTag', code: 'forbidden', json: { name: 'Agent tag' }, ...t(agentToken) });
+    await m('GET', list, 200, { op: 'listTags', ...t(agentToken) });
+    await m('PATCH', `${list}/${made.json.data.id}`, 200, { op: 'renameTag', json: { name: 'Prism renamed' }, ...t(ownerToken) });
+    const said = await h.visitorSay(site, 'prism-tags', 'hello');
+    const on = `/sites/${site}/inbox/conversations/${said.conversation.id}/tags/${made.json.data.id}`;
+    expect((await m('PUT', on, 200, { op: 'tagInboxConversation', ...t(agentToken) })).json.data).toEqual([{ id: made.json.data.id, name: 'Prism renamed' }]);
+    await m('DELETE', on, 200, { op: 'untagInboxConversation', ...t(agentToken) });
+    await m('DELETE', `${list}/${made.json.data.id}`, 204, { op: 'deleteTag', ...t(ownerToken) });
+  });
+
   test('event address, secrets, test delivery, delivery log, recovery', async () => {
     const e = `/sites/${site}/event-address`;
     expect((await m('GET', e, 200, { op: 'getEventAddress', ...t(ownerToken) })).json).toEqual({ data: null });

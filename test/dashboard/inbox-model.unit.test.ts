@@ -32,6 +32,12 @@ const conv = (over: Partial<Conversation> = {}): Conversation => ({
   assigneeId: null,
   unreadCount: 1,
   lastReadAt: null,
+  visitorName: 'Brave Otter',
+  visitorNameSource: 'generated',
+  lastMessage: null,
+  waitingSince: null,
+  lastAnswer: null,
+  tags: [],
   ...over,
 });
 const msg = (id: string, createdAt: string, over: Partial<Message> = {}): Message => ({
@@ -97,6 +103,9 @@ describe('live events on a row', () => {
     ).toBeNull();
     const read = { conversationId: conv().id, accountId: ME, lastReadAt: 'T3', lastReadMessageId: null };
     expect(applyToRow(conv({ unreadCount: 5 }), event('conversation.read', read), ctx)).toMatchObject({ unreadCount: 0, lastReadAt: 'T3' });
+    const tags = [{ id: 'tag_01jd8x3r5k0000000000000001', name: 'Billing' }];
+    expect(applyToRow(conv(), event('conversation.tagged', { conversationId: conv().id, tags, by: OTHER }), ctx).tags).toEqual(tags);
+    expect(applyToRow(conv(), event('conversation.tagged', { conversationId: 'conv_other', tags, by: OTHER }), ctx).tags).toEqual([]);
     expect(applyToRow(conv({ unreadCount: 5 }), event('conversation.read', { ...read, accountId: OTHER }), ctx).unreadCount).toBe(5);
   });
 

@@ -50,3 +50,16 @@ export function holdStatements(db: Knex, match: RegExp): { readonly held: number
     },
   };
 }
+
+/** How many statements `db` sends while `run` runs (a page's cost as a count, never a time). */
+export async function countStatements(db: Knex, run: () => Promise<unknown>): Promise<number> {
+  let n = 0;
+  const count = () => void n++;
+  db.on('query', count);
+  try {
+    await run();
+  } finally {
+    db.off('query', count);
+  }
+  return n;
+}

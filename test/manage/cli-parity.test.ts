@@ -20,12 +20,21 @@ import { chatCommands } from '../../server/cli/commands/chat';
 import { webhookCommands } from '../../server/cli/commands/webhooks';
 import { visitorCommands } from '../../server/cli/commands/visitors';
 import { accountCommands } from '../../server/cli/commands/accounts';
+import { tagCommands } from '../../server/cli/commands/tags';
 import { decrypt } from '../../server/platform/crypto';
 import { SWITCH_SETTLE_MS } from '../../server/webhooks/address-rules';
 
 const root = path.resolve(__dirname, '../..');
 /** Every command the operator CLI has (server/cli/admin.ts registers exactly these). */
-const CLI: Record<string, Command> = { ...siteCommands, ...keyCommands, ...chatCommands, ...webhookCommands, ...visitorCommands, ...accountCommands };
+const CLI: Record<string, Command> = {
+  ...siteCommands,
+  ...keyCommands,
+  ...chatCommands,
+  ...webhookCommands,
+  ...visitorCommands,
+  ...accountCommands,
+  ...tagCommands,
+};
 
 interface Row {
   command: string;
@@ -224,6 +233,38 @@ const cases: Record<string, () => Promise<void>> = {
     for (const m of [reply, cliReply]) expect(await h.runtime.db('events').where({ message_id: m.id, name: 'message.created' }).first('id')).toBeDefined();
     const listed = await request(h.app).get(`/api/v1/conversations/${viaApi}/messages`).set('Authorization', `Bearer ${h.site.key}`);
     expect(listed.body.data.map((m: { id: string }) => m.id)).toContain(reply.id);
+  },
+
+  'tag list': async () => {
+    await op('createTag', { body: { name: 'Listed by both' } });
+    const api = (await op('listTags')).body.data;
+    expect((await cli('tag list', '--site', site)).tags).toEqual(api);
+  },
+
+  'tag add': async () => {
+    const api = (await op('createTag', { body: { name: 'Made by API' } })).body.data;
+    const byCli = await cli('tag add', '--site', site, '--name', 'Made by CLI');
+    const names = ((await cli('tag list', '--site', site)).tags as { id: string; name: string }[]).map((t) => t.name);
+    expect(names).toEqual(expect.arrayContaining([api.name, byCli.name]));
+  },
+
+  'tag rename': async () => {
+    const one = await cli('tag add', '--site', site, '--name', 'Old API name');
+    const two = await cli('tag add', '--site', site, '--name', 'Old CLI name');
+    await op('renameTag', { params: { tagId: one.id }, body: { name: 'New API name' } });
+    await cli('tag rename', '--site', site, '--tag', two.id, '--name', 'New CLI name');
+    const tags = (await cli('tag list', '--site', site)).tags as { id: string; name: string }[];
+    expect(tags.filter((t) => t.id === one.id || t.id === two.id).map((t) => t.name)).toEqual(['New API name', 'New CLI name']);
+  },
+
+  'tag remove': async () => {
+    const one = await cli('tag add', '--site', site, '--name', 'Gone by API');
+    const two = await cli('tag add', '--site', site, '--name', 'Gone by CLI');
+    await op('deleteTag', { params: { tagId: one.id } });
+    await cli('tag remove', '--site', site, '--tag', two.id);
+    const ids = ((await cli('tag list', '--site', site)).tags as { id: string }[]).map((t) => t.id);
+    expect(ids).not.toContain(one.id);
+    expect(ids).not.toContain(two.id);
   },
 
   'account create': async () => {

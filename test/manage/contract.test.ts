@@ -283,6 +283,12 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   updateSharedReply: {},
   deleteSharedReply: {},
   listConversationSharedReplies: {},
+  listTags: {},
+  createTag: {},
+  renameTag: {},
+  deleteTag: {},
+  tagInboxConversation: {},
+  untagInboxConversation: {},
   getAgentNames: {},
   setAgentNames: {},
   listMembers: {},
@@ -474,6 +480,7 @@ function siteScenarios() {
   eventScenarios();
   inboxScenarios();
   replyScenarios();
+  tagScenarios();
   noteScenarios();
   visitorScenarios();
 }
@@ -935,15 +942,21 @@ function inboxScenarios() {
   });
 }
 
-type RepliesMethod = keyof Harness['runtime']['services']['replies'];
+type Services = Harness['runtime']['services'];
 
-/** `common` for the shared replies' operations: their 500 comes from the replies service. */
-function repliesCommon(method: Method, path: string, service: RepliesMethod, body?: object): Record<string, Scenario> {
+/** `common` for a feature service's operations (shared replies, tags): their 500 comes from that service. */
+function featureCommon<F extends 'replies' | 'tags'>(
+  feature: F,
+  method: Method,
+  path: string,
+  service: keyof Services[F],
+  body?: object,
+): Record<string, Scenario> {
   return {
     ...common(method, path, 'signIn.me', body),
     500: async () => {
       const spy = jest
-        .spyOn(h.runtime.services.replies, service as never)
+        .spyOn(h.runtime.services[feature], service as never)
         .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
       try {
         return await call(method, path, { cookie: owner.cookie, body });
@@ -952,6 +965,72 @@ function repliesCommon(method: Method, path: string, service: RepliesMethod, bod
       }
     },
   };
+}
+const repliesCommon = (method: Method, path: string, service: keyof Services['replies'], body?: object) =>
+  featureCommon('replies', method, path, service, body);
+const tagsCommon = (method: Method, path: string, service: keyof Services['tags'], body?: object) => featureCommon('tags', method, path, service, body);
+
+/** Tags (server/tags/): the site's list (owners) and the tags on conversations (members). */
+function tagScenarios() {
+  const list = `/sites/${site}/tags`;
+  const NO_TAG = `${list}/tag_00000000000000000000000000`;
+  const made = async (name: string) => (await call('post', list, { cookie: owner.cookie, body: { name } })).body.data.id as string;
+  const on = (conversationId: string, tagId: string, siteId = site) => `/sites/${siteId}/inbox/conversations/${conversationId}/tags/${tagId}`;
+  Object.assign(scenarios.listTags, {
+    ...tagsCommon('get', list, 'list'),
+    200: async () => {
+      await made(`Listed ${++counter}`);
+      return call('get', list, { cookie: agent.cookie });
+    },
+    404: () => call('get', `/sites/${OTHER_SITE}/tags`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/tags`),
+  });
+  Object.assign(scenarios.createTag, {
+    ...tagsCommon('post', list, 'create', { name: 'Contract' }),
+    ...writes('post', list, { name: 'Contract' }),
+    201: () => call('post', list, { cookie: owner.cookie, body: { name: `Made ${++counter}` } }),
+    400: () => call('post', list, { cookie: owner.cookie, body: { name: 'x'.repeat(51) } }),
+    404: () => call('post', `/sites/${OTHER_SITE}/tags`, { cookie: owner.cookie, body: { name: 'x' } }),
+    409: async () => {
+      await made('Taken tag');
+      return call('post', list, { cookie: owner.cookie, body: { name: 'TAKEN TAG' } });
+    },
+    429: () => exhausted('post', (s) => `/sites/${s}/tags`, { name: 'x' }),
+  });
+  Object.assign(scenarios.renameTag, {
+    ...tagsCommon('patch', NO_TAG, 'rename', { name: 'x' }),
+    ...writes('patch', NO_TAG, { name: 'x' }),
+    200: async () => call('patch', `${list}/${await made(`To rename ${++counter}`)}`, { cookie: owner.cookie, body: { name: `Renamed ${++counter}` } }),
+    400: () => call('patch', NO_TAG, { cookie: owner.cookie, body: {} }),
+    404: () => call('patch', NO_TAG, { cookie: owner.cookie, body: { name: 'x' } }),
+    409: async () => {
+      await made('Kept tag');
+      return call('patch', `${list}/${await made(`Clash ${++counter}`)}`, { cookie: owner.cookie, body: { name: 'kept TAG' } });
+    },
+    429: () => exhausted('patch', (s) => `/sites/${s}/tags/tag_00000000000000000000000000`, { name: 'x' }),
+  });
+  Object.assign(scenarios.deleteTag, {
+    ...tagsCommon('delete', NO_TAG, 'remove'),
+    204: async () => call('delete', `${list}/${await made(`To delete ${++counter}`)}`, { cookie: owner.cookie }),
+    400: () => call('delete', `${list}/not-a-tag`, { cookie: owner.cookie }),
+    403: () => call('delete', NO_TAG, { cookie: agent.cookie }),
+    404: () => call('delete', NO_TAG, { cookie: owner.cookie }),
+    429: () => exhausted('delete', (s) => `/sites/${s}/tags/tag_00000000000000000000000000`),
+  });
+  const NO_TAG_ID = 'tag_00000000000000000000000000';
+  for (const [operation, method, service] of [
+    ['tagInboxConversation', 'put', 'apply'],
+    ['untagInboxConversation', 'delete', 'unapply'],
+  ] as const) {
+    Object.assign(scenarios[operation], {
+      ...tagsCommon(method, on(NO_CONVERSATION, NO_TAG_ID), service),
+      200: async () => call(method, on(await conversation(), await made(`Applied ${++counter}`)), { cookie: agent.cookie }),
+      400: () => call(method, on('not-a-conversation', NO_TAG_ID), { cookie: agent.cookie }),
+      403: () => call(method, on(NO_CONVERSATION, NO_TAG_ID), { cookie: agent.cookie, headers: CROSS_SITE }),
+      404: async () => call(method, on(await conversation(), NO_TAG_ID), { cookie: agent.cookie }),
+      429: () => exhausted(method, (s) => on(NO_CONVERSATION, NO_TAG_ID, s)),
+    });
+  }
 }
 
 /** Shared replies (server/replies/) and the agent-names setting. */

@@ -7,6 +7,7 @@
  */
 import request from 'supertest';
 import type { Harness } from '../helpers/harness';
+import { countStatements } from '../helpers/held-statements';
 import { manageHarness, memberWithToken, withToken } from './helpers';
 import { allowOrigins, auth, getToken, ORIGIN, w } from '../window/helpers';
 
@@ -166,18 +167,7 @@ describe('the chat window names replies', () => {
   });
 
   test('naming replies costs at most two statements a page of the feed, whatever the number of replies and authors', async () => {
-    /** Statements sent while `run` runs. */
-    const statements = async (run: () => Promise<unknown>) => {
-      let n = 0;
-      const count = () => void n++;
-      h.runtime.db.on('query', count);
-      try {
-        await run();
-      } finally {
-        h.runtime.db.off('query', count);
-      }
-      return n;
-    };
+    const statements = (run: () => Promise<unknown>) => countStatements(h.runtime.db, run);
     const third = await memberWithToken(h, h.site.id, 'third@example.com', 'agent');
     const conversationWith = async (visitorId: string, replies: { token: string }[]) => {
       const id = (await h.visitorSay(h.site.id, visitorId, 'Hello?')).conversation.id;

@@ -23,6 +23,7 @@ import * as m025 from './025_seen';
 import * as m024 from './024_shared_replies';
 import * as m023 from './023_visitor_context';
 import * as m026 from './026_search';
+import * as m027 from './027_rows';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -55,6 +56,7 @@ const migrations: Record<string, Migration> = {
   '023_visitor_context': m023,
   '025_seen': m025,
   '026_search': m026,
+  '027_rows': m027,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -978,6 +978,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/inbox/conversations/{conversationId}/tags/{tagId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put a tag on a conversation
+         * @description Every member. Idempotent: a tag already on the conversation changes nothing. A conversation
+         *     carries at most 10 tags (`400` beyond). Answers the conversation's tags as they are now; a
+         *     change goes to the members' live streams as `conversation.tagged` and is audited as
+         *     `conversation.tagged`. Another site's conversation or tag is `404`.
+         */
+        put: operations["tagInboxConversation"];
+        post?: never;
+        /**
+         * Take a tag off a conversation
+         * @description Every member. Idempotent: a tag not on the conversation changes nothing. Answers the
+         *     conversation's tags as they are now; a change goes to the live streams as
+         *     `conversation.tagged` and is audited as `conversation.untagged`. Another site's
+         *     conversation or tag is `404`.
+         */
+        delete: operations["untagInboxConversation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/inbox/conversations/{conversationId}/typing": {
         parameters: {
             query?: never;
@@ -1049,8 +1079,9 @@ export interface paths {
          *     (`InboxVisitorContextEvent`) says that the visitor of a conversation moved to another page or
          *     said more of itself: read `getInboxVisitor` again; `conversation.seen` (a `SeenMark`) that the
          *     visitor was shown the replies up to one; `conversation.typing` (`InboxTyping`, without an
-         *     `id`: never stored, never replayed) that the visitor or another member is typing. Each event
-         *     is one of `InboxStreamEvent`. The first event is `ready` with
+         *     `id`: never stored, never replayed) that the visitor or another member is typing;
+         *     `conversation.tagged` (`InboxConversationTaggedEvent`) a conversation's tags after a member
+         *     changed them. Each event is one of `InboxStreamEvent`. The first event is `ready` with
          *     the position the stream starts after (`lastEventId`), the feed's newest position (`tail`:
          *     on a resume, the events up to it are the catch-up) and `gap` (true when feed rows after
          *     `Last-Event-ID` were purged, so the resume is not exact and lists should be reloaded).
@@ -1318,6 +1349,59 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the site's tags
+         * @description Every member. All of the site's tags at once (at most 200), by name without regard to case.
+         */
+        get: operations["listTags"];
+        put?: never;
+        /**
+         * Add a tag
+         * @description Owners only. `name`: one line, 1 to 50 characters once trimmed, unique in the site without
+         *     regard to case (a taken one is `409 conflict`). A site keeps at most 200 (`400` beyond).
+         *     Audited as `tag.created`.
+         */
+        post: operations["createTag"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/tags/{tagId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a tag
+         * @description Owners only. The tag is taken off every conversation that carries it (no live event per
+         *     conversation: lists show it gone when next read). Another site's tag is `404`. Audited as
+         *     `tag.deleted`.
+         */
+        delete: operations["deleteTag"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a tag
+         * @description Owners only, with the rules of `createTag`; the conversations carrying the tag show the new
+         *     name. Another site's tag is `404`. Audited as `tag.renamed`.
+         */
+        patch: operations["renameTag"];
         trace?: never;
     };
     "/sites/{siteId}/visitor-context": {
@@ -1623,6 +1707,11 @@ export interface components {
          * @enum {string}
          */
         ConversationState: "open" | "closed";
+        ConversationTagList: {
+            data: components["schemas"]["ConversationTags"];
+        };
+        /** @description The tags on a conversation, by name (at most 10). */
+        ConversationTags: components["schemas"]["TagRef"][];
         CreatedApiKey: {
             createdAt: components["schemas"]["Timestamp"];
             createdBy: components["schemas"]["AccountIdValue"];
@@ -1935,6 +2024,12 @@ export interface components {
                 }[];
             };
         };
+        InboxAnswer: {
+            at: components["schemas"]["Timestamp"];
+            /** @description `You`, another member's display name, `A former member`, or `Integration`. */
+            author: string;
+            authorId: components["schemas"]["AccountIdValue"] | null;
+        };
         /** @description The `data` of `conversation.assigned` on the inbox's live stream. */
         InboxAssigned: {
             assignedBy: components["schemas"]["AccountIdValue"];
@@ -1949,11 +2044,16 @@ export interface components {
             closedAt: components["schemas"]["Timestamp"] | null;
             createdAt: components["schemas"]["Timestamp"];
             id: components["schemas"]["ConversationIdValue"];
+            /** @description The newest answer to the visitor and who wrote it; `null` before the first. */
+            lastAnswer: components["schemas"]["InboxAnswer"] | null;
+            /** @description What the row shows of the newest message; `null` before the first. */
+            lastMessage: components["schemas"]["InboxLastMessage"] | null;
             /** @description Time of the newest message. */
             lastMessageAt: components["schemas"]["Timestamp"] | null;
             /** @description The time of the newest message the member has read; `null` before their first read. */
             lastReadAt: components["schemas"]["Timestamp"] | null;
             state: components["schemas"]["ConversationState"];
+            tags: components["schemas"]["ConversationTags"];
             /**
              * Format: int32
              * @description Messages after the signed-in member's read mark that they did not write, counted up to 999 (more shows as 999).
@@ -1963,6 +2063,15 @@ export interface components {
             updatedAt: components["schemas"]["Timestamp"];
             /** @description The visitor's identifier as given by the chat window (1 to 128 printable ASCII characters, no spaces). */
             visitorId: string;
+            /** @description The visitor's display name (the verified name, else the one its page gave, else a friendly name derived from the visitor id, such as "Brave Otter"). */
+            visitorName: string;
+            /**
+             * @description Where `visitorName` comes from.
+             * @enum {string}
+             */
+            visitorNameSource: "verified" | "unverified" | "generated";
+            /** @description The visitor's oldest message not answered yet; `null` when the newest message is an answer (or there is none). */
+            waitingSince: components["schemas"]["Timestamp"] | null;
         };
         InboxConversationList: {
             data: components["schemas"]["InboxConversation"][];
@@ -1970,6 +2079,28 @@ export interface components {
         };
         InboxConversationResponse: {
             data: components["schemas"]["InboxConversation"];
+        };
+        /** @description `data` of the inbox stream's `conversation.tagged`: a conversation's tags as they are now, and the member who changed them. */
+        InboxConversationTaggedEvent: {
+            by: components["schemas"]["AccountIdValue"];
+            conversationId: components["schemas"]["ConversationIdValue"];
+            tags: components["schemas"]["ConversationTags"];
+        };
+        InboxLastMessage: {
+            /** Format: int32 */
+            attachmentCount: number;
+            /** @description `null` for the visitor's message; for an answer `You` (the signed-in member), another member's display name, `A former member`, or `Integration` (no member wrote it). */
+            author: string | null;
+            /** @description The member who wrote it in the inbox; `null` for the visitor, an integration or the operator CLI. */
+            authorId: components["schemas"]["AccountIdValue"] | null;
+            /** @enum {string} */
+            direction: "incoming" | "outgoing";
+            /**
+             * @description The message as one line of plain text: markdown taken off (links and images by their
+             *     text, code as text), white space collapsed, at most 140 characters with `…` when cut;
+             *     the files' names when it has no text.
+             */
+            preview: string;
         };
         InboxMessageList: {
             data: components["schemas"]["Message"][];
@@ -2031,7 +2162,7 @@ export interface components {
          *     `conversation.typing`. The `event` of each variant tells them apart (a `const` or an `enum`
          *     of names no other variant has). The dashboard's types of the stream are generated from this.
          */
-        InboxStreamEvent: components["schemas"]["InboxStreamPublicEvent"] | components["schemas"]["InboxStreamAssigned"] | components["schemas"]["InboxStreamRead"] | components["schemas"]["InboxStreamNote"] | components["schemas"]["InboxStreamNoteDeleted"] | components["schemas"]["InboxStreamNoteMentioned"] | components["schemas"]["InboxStreamVisitorContext"] | components["schemas"]["InboxStreamSeen"] | components["schemas"]["InboxStreamTyping"];
+        InboxStreamEvent: components["schemas"]["InboxStreamPublicEvent"] | components["schemas"]["InboxStreamAssigned"] | components["schemas"]["InboxStreamRead"] | components["schemas"]["InboxStreamNote"] | components["schemas"]["InboxStreamNoteDeleted"] | components["schemas"]["InboxStreamNoteMentioned"] | components["schemas"]["InboxStreamVisitorContext"] | components["schemas"]["InboxStreamSeen"] | components["schemas"]["InboxStreamTyping"] | components["schemas"]["InboxStreamTagged"];
         /** @description The site feed position: what `Last-Event-ID` resumes after. */
         InboxStreamId: string;
         InboxStreamNote: {
@@ -2071,6 +2202,13 @@ export interface components {
             data: components["schemas"]["SeenMark"];
             /** @constant */
             event: "conversation.seen";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        /** @description A member changed a conversation's tags; `data` has the tags as they are now. */
+        InboxStreamTagged: {
+            data: components["schemas"]["InboxConversationTaggedEvent"];
+            /** @constant */
+            event: "conversation.tagged";
             id: components["schemas"]["InboxStreamId"];
         };
         InboxStreamTyping: {
@@ -2540,11 +2678,36 @@ export interface components {
                 switchAt: components["schemas"]["Timestamp"];
             };
         };
+        Tag: {
+            createdAt: components["schemas"]["Timestamp"];
+            id: components["schemas"]["TagIdValue"];
+            name: components["schemas"]["TagName"];
+        };
         /**
          * @description A tag of a site (`tag_` and 26 characters, like every id).
          * @example tag_01jd8x3r5k0000000000000000
          */
         TagIdValue: string;
+        TagList: {
+            data: components["schemas"]["Tag"][];
+        };
+        /**
+         * @description One line, 1 to 50 characters once trimmed; unique in the site without regard to case.
+         * @example Billing
+         */
+        TagName: string;
+        /** @description A tag as a conversation carries it. */
+        TagRef: {
+            id: components["schemas"]["TagIdValue"];
+            name: components["schemas"]["TagName"];
+        };
+        TagRequest: {
+            /** @description The name: trimmed, then 1 to 50 characters of one line. */
+            name: string;
+        };
+        TagResponse: {
+            data: components["schemas"]["Tag"];
+        };
         TestDeliveryRequest: {
             event: components["schemas"]["EventName"];
         };
@@ -3053,6 +3216,27 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
+        /** @description `conflict`: the site has a tag with this name (compared without regard to case). */
+        TagConflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "conflict",
+                 *         "message": "The site has a tag named “Billing” already."
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
         /** @description `unauthorized`: no session cookie or management token, or one that expired, ended or was revoked; at sign-in, a wrong email or password (the same answer for both). */
         Unauthorized: {
             headers: {
@@ -3132,6 +3316,8 @@ export interface components {
         SharedReplyId: components["schemas"]["SharedReplyIdValue"];
         /** @description Site identifier (the `workspaceKey`). */
         SiteId: components["schemas"]["SiteIdValue"];
+        /** @description Tag identifier. */
+        TagId: components["schemas"]["TagIdValue"];
         /** @description Management token identifier (not the token). */
         TokenId: components["schemas"]["TokenIdValue"];
         /** @description Only conversations updated (last message or state change) at or after this instant. */
@@ -5348,6 +5534,82 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    tagInboxConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+                /** @description Tag identifier. */
+                tagId: components["parameters"]["TagId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation's tags. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationTagList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    untagInboxConversation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Conversation identifier. */
+                conversationId: components["parameters"]["ConversationId"];
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+                /** @description Tag identifier. */
+                tagId: components["parameters"]["TagId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The conversation's tags. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConversationTagList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     reportAgentTyping: {
         parameters: {
             query?: never;
@@ -6103,6 +6365,162 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTags: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tags. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TagList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTag: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Billing"
+                 *     }
+                 */
+                "application/json": components["schemas"]["TagRequest"];
+            };
+        };
+        responses: {
+            /** @description The new tag. */
+            201: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TagResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["TagConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteTag: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+                /** @description Tag identifier. */
+                tagId: components["parameters"]["TagId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    renameTag: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+                /** @description Tag identifier. */
+                tagId: components["parameters"]["TagId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TagRequest"];
+            };
+        };
+        responses: {
+            /** @description The tag as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TagResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["TagConflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];

@@ -5,6 +5,7 @@ import { ErrorBanner } from '../components/ErrorBanner';
 import { RelativeTime } from '../components/RelativeTime';
 import { BASE } from '../router';
 import { visitorOf, type Conversation, type Filters } from './model';
+import { TagChips } from './TagPicker';
 
 export interface ConversationListProps {
   siteId: string;
@@ -90,8 +91,8 @@ export function ConversationList(p: ConversationListProps) {
                   }}
                 >
                   <span class="inbox-row-top">
-                    <span class="inbox-row-visitor">
-                      {v.verified && <span class="tag">Verified</span>} {v.label}
+                    <span class="inbox-row-visitor" title={v.label}>
+                      {c.visitorName} {c.visitorNameSource === 'verified' && <span class="tag">Verified</span>}
                     </span>
                     {c.unreadCount > 0 && (
                       <span class="badge">
@@ -101,11 +102,34 @@ export function ConversationList(p: ConversationListProps) {
                       </span>
                     )}
                   </span>
+                  {c.lastMessage && (
+                    <span class="inbox-row-preview">
+                      {c.lastMessage.author && <span class="inbox-row-author">{c.lastMessage.author}: </span>}
+                      {c.lastMessage.attachmentCount > 0 && (
+                        <span class="inbox-row-file" aria-label={`${c.lastMessage.attachmentCount} file${c.lastMessage.attachmentCount > 1 ? 's' : ''}`}>
+                          📎{' '}
+                        </span>
+                      )}
+                      {c.lastMessage.preview}
+                    </span>
+                  )}
                   <span class="inbox-row-meta">
+                    {c.waitingSince ? (
+                      <span class="inbox-row-waiting">
+                        Waiting since <RelativeTime at={c.waitingSince} />
+                      </span>
+                    ) : (
+                      c.lastAnswer && (
+                        <span>
+                          Answered by {c.lastAnswer.author === 'You' ? 'you' : c.lastAnswer.author} <RelativeTime at={c.lastAnswer.at} />
+                        </span>
+                      )
+                    )}
                     <span>{assignee(c)}</span>
                     {c.state === 'closed' && <span class="tag tag-muted">Closed</span>}
                     <RelativeTime at={c.lastMessageAt ?? c.createdAt} />
                   </span>
+                  <TagChips tags={c.tags} />
                 </a>
               </li>
             );

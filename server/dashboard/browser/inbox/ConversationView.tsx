@@ -8,6 +8,7 @@ import { Link } from '../components/Link';
 import { RelativeTime } from '../components/RelativeTime';
 import { Composer } from './Composer';
 import { VisitorPanel } from './VisitorPanel';
+import { TagPicker } from './TagPicker';
 import { Markdown } from './Markdown';
 import { safeHref } from '../../../window/browser/markdown';
 import { formatSize, mergeMessages, visitorOf, type Conversation, type Member, type Message } from './model';
@@ -174,12 +175,19 @@ export function ConversationView(p: ConversationViewProps) {
           ← Conversations
         </Button>
         <h2 id="inbox-conv-title">
-          {v.verified ? 'Verified user' : 'Visitor'} <span class="inbox-visitor-id">{v.label}</span>
+          {c.visitorName} {c.visitorNameSource === 'verified' && <span class="tag">Verified</span>}
         </h2>
         <dl class="inbox-facts">
           <div>
             <dt>Identity</dt>
-            <dd>{v.verified ? 'verified by the site' : 'anonymous (the chat window’s id)'}</dd>
+            <dd>
+              {c.visitorNameSource === 'verified'
+                ? 'verified by the site'
+                : c.visitorNameSource === 'unverified'
+                  ? 'name given by the page, not verified'
+                  : 'anonymous'}{' '}
+              <span class="inbox-visitor-id">{v.label}</span>
+            </dd>
           </div>
           <div>
             <dt>Started</dt>
@@ -237,6 +245,7 @@ export function ConversationView(p: ConversationViewProps) {
           )}
           <Link to={`/sites/${siteId}/timeline?conversation=${c.id}`}>Timeline</Link>
         </div>
+        <TagPicker siteId={siteId} conversationId={c.id} tags={c.tags} onTags={(tags) => p.onChange({ ...latest.current, tags })} />
         <ErrorBanner error={actionError} />
       </div>
       <VisitorPanel siteId={siteId} conversationId={c.id} owner={owner} onDeleted={(id) => (p.onVisitorDeleted ?? p.onBack)(id)} />

@@ -177,6 +177,26 @@ export function InboxPage({ site, me }: PageProps) {
 
   // Live: the open conversation's view registers here for its messages.
   const messageListeners = useRef(new Set<(m: Message) => void>());
+  /** Conversations whose row summary is being read again after a new message (true: read once more). */
+  const summaries = useRef(new Map<string, boolean>());
+  const readSummary = async (id: string) => {
+    try {
+      do {
+        summaries.current.set(id, false);
+        const c = await call(() =>
+          client.GET('/sites/{siteId}/inbox/conversations/{conversationId}', { params: { path: { siteId: site.id, conversationId: id } } }),
+        );
+        const { visitorName, visitorNameSource, lastMessage, waitingSince, lastAnswer } = c;
+        const summary = (r: Conversation): Conversation => (r.id === id ? { ...r, visitorName, visitorNameSource, lastMessage, waitingSince, lastAnswer } : r);
+        setItems((rows) => rows?.map(summary) ?? rows);
+        setOpen((o) => o && summary(o));
+      } while (summaries.current.get(id));
+    } catch {
+      // The row keeps its older summary until the list is read again.
+    } finally {
+      summaries.current.delete(id);
+    }
+  };
   useEffect(() => {
     const onEvent = async (e: InboxLiveEvent) => {
       // A conversation open in a hidden tab is not being read: its new messages count as unread
@@ -188,6 +208,12 @@ export function InboxPage({ site, me }: PageProps) {
       setItems((rows) => rows?.map((c) => applyToRow(c, e, ctx)) ?? rows);
       setOpen((o) => (o ? applyToRow(o, e, ctx) : o));
       const id = conversationIdOf(e);
+      // What a row says of the last message is the server's (the preview's rules live there): read
+      // again; a message arriving during the read asks for one more read after it.
+      if (e.name === 'message.created' && id && now.current.items?.some((c) => c.id === id)) {
+        if (summaries.current.has(id)) summaries.current.set(id, true);
+        else void readSummary(id);
+      }
       if (e.name === 'conversation.started' && id && !now.current.items?.some((c) => c.id === id)) {
         try {
           const c = await call(() =>

@@ -124,6 +124,11 @@ export function applyToRow(c: Conversation, e: InboxLiveEvent, ctx: LiveContext)
       if (d.conversationId !== c.id) return c;
       return { ...c, assigneeId: typeof d.assigneeId === 'string' ? d.assigneeId : null };
     }
+    case 'conversation.tagged': {
+      const d = e.data as { conversationId?: unknown; tags?: unknown };
+      if (d.conversationId !== c.id || !Array.isArray(d.tags)) return c;
+      return { ...c, tags: d.tags as Conversation['tags'] };
+    }
     case 'conversation.read': {
       const d = e.data as { conversationId?: unknown; accountId?: unknown; lastReadAt?: unknown };
       if (d.conversationId !== c.id || d.accountId !== ctx.me) return c;

@@ -35,6 +35,7 @@ export const INBOX_LIVE_EVENT_NAMES: ReadonlySet<string> = new Set(
     'visitor.context': 1,
     'conversation.seen': 1,
     'conversation.typing': 1,
+    'conversation.tagged': 1,
   } satisfies Record<InboxLiveEventName, 1>),
 );
 

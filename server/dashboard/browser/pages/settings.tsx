@@ -1,8 +1,9 @@
 /**
  * A site's settings (owners): its name, the origins whose pages may open the chat window, identity
- * verification (mode and secret), the embed snippet with a check that a page carries it, and whose
- * name visitors see on replies. The sections are in settings/; this page reads the site once and
- * hands each its part (a section with a resource of its own reads that itself).
+ * verification (mode and secret), the embed snippet with a check that a page carries it, whose
+ * name visitors see on replies, and the tags agents put on conversations. The sections are in
+ * settings/; this page reads the site once and hands each its part (a section with a resource of
+ * its own reads that itself).
  */
 import { useEffect, useState } from 'preact/hooks';
 import { call, client, type Schemas } from '../api';
@@ -14,6 +15,7 @@ import { IdentityVerification } from '../settings/identity';
 import { EmbedSnippet } from '../settings/embed';
 import { AgentNames } from '../settings/agent-names';
 import { VisitorContextSettings } from '../settings/visitor-context';
+import { TagSettings } from '../settings/tags';
 
 export type ManagedSite = Schemas['ManagedSite'];
 
@@ -39,6 +41,7 @@ export function SettingsPage({ site }: PageProps) {
       <VisitorContextSettings siteId={site.id} />
       <EmbedSnippet siteId={site.id} origins={settings.allowedOrigins} />
       <AgentNames siteId={site.id} siteName={settings.name} />
+      <TagSettings siteId={site.id} />
     </div>
   );
 }
