@@ -66,6 +66,15 @@ describeInChromium('inbox rows and tags in Chromium (SQLite pass only)', () => {
     // The owner sees the agent's name in place of "You".
     await row(settings, id).locator('.inbox-row-preview').getByText('agent: It ships today: track it').waitFor();
 
+    // The owner filters the list by the tag: the tagged conversation stays, an untagged one goes.
+    const other = (await d.h.visitorSay(d.site.id, 'rows-untagged', 'No tag here')).conversation.id;
+    await settings.reload();
+    await row(settings, other).waitFor();
+    await settings.getByRole('group', { name: 'Filters' }).getByLabel('Tag').selectOption({ label: 'Billing' });
+    await settings.waitForFunction((cid) => !document.querySelector(`.inbox-rows [data-conversation="${cid}"]`), other);
+    await row(settings, id).waitFor();
+    await checkPage(settings);
+
     // Taking the tag off.
     await picker.getByRole('button', { name: 'Remove tag Billing' }).click();
     await page.waitForFunction((cid) => !document.querySelector(`[data-conversation="${cid}"] .tag-chips`), id);

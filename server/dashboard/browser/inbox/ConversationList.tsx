@@ -1,11 +1,12 @@
-import { useEffect, useRef } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { Button } from '../components/Button';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { RelativeTime } from '../components/RelativeTime';
 import { BASE } from '../router';
 import { visitorOf, type Conversation, type Filters } from './model';
-import { TagChips } from './TagPicker';
+import { TagChips, tagsOf } from './TagPicker';
+import type { Schemas } from '../api';
 
 export interface ConversationListProps {
   siteId: string;
@@ -29,6 +30,18 @@ export function ConversationList(p: ConversationListProps) {
   const more = useRef(p.onLoadMore);
   more.current = p.onLoadMore;
   const canLoad = p.hasMore && !p.loading && !p.error;
+  // The site's tags for the tag filter; a site with none shows no tag filter. A failed read leaves it out too.
+  const [tags, setTags] = useState<Schemas['Tag'][]>([]);
+  useEffect(() => {
+    let live = true;
+    tagsOf(p.siteId).then(
+      (t) => live && setTags(t),
+      () => live && setTags([]),
+    );
+    return () => {
+      live = false;
+    };
+  }, [p.siteId]);
 
   // The next page loads when the end of the list scrolls into view (the button does it without scrolling).
   useEffect(() => {
@@ -66,6 +79,19 @@ export function ConversationList(p: ConversationListProps) {
           <input type="checkbox" checked={p.filters.unread} onChange={(e) => p.onFilters({ ...p.filters, unread: e.currentTarget.checked })} />
           Unread only
         </label>
+        {(tags.length > 0 || p.filters.tag) && (
+          <label>
+            <span>Tag</span>
+            <select value={p.filters.tag ?? ''} onChange={(e) => p.onFilters({ ...p.filters, tag: e.currentTarget.value || undefined })}>
+              <option value="">Any</option>
+              {tags.map((t) => (
+                <option key={t.id} value={t.id}>
+                  {t.name}
+                </option>
+              ))}
+            </select>
+          </label>
+        )}
       </div>
       <ErrorBanner error={p.error} />
       {p.items === null ? (

@@ -8,7 +8,7 @@ type TagRef = Schemas['TagRef'];
 /** The site's tags, read once a site per page load (settings/tags.tsx forgets them when an owner changes them). */
 const siteTags = new Map<string, Promise<Schemas['Tag'][]>>();
 export const forgetSiteTags = (siteId: string) => void siteTags.delete(siteId);
-function tagsOf(siteId: string) {
+export function tagsOf(siteId: string) {
   let tags = siteTags.get(siteId);
   if (!tags) {
     tags = call(() => client.GET('/sites/{siteId}/tags', { params: { path: { siteId } } }));
