@@ -61,7 +61,6 @@ import { createInboxRecorder } from './inbox/activity';
 import { createVisitorContextStore } from './visitors/context-store';
 import { createVisitorContext } from './visitors/context';
 import { createVisitorDeletion } from './visitors/deletion';
-import { inboxFeedWriter } from './inbox/service';
 import { createSeenStore } from './window/seen-store';
 import { createLiveSignals } from './window/live-signals';
 import { createTagStore } from './tags/store';
@@ -95,6 +94,8 @@ export function createServices(
   const inboxStore = createInboxStore(db);
   // Every public event is also a row of its site's inbox feed (the dashboard's live streams).
   const outbox = withInboxActivity(createOutbox(channel), inboxStore);
+  // Private changes (assignments, read marks, notes, tags, context, seen) to the same feed, one writer for every feature.
+  const recordInboxChange = createInboxRecorder({ store: inboxStore, channel, now });
   const keys: Keys = deriveKeys(master);
   const cursors = createCursorCodec(keys.cursors);
   const conversationStore = createConversationStore(db);
@@ -155,7 +156,7 @@ export function createServices(
     store: tagStore,
     audit: accounts.audit.record,
     conversations: conversationStore,
-    record: createInboxRecorder({ store: inboxStore, channel, now }),
+    record: recordInboxChange,
     now,
   });
   // Internal notes: a table of their own, shown to members on the inbox's stream, never to the window or /api/v1.
@@ -165,7 +166,7 @@ export function createServices(
     conversations: conversationStore,
     members: accounts.members,
     accounts: accountStore,
-    record: createInboxRecorder({ store: inboxStore, channel, now }),
+    record: recordInboxChange,
     search,
     audit: accounts.audit.record,
     cursors,
@@ -179,7 +180,7 @@ export function createServices(
     visitors: visitorStore,
     conversations: conversationStore,
     // A stored change of a visitor's context is a row of its site's inbox feed, so agents' side panels follow it live.
-    feed: inboxFeedWriter({ store: inboxStore, channel, now }),
+    record: recordInboxChange,
     search,
     audit: accounts.audit.record,
     now,
@@ -269,7 +270,7 @@ export function createServices(
         conversations: conversationStore,
         messages: messageStore,
         store: seenStore,
-        feed: inboxFeedWriter({ store: inboxStore, channel, now }),
+        record: recordInboxChange,
         channel,
         now,
       }),
@@ -309,7 +310,7 @@ export function createServices(
         conversations,
         conversationStore,
         messages,
-        channel,
+        record: recordInboxChange,
         hub: createInboxHub(inboxStore, { channel }),
         rows: { visitors: visitorStore, accounts: accountStore, tags },
         now,

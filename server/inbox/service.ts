@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import { ApiError, invalid, notFound } from '../platform/errors';
 import { toIso } from '../platform/time';
-import { afterCommit, runInTransaction } from '../db/transaction';
+import { runInTransaction } from '../db/transaction';
 import type { Manager, SignedActor } from '../accounts/common';
 import type { Members } from '../accounts/members';
 import type { Role } from '../accounts/store';
@@ -11,12 +11,11 @@ import { conversationToDto, type ConversationRow, type ConversationStore, type R
 import type { MessageService } from '../messages/service';
 import type { Message, MessageFormat } from '../messages/store';
 import type { IncomingFile } from '../media/service';
-import type { EventChannel } from '../webhooks/channel';
 import type { StreamEvent, StreamSource } from '../window/streams';
 import type { Logger } from '../platform/logger';
 import type { InboxStore, ReadMarkColumns } from './store';
 import type { InboxHub } from './live';
-import { PRIVATE_TO_ACCOUNT } from './activity';
+import { PRIVATE_TO_ACCOUNT, type InboxRecorder } from './activity';
 import type { VisitorStore } from '../visitors/store';
 import type { AccountStore } from '../accounts/store';
 import type { Tags } from '../tags/service';
@@ -42,37 +41,6 @@ export function assignmentRefusal(role: 'owner' | 'agent', actorId: string, curr
 }
 
 /**
- * Writes a private change (one that is not a public event: an assignment, a read mark, the
- * visitor's context moving) to the site's inbox feed in the change's transaction, and tells the
- * site's streams once it committed. The inbox service's, and other features' through it.
- */
-export function inboxFeedWriter(deps: { store: Pick<InboxStore, 'append'>; channel: Pick<EventChannel, 'publish'>; now: () => number }) {
-  return async function record(
-    trx: Knex.Transaction,
-    siteId: string,
-    visitorId: string,
-    kind: string,
-    conversationId: string,
-    accountId: string | null,
-    body: object,
-  ): Promise<void> {
-    const at = deps.now();
-    const position = await deps.store.append(trx, {
-      site_id: siteId,
-      kind,
-      conversation_id: conversationId,
-      event_id: null,
-      account_id: accountId,
-      body: JSON.stringify(body),
-      created_at: at,
-    });
-    afterCommit(trx, () => deps.channel.publish([{ kind: 'inbox', siteId, visitorId, position, createdAt: at }]));
-  };
-}
-
-export type InboxFeedWriter = ReturnType<typeof inboxFeedWriter>;
-
-/**
  * The inbox's rules for a member of the site. The management entry has checked the membership
  * (`x-role: member`, server/manage/roles.ts) before any of these runs; `assign` takes the role it
  * found. A live stream asks again while it runs (`members.refusalOf`).
@@ -85,7 +53,8 @@ export function createInboxService(deps: {
   conversations: ConversationService;
   conversationStore: ConversationStore;
   messages: MessageService;
-  channel: Pick<EventChannel, 'publish'>;
+  /** Private changes (assignments, read marks) to the site's feed, in the change's transaction. */
+  record: InboxRecorder;
   hub: InboxHub;
   /** What a row shows beside the card: the visitors' names, the members' names, the tags; each read once a page. */
   rows: { visitors: Pick<VisitorStore, 'findMany'>; accounts: Pick<AccountStore, 'namesOf'>; tags: Pick<Tags, 'ofConversations'> };
@@ -127,8 +96,6 @@ export function createInboxService(deps: {
     return row;
   }
 
-  const record = inboxFeedWriter(deps);
-
   /** The member's read mark up to the conversation's newest message, in `trx`. */
   async function markReadIn(trx: Knex.Transaction, accountId: string, siteId: string, conversation: { id: string; visitor_id: string }) {
     const newest = await store.newestMessage(conversation.id, trx);
@@ -142,7 +109,7 @@ export function createInboxService(deps: {
       updated_at: at,
     });
     const dto = { conversationId: conversation.id, accountId, lastReadAt: toIso(mark.last_read_at), lastReadMessageId: mark.last_read_message_id };
-    await record(trx, siteId, conversation.visitor_id, 'conversation.read', conversation.id, accountId, dto);
+    await deps.record(trx, { siteId, visitorId: conversation.visitor_id, kind: 'conversation.read', conversationId: conversation.id, accountId, body: dto });
     return dto;
   }
 
@@ -209,10 +176,13 @@ export function createInboxService(deps: {
         if (refusal) throw new ApiError('forbidden', refusal);
         if (current === assigneeId) return;
         await conversationStore.setAssignee(trx, id, assigneeId);
-        await record(trx, siteId, row.visitor_id, 'conversation.assigned', id, actor.manager.accountId, {
+        await deps.record(trx, {
+          siteId,
+          visitorId: row.visitor_id,
+          kind: 'conversation.assigned',
           conversationId: id,
-          assigneeId,
-          assignedBy: actor.manager.accountId,
+          accountId: actor.manager.accountId,
+          body: { conversationId: id, assigneeId, assignedBy: actor.manager.accountId },
         });
         await deps.audit(actor, [siteId], assigneeId ? 'conversation.assigned' : 'conversation.unassigned', id, trx);
       });

@@ -5,7 +5,7 @@ import { toIso, toIsoRequired } from '../platform/time';
 import { runInTransaction } from '../db/transaction';
 import type { AuditActor, AuditLog } from '../accounts/audit';
 import type { ConversationRow, ConversationStore } from '../conversations/store';
-import type { InboxFeedWriter } from '../inbox/service';
+import type { InboxRecorder } from '../inbox/activity';
 import type { VisitorStore } from './store';
 import { visitorDisplayName } from './display-name';
 import type { VisitorContextStore, ContextSettings } from './context-store';
@@ -56,7 +56,7 @@ export function createVisitorContext(deps: {
   store: VisitorContextStore;
   visitors: VisitorStore;
   conversations: Pick<ConversationStore, 'find' | 'latestOfVisitor' | 'nextOfVisitor' | 'ofVisitor'>;
-  feed: InboxFeedWriter;
+  record: InboxRecorder;
   audit: AuditLog['record'];
   /** The inbox's search finds a visitor's conversations by its name and email: rewritten with them. */
   search: Pick<SearchIndex, 'visitorChanged'>;
@@ -71,7 +71,14 @@ export function createVisitorContext(deps: {
   }
 
   const notify = (trx: Knex.Transaction, c: ConversationRow, at: number) =>
-    deps.feed(trx, c.site_id, c.visitor_id, VISITOR_CONTEXT_EVENT, c.id, null, { conversationId: c.id, visitorId: c.visitor_id, changedAt: toIsoRequired(at) });
+    deps.record(trx, {
+      siteId: c.site_id,
+      visitorId: c.visitor_id,
+      kind: VISITOR_CONTEXT_EVENT,
+      conversationId: c.id,
+      accountId: null,
+      body: { conversationId: c.id, visitorId: c.visitor_id, changedAt: toIsoRequired(at) },
+    });
 
   function checkDetails(details: VisitorDetails) {
     const name = details.name === undefined ? undefined : cleanText(details.name, 200) || null;

@@ -5,7 +5,7 @@ import { runInTransaction } from '../db/transaction';
 import type { ConversationStore } from '../conversations/store';
 import type { MessageStore } from '../messages/store';
 import type { EventChannel, LiveSignal } from '../webhooks/channel';
-import type { InboxFeedWriter } from '../inbox/service';
+import type { InboxRecorder } from '../inbox/activity';
 import type { SeenStore } from './seen-store';
 import { createTypingThrottle, seenMovesForward } from './live-rules';
 
@@ -33,7 +33,7 @@ export function createLiveSignals(deps: {
   conversations: Pick<ConversationStore, 'find' | 'findOfVisitor' | 'findForUpdate'>;
   messages: Pick<MessageStore, 'findById'>;
   store: SeenStore;
-  feed: InboxFeedWriter;
+  record: InboxRecorder;
   channel: Pick<EventChannel, 'publish'>;
   now: () => number;
 }) {
@@ -101,7 +101,7 @@ export function createLiveSignals(deps: {
         const row = { conversation_id: conversationId, site_id: siteId, message_id: message.id, message_created_at: message.created_at, seen_at: deps.now() };
         await deps.store.put(trx, row, current !== undefined);
         const mark = toMark(row);
-        await deps.feed(trx, siteId, visitorId, SEEN_EVENT, conversationId, null, mark);
+        await deps.record(trx, { siteId, visitorId, kind: SEEN_EVENT, conversationId, accountId: null, body: mark });
         return mark;
       });
     },
