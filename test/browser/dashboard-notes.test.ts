@@ -185,6 +185,15 @@ describeInChromium('internal notes in the inbox, beside the chat window (SQLite 
 
     await inbox.goto(`${d.origin}/dashboard/sites/${d.site.id}/inbox?conversation=${conv}`);
     const again = inbox.getByRole('log', { name: 'Messages' }).locator('li.msg-note');
+    await again.waitFor();
+    // Head, history, the Reply/Note switch and the composer stack without overlapping, however short the screen.
+    const tops = await inbox.evaluate(() =>
+      ['.inbox-conv-head', '.inbox-history', '.compose-switch', 'form.composer'].map((s) => {
+        const r = document.querySelector(s)!.getBoundingClientRect();
+        return [Math.round(r.top), Math.round(r.bottom)];
+      }),
+    );
+    for (let i = 1; i < tops.length; i++) expect(tops[i][0]).toBeGreaterThanOrEqual(tops[i - 1][1]);
     await again.getByRole('button', { name: 'Delete this note' }).click();
     await inbox.getByRole('dialog', { name: 'Delete this note?' }).getByRole('button', { name: 'Delete note' }).click();
     await again.waitFor({ state: 'detached' });
