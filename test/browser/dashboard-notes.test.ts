@@ -8,65 +8,27 @@
  * mention on whichever page it is; a second agent, not mentioned, is not. No CSP violation, no page
  * error, no serious axe finding.
  */
-import https from 'node:https';
-import type { Frame, Page } from 'playwright-core';
 import { describeInChromium } from '../helpers/chromium';
-import { freePort } from '../helpers/spawn';
-import { makeSelfSignedCert } from '../../server/platform/tls';
-import { allowOrigins } from '../window/helpers';
+import { allViolations, panelOf, startShop, type Shop } from './dashboard/shop';
 import { newMember } from '../manage/helpers';
 import { checkPage, DashboardHarness, dashboardHarness, provokeViolation, screenshot, violations } from './dashboard/harness';
 
 describeInChromium('internal notes in the inbox, beside the chat window (SQLite pass only)', () => {
   let d: DashboardHarness;
-  let shop: https.Server;
-  let shopOrigin: string;
+  let shop: Shop;
 
   beforeAll(async () => {
     d = await dashboardHarness();
     await newMember(d.h, d.site.id, 'agent2@example.com', 'agent');
     // The owner's name as notes and mentions show it (migration 018's column).
     await d.h.runtime.db('accounts').where({ id: d.owner.id }).update({ display_name: 'Olga Owner' });
-    const port = await freePort();
-    shopOrigin = `https://localhost:${port}`;
-    await allowOrigins(d.h, d.site.id, [shopOrigin]);
-    const tls = await makeSelfSignedCert();
-    const snippet = `<script async src="${d.origin}/window/v1/loader.js" data-site="${d.site.id}"></script>`;
-    shop = https.createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
-      res.setHeader('Content-Security-Policy', `default-src 'none'; script-src ${d.origin}; frame-src ${d.origin}; base-uri 'none'; form-action 'none'`);
-      res.setHeader('Content-Type', 'text/html; charset=utf-8');
-      res.end(
-        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title>${snippet}</head><body><main><h1>A shop</h1></main></body></html>`,
-      );
-    });
-    await new Promise<void>((resolve) => shop.listen(port, '127.0.0.1', resolve));
+    shop = await startShop(d);
   }, 60_000);
 
   afterAll(async () => {
-    if (shop) {
-      shop.closeAllConnections();
-      await new Promise<void>((resolve) => shop.close(() => resolve()));
-    }
+    await shop?.close();
     await d?.close();
   });
-
-  async function panelOf(page: Page): Promise<Frame> {
-    await page.locator('#chat-window-root iframe').waitFor({ state: 'attached' });
-    for (let i = 0; i < 100; i++) {
-      const f = page.frames().find((fr) => fr.url().endsWith(`/sites/${d.site.id}/panel`));
-      if (f) {
-        await f.locator('#cw-input').waitFor();
-        return f;
-      }
-      await page.waitForTimeout(50);
-    }
-    throw new Error('the panel frame did not appear');
-  }
-  async function allViolations(page: Page): Promise<string[]> {
-    const all: string[] = [];
-    for (const f of page.frames()) all.push(...(await f.evaluate(() => (window as unknown as { __violations?: string[] }).__violations ?? [])));
-    return all;
-  }
 
   test('a note with a mention: shown in the inbox styled apart, never in the window; the mentioned owner alone is told', async () => {
     // The owner and a second agent have their dashboards open elsewhere (the owner on the keys page).
@@ -77,9 +39,9 @@ describeInChromium('internal notes in the inbox, beside the chat window (SQLite 
 
     // The visitor writes from the shop page.
     const shopPage = await (await d.newContext()).newPage();
-    await shopPage.goto(`${shopOrigin}/`);
+    await shopPage.goto(`${shop.origin}/`);
     await shopPage.locator('#chat-window-root button.launcher').click();
-    const panel = await panelOf(shopPage);
+    const panel = await panelOf(shopPage, d.site.id);
     await panel.locator('#cw-status:empty').waitFor({ state: 'attached' });
     await panel.locator('#cw-input').fill('My parcel never arrived.');
     await panel.locator('#cw-input').press('Enter');

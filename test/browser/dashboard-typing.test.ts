@@ -5,12 +5,8 @@
  * pause; the agent typing shows in the window and is gone after the pause; the reply shown in the
  * open window shows "Seen" under it in the inbox, live. Axe-clean, no CSP violation, no page error.
  */
-import https from 'node:https';
-import type { Frame, Page } from 'playwright-core';
 import { describeInChromium } from '../helpers/chromium';
-import { freePort } from '../helpers/spawn';
-import { makeSelfSignedCert } from '../../server/platform/tls';
-import { allowOrigins } from '../window/helpers';
+import { allViolations, panelOf, startShop, type Shop } from './dashboard/shop';
 import { checkPage, DashboardHarness, dashboardHarness, provokeViolation, violations } from './dashboard/harness';
 
 /** A liveness bound far above the 3 s pause after which a typist's stop is sent (and the 6 s expiry behind it). */
@@ -18,59 +14,25 @@ const GONE_MS = 15_000;
 
 describeInChromium('typing both ways and "seen" between the window and the inbox (SQLite pass only)', () => {
   let d: DashboardHarness;
-  let shop: https.Server;
-  let shopOrigin: string;
+  let shop: Shop;
 
   beforeAll(async () => {
     d = await dashboardHarness();
-    const port = await freePort();
-    shopOrigin = `https://localhost:${port}`;
-    await allowOrigins(d.h, d.site.id, [shopOrigin]);
-    const tls = await makeSelfSignedCert();
-    const snippet = `<script async src="${d.origin}/window/v1/loader.js" data-site="${d.site.id}"></script>`;
-    shop = https.createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
-      res.setHeader('Content-Security-Policy', `default-src 'none'; script-src ${d.origin}; frame-src ${d.origin}; base-uri 'none'; form-action 'none'`);
-      res.setHeader('Content-Type', 'text/html; charset=utf-8');
-      res.end(
-        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title>${snippet}</head><body><main><h1>A shop</h1></main></body></html>`,
-      );
-    });
-    await new Promise<void>((resolve) => shop.listen(port, '127.0.0.1', resolve));
+    shop = await startShop(d);
   }, 60_000);
 
   afterAll(async () => {
-    if (shop) {
-      shop.closeAllConnections();
-      await new Promise<void>((resolve) => shop.close(() => resolve()));
-    }
+    await shop?.close();
     await d?.close();
   });
-
-  async function panelOf(page: Page): Promise<Frame> {
-    await page.locator('#chat-window-root iframe').waitFor({ state: 'attached' });
-    for (let i = 0; i < 100; i++) {
-      const f = page.frames().find((fr) => fr.url().endsWith(`/sites/${d.site.id}/panel`));
-      if (f) {
-        await f.locator('#cw-input').waitFor();
-        return f;
-      }
-      await page.waitForTimeout(50);
-    }
-    throw new Error('the panel frame did not appear');
-  }
-  async function allViolations(page: Page): Promise<string[]> {
-    const all: string[] = [];
-    for (const f of page.frames()) all.push(...(await f.evaluate(() => (window as unknown as { __violations?: string[] }).__violations ?? [])));
-    return all;
-  }
 
   test('the visitor typing shows in the inbox, the agent typing in the window, each gone after the pause; the reply shown is "Seen"', async () => {
     const inbox = await d.signedIn(d.agent, `/sites/${d.site.id}/inbox`);
     await inbox.getByText('No conversations here.').waitFor();
     const shopPage = await (await d.newContext()).newPage();
-    await shopPage.goto(`${shopOrigin}/`);
+    await shopPage.goto(`${shop.origin}/`);
     await shopPage.locator('#chat-window-root button.launcher').click();
-    const panel = await panelOf(shopPage);
+    const panel = await panelOf(shopPage, d.site.id);
     await panel.locator('#cw-status:empty').waitFor({ state: 'attached' });
     await panel.locator('#cw-input').fill('Is the red one in stock?');
     await panel.locator('#cw-input').press('Enter');

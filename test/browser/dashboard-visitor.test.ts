@@ -9,35 +9,24 @@
  * fragment. The panel passes axe, folds on a narrow screen and opens with the keyboard, and the
  * owner deletes the visitor's data from it. No CSP violation on either side, no page error.
  */
-import https from 'node:https';
-import type { Frame, Page } from 'playwright-core';
 import { SignJWT } from 'jose';
 import { describeInChromium } from '../helpers/chromium';
-import { freePort } from '../helpers/spawn';
-import { makeSelfSignedCert } from '../../server/platform/tls';
-import { allowOrigins } from '../window/helpers';
+import { allViolations, panelOf, startShop, type Shop } from './dashboard/shop';
 import { checkPage, DashboardHarness, dashboardHarness, provokeViolation, screenshot, violations } from './dashboard/harness';
 
 describeInChromium('the visitor in context beside the real chat window (SQLite pass only)', () => {
   let d: DashboardHarness;
-  let shop: https.Server;
-  let shopOrigin: string;
+  let shop: Shop;
   let secret: string;
 
   beforeAll(async () => {
     d = await dashboardHarness();
-    const port = await freePort();
-    shopOrigin = `https://localhost:${port}`;
-    await allowOrigins(d.h, d.site.id, [shopOrigin]);
     secret = (await d.h.runtime.services.access.setIdentity(d.site.id, { mode: 'optional' })).identitySecret!;
-    const tls = await makeSelfSignedCert();
-    const snippet = `<script async src="${d.origin}/window/v1/loader.js" data-site="${d.site.id}"></script>`;
-    const html = (title: string, body: string) =>
+    const html = (snippet: string, title: string, body: string) =>
       `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>${title}</title><script src="/identity.js"></script>${snippet}</head>` +
       `<body><main><h1>${title}</h1>${body}</main></body></html>`;
-    shop = https.createServer({ cert: tls.cert, key: tls.key }, async (req, res) => {
-      res.setHeader('Content-Security-Policy', `default-src 'none'; script-src 'self' ${d.origin}; frame-src ${d.origin}; base-uri 'none'; form-action 'none'`);
-      const url = new URL(req.url ?? '/', shopOrigin);
+    shop = await startShop(d, async (req, res, { origin, snippet }) => {
+      const url = new URL(req.url ?? '/', origin);
       if (url.pathname === '/identity.js') {
         // The shop's server signs who is signed in, for each page it serves: short-lived, HS256.
         const token = await new SignJWT({ name: 'Ada Lovelace', email: 'ada@example.com', attributes: { plan: 'pro' } })
@@ -55,38 +44,15 @@ describeInChromium('the visitor in context beside the real chat window (SQLite p
         return;
       }
       res.setHeader('Content-Type', 'text/html; charset=utf-8');
-      if (url.pathname === '/pricing') res.end(html('Pricing', '<p>Plans.</p>'));
-      else res.end(html('Shop home', '<p><a id="to-pricing" href="/pricing?plan=pro&amp;email=ada%40example.com#compare">See pricing</a></p>'));
+      if (url.pathname === '/pricing') res.end(html(snippet, 'Pricing', '<p>Plans.</p>'));
+      else res.end(html(snippet, 'Shop home', '<p><a id="to-pricing" href="/pricing?plan=pro&amp;email=ada%40example.com#compare">See pricing</a></p>'));
     });
-    await new Promise<void>((resolve) => shop.listen(port, '127.0.0.1', resolve));
   }, 60_000);
 
   afterAll(async () => {
-    if (shop) {
-      shop.closeAllConnections();
-      await new Promise<void>((resolve) => shop.close(() => resolve()));
-    }
+    await shop?.close();
     await d?.close();
   });
-
-  /** The window's panel frame of the page, once its input is there. */
-  async function panelOf(page: Page): Promise<Frame> {
-    await page.locator('#chat-window-root iframe').waitFor({ state: 'attached' });
-    for (let i = 0; i < 200; i++) {
-      const f = page.frames().find((fr) => fr.url().endsWith(`/sites/${d.site.id}/panel`));
-      if (f) {
-        await f.locator('#cw-input').waitFor({ state: 'attached' });
-        return f;
-      }
-      await page.waitForTimeout(50);
-    }
-    throw new Error('the panel frame did not appear');
-  }
-  async function allViolations(page: Page): Promise<string[]> {
-    const all: string[] = [];
-    for (const f of page.frames()) all.push(...(await f.evaluate(() => (window as unknown as { __violations?: string[] }).__violations ?? [])));
-    return all;
-  }
 
   test('the side panel follows the visitor from page to page, live; the owner deletes the visitor’s data', async () => {
     const inbox = await d.signedIn(d.owner, `/sites/${d.site.id}/inbox`, { viewport: { width: 1400, height: 900 } });
@@ -94,9 +60,9 @@ describeInChromium('the visitor in context beside the real chat window (SQLite p
 
     // 1. The visitor, signed in on the shop, opens the window on the home page and writes.
     const shopPage = await (await d.newContext()).newPage();
-    await shopPage.goto(`${shopOrigin}/`);
+    await shopPage.goto(`${shop.origin}/`);
     await shopPage.locator('#chat-window-root button.launcher').click();
-    let frame = await panelOf(shopPage);
+    let frame = await panelOf(shopPage, d.site.id);
     await frame.locator('#cw-status:empty').waitFor({ state: 'attached' });
     await frame.locator('#cw-input').fill('Which plan has the API?');
     await frame.locator('#cw-input').press('Enter');
@@ -115,7 +81,7 @@ describeInChromium('the visitor in context beside the real chat window (SQLite p
     expect(await attributes.locator('div', { hasText: 'cart' }).innerText()).toMatch(/2\s+unverified/);
     const current = panel.locator('.visitor-current');
     await current.getByText('Shop home').waitFor({ timeout: 10_000 });
-    expect(await current.getAttribute('data-url')).toBe(`${shopOrigin}/`);
+    expect(await current.getAttribute('data-url')).toBe(`${shop.origin}/`);
     const facts = panel.locator('.visitor-facts');
     expect(await facts.innerText()).toMatch(/Local time\s+\S/);
     expect(await facts.innerText()).toMatch(/Browser\s+\S+/);
@@ -127,9 +93,9 @@ describeInChromium('the visitor in context beside the real chat window (SQLite p
     await shopPage.locator('#to-pricing').click();
     await shopPage.waitForURL(/\/pricing/);
     await current.getByText('Pricing').waitFor({ timeout: 15_000 });
-    expect(await current.getAttribute('data-url')).toBe(`${shopOrigin}/pricing`);
+    expect(await current.getAttribute('data-url')).toBe(`${shop.origin}/pricing`);
     await panel.getByRole('heading', { name: 'This visit (2 pages)' }).waitFor();
-    frame = await panelOf(shopPage);
+    frame = await panelOf(shopPage, d.site.id);
     expect(await shopPage.locator('#chat-window-root button.launcher').getAttribute('aria-expanded')).toBe('false');
 
     // 4. A single-page app's navigation (pushState, no load): the loader notices, the panel follows.
@@ -138,7 +104,7 @@ describeInChromium('the visitor in context beside the real chat window (SQLite p
       document.title = 'Annual pricing';
     });
     await current.getByText('Annual pricing').waitFor({ timeout: 15_000 });
-    expect(await current.getAttribute('data-url')).toBe(`${shopOrigin}/pricing/annual`);
+    expect(await current.getAttribute('data-url')).toBe(`${shop.origin}/pricing/annual`);
     await panel.getByRole('heading', { name: 'This visit (3 pages)' }).waitFor();
     expect(await panel.innerText()).not.toContain('SECRET');
     expect(await panel.innerText()).not.toContain('ada%40example.com');

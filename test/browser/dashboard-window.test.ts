@@ -6,65 +6,23 @@
  * live, and closing in the inbox (after the confirmation) shows the window's closed notice. Both
  * pages end with zero CSP violations and no page errors.
  */
-import https from 'node:https';
-import type { Frame, Page } from 'playwright-core';
 import { describeInChromium } from '../helpers/chromium';
-import { freePort } from '../helpers/spawn';
-import { makeSelfSignedCert } from '../../server/platform/tls';
-import { allowOrigins } from '../window/helpers';
+import { allViolations, panelOf, startShop, type Shop } from './dashboard/shop';
 import { DashboardHarness, dashboardHarness, provokeViolation, screenshot, violations } from './dashboard/harness';
 
 describeInChromium('a visitor in the window and an agent in the inbox (SQLite pass only)', () => {
   let d: DashboardHarness;
-  let shop: https.Server;
-  let shopOrigin: string;
+  let shop: Shop;
 
   beforeAll(async () => {
     d = await dashboardHarness();
-    // The shop is another origin (another port) that embeds the window with the one-line snippet,
-    // under a CSP that allows the service's origin for the loader and the frame only.
-    const port = await freePort();
-    shopOrigin = `https://localhost:${port}`;
-    await allowOrigins(d.h, d.site.id, [shopOrigin]);
-    const tls = await makeSelfSignedCert();
-    const snippet = `<script async src="${d.origin}/window/v1/loader.js" data-site="${d.site.id}"></script>`;
-    shop = https.createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
-      res.setHeader('Content-Security-Policy', `default-src 'none'; script-src ${d.origin}; frame-src ${d.origin}; base-uri 'none'; form-action 'none'`);
-      res.setHeader('Content-Type', 'text/html; charset=utf-8');
-      res.end(
-        `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Shop</title>${snippet}</head>` + `<body><main><h1>A shop</h1></main></body></html>`,
-      );
-    });
-    await new Promise<void>((resolve) => shop.listen(port, '127.0.0.1', resolve));
+    shop = await startShop(d);
   }, 60_000);
 
   afterAll(async () => {
-    if (shop) {
-      shop.closeAllConnections();
-      await new Promise<void>((resolve) => shop.close(() => resolve()));
-    }
+    await shop?.close();
     await d?.close();
   });
-
-  /** The window's panel frame, once its input is there. */
-  async function panelOf(page: Page): Promise<Frame> {
-    await page.locator('#chat-window-root iframe').waitFor({ state: 'attached' });
-    for (let i = 0; i < 100; i++) {
-      const f = page.frames().find((fr) => fr.url().endsWith(`/sites/${d.site.id}/panel`));
-      if (f) {
-        await f.locator('#cw-input').waitFor();
-        return f;
-      }
-      await page.waitForTimeout(50);
-    }
-    throw new Error('the panel frame did not appear');
-  }
-  /** CSP violations recorded in the page and every frame of it (the shop page and the window's panel). */
-  async function allViolations(page: Page): Promise<string[]> {
-    const all: string[] = [];
-    for (const f of page.frames()) all.push(...(await f.evaluate(() => (window as unknown as { __violations?: string[] }).__violations ?? [])));
-    return all;
-  }
 
   test('the message reaches the open inbox live, the reply reaches the window live, closing shows in the window', async () => {
     // The agent's inbox is open first, and stays open (no reload) for the whole scenario.
@@ -75,9 +33,9 @@ describeInChromium('a visitor in the window and an agent in the inbox (SQLite pa
     await inbox.evaluate(() => ((window as unknown as { __sameDocument: boolean }).__sameDocument = true));
 
     const shopPage = await (await d.newContext()).newPage();
-    await shopPage.goto(`${shopOrigin}/`);
+    await shopPage.goto(`${shop.origin}/`);
     await shopPage.locator('#chat-window-root button.launcher').click();
-    const panel = await panelOf(shopPage);
+    const panel = await panelOf(shopPage, d.site.id);
     await panel.locator('#cw-status:empty').waitFor({ state: 'attached' }); // the window's stream is connected
 
     // 1. The visitor writes; the new conversation and its message appear in the open inbox.
