@@ -565,6 +565,8 @@ describeInChromium('the inbox in Chromium (SQLite pass only)', () => {
     await history(page).getByText('Anyone?').waitFor();
     await replyField(page).focus();
     await page.keyboard.type('/order');
+    // The list opens once this page has read the site's replies; Enter before that is a new line.
+    await list.getByRole('option', { name: /Order number/ }).waitFor();
     await page.keyboard.press('Enter');
     expect(await replyField(page).inputValue()).toBe('Thanks there! Could you send me your **order number**?');
     await page.context().close();
