@@ -4,6 +4,7 @@ import path from 'node:path';
 import { createHash, randomBytes } from 'node:crypto';
 import knexFactory, { type Knex } from 'knex';
 import { createDb, migrate } from '../../server/db/knex';
+import { stopwordTable } from '../../server/db/fulltext';
 
 /** Which database this run uses: TEST_DB=sqlite (default) or TEST_DB=mysql (the local MariaDB). */
 export const TEST_DB = (process.env.TEST_DB ?? 'sqlite') as 'sqlite' | 'mysql';
@@ -95,9 +96,16 @@ async function cloneTemplate(conn: Knex, name: string): Promise<void> {
   // may name one not yet copied in its foreign keys.
   await conn.raw('SET SESSION foreign_key_checks = 0');
   try {
-    for (const table of tables) {
+    // A full-text index is made with its own empty stopword list (server/db/fulltext.ts), which
+    // InnoDB reads from the session when the index is created: the lists first, then the session
+    // names the copy's list while its table is made, as the migration did.
+    const ordered = [...tables.filter((t) => t.endsWith('_stopwords')), ...tables.filter((t) => !t.endsWith('_stopwords'))];
+    for (const table of ordered) {
       const ddl = (await conn.raw(`SHOW CREATE TABLE \`${template}\`.\`${table}\``))[0][0]['Create Table'] as string;
+      const stopwords = /FULLTEXT KEY/.test(ddl) && tables.includes(stopwordTable(table));
+      if (stopwords) await conn.raw('SET SESSION innodb_ft_user_stopword_table = ?', [`${name}/${stopwordTable(table)}`]);
       await conn.raw(ddl.replace(/^CREATE TABLE `/, `CREATE TABLE \`${name}\`.\``));
+      if (stopwords) await conn.raw('SET SESSION innodb_ft_user_stopword_table = DEFAULT');
       if (table !== '_template') await conn.raw(`INSERT INTO \`${name}\`.\`${table}\` SELECT * FROM \`${template}\`.\`${table}\``);
     }
     await conn.raw(`DROP TABLE \`${name}\`.\`_template\``);
