@@ -10,15 +10,20 @@ import type { BuildResult } from 'esbuild';
 import type { AssetManifest, ContentCoding } from '../server/http/static-assets';
 
 /**
- * The one output file of an esbuild run, refusing any warning: esbuild warns and carries on where
- * the result is quietly wrong (an `@import` after other rules is dropped with its whole
- * stylesheet; a `style` prop is no warning but a CSS one is), so a warning fails the build.
+ * Refuses any warning of an esbuild run: esbuild warns and carries on where the result is quietly
+ * wrong (an `@import` after other rules is dropped with its whole stylesheet; a `style` prop is no
+ * warning but a CSS one is), so a warning fails the build.
  */
-export function onlyOutput(result: BuildResult & { outputFiles: { contents: Uint8Array }[] }, what: string): Buffer {
+export function refuseWarnings(result: BuildResult, what: string): void {
   if (result.warnings.length) {
     const lines = result.warnings.map((w) => `${w.location ? `${w.location.file}:${w.location.line}: ` : ''}${w.text}`);
     throw new Error(`esbuild warned while building ${what}:\n${lines.join('\n')}`);
   }
+}
+
+/** The one output file of an esbuild run, refusing any warning (refuseWarnings). */
+export function onlyOutput(result: BuildResult & { outputFiles: { contents: Uint8Array }[] }, what: string): Buffer {
+  refuseWarnings(result, what);
   return Buffer.from(result.outputFiles[0].contents);
 }
 

@@ -16,7 +16,7 @@ import { build } from 'esbuild';
 import { fromProjectRoot } from '../server/platform/project-root';
 import type { DashboardManifest, FirstLoadSizes, SentSize } from '../server/dashboard/routes';
 import { shellHtml } from '../server/dashboard/shell';
-import { onlyOutput, sizeOf, writeAssetDir } from './build-assets';
+import { onlyOutput, refuseWarnings, sizeOf, writeAssetDir } from './build-assets';
 
 const SOURCES = fromProjectRoot('server', 'dashboard', 'browser');
 export const DOCS = fromProjectRoot('docs', 'dashboard.md');
@@ -75,7 +75,7 @@ const hashName = (body: Buffer, ext: string) => `${createHash('sha256').update(b
 
 /** The split build's files, and the first load found by following static imports in the metafile. */
 function scriptOf(result: Awaited<ReturnType<typeof build>> & { outputFiles: { path: string; contents: Uint8Array }[] }): BuiltScript {
-  if (result.warnings.length) onlyOutput(result as never, 'the dashboard script');
+  refuseWarnings(result, 'the dashboard script');
   const outputs = result.metafile!.outputs;
   const nameOf = (output: string) => path.basename(output);
   const entry = Object.keys(outputs).find((o) => outputs[o].entryPoint && path.resolve(outputs[o].entryPoint!) === path.join(SOURCES, 'main.tsx'));
