@@ -9,7 +9,8 @@
  *
  * A build is the server (server/**\/*.ts, file by file, CommonJS with source maps; server/**\/*.cjs as they are) and the browser
  * files of the chat window (scripts/build-window.ts) and of the dashboard (scripts/build-dashboard.ts),
- * minified, with brotli and gzip variants (scripts/build-assets.ts). It is
+ * minified, with brotli and gzip variants (scripts/build-assets.ts), and the OpenAPI documents the
+ * server reads, as written and parsed (openapi/<name>.yaml and .json). It is
  * written into a fresh directory .dist/.tmp-*, renamed to .dist/<id> (id: a hash of the sources
  * and the compiler's version), and `dist` is a symlink switched to it by rename(2). So:
  * - no process ever sees a half-written tree: `dist` names a complete build or the one before;
@@ -28,9 +29,13 @@ const path = require('node:path');
 const { createHash, randomBytes } = require('node:crypto');
 
 /** Bumped when the layout of a build changes, so older builds count as stale. */
-const BUILD_FORMAT = 2;
+const BUILD_FORMAT = 4;
 /** Directories of browser code: bundled by scripts/build-window.ts and scripts/build-dashboard.ts, not compiled as server files. */
 const BROWSER_SOURCES = ['server/window/browser/', 'server/dashboard/browser/', 'server/browser-shared/'];
+/** Browser modules the server also runs: the window's markdown parser renders messages in emails (pure, no DOM at load). */
+const SHARED_WITH_SERVER = ['server/window/browser/markdown.ts'];
+/** The hand-written documents the server reads (openapi/<name>.yaml): a build carries each, also parsed. */
+const OPENAPI_DOCUMENTS = ['openapi', 'window', 'manage'];
 /** Builds other than the current and the previous one are removed once this old. */
 const KEEP_MS = 10 * 60_000;
 /** A lock held longer than this is taken over (its holder hung, or died on another host). */
@@ -61,6 +66,7 @@ function inputFiles(root) {
     }
   };
   walk('server');
+  files.push(...OPENAPI_DOCUMENTS.map((name) => `openapi/${name}.yaml`));
   files.push('scripts/build-assets.ts', 'scripts/build-dashboard.ts', 'scripts/build-window.ts', 'scripts/build.js', 'tsconfig.json');
   return files.sort();
 }
@@ -176,7 +182,9 @@ async function compile(root) {
     await build({
       absWorkingDir: root,
       // Browser code (the window's and the dashboard's) is bundled by its own builder below, never run as server code.
-      entryPoints: files.filter((f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && !BROWSER_SOURCES.some((dir) => f.startsWith(dir))),
+      entryPoints: files.filter(
+        (f) => f.endsWith('.ts') && !f.endsWith('.d.ts') && (SHARED_WITH_SERVER.includes(f) || !BROWSER_SOURCES.some((dir) => f.startsWith(dir))),
+      ),
       outdir: tmp,
       outbase: '.',
       platform: 'node',
@@ -190,6 +198,14 @@ async function compile(root) {
     for (const rel of files.filter((f) => f.startsWith('server/') && f.endsWith('.cjs'))) {
       fs.mkdirSync(path.dirname(path.join(tmp, rel)), { recursive: true });
       fs.copyFileSync(path.join(root, rel), path.join(tmp, rel));
+    }
+    // Each document as it is and parsed to JSON, which a start reads in milliseconds (the YAML parser took most of a second).
+    const YAML = require(require.resolve('yaml', { paths: [root] }));
+    fs.mkdirSync(path.join(tmp, 'openapi'));
+    for (const name of OPENAPI_DOCUMENTS) {
+      const text = fs.readFileSync(path.join(root, 'openapi', `${name}.yaml`), 'utf8');
+      fs.writeFileSync(path.join(tmp, 'openapi', `${name}.yaml`), text);
+      fs.writeFileSync(path.join(tmp, 'openapi', `${name}.json`), JSON.stringify(YAML.parse(text)));
     }
     // The browser builders, just compiled with the rest, write the browser files.
     await require(path.join(tmp, 'scripts', 'build-window.js')).writeWindowAssets(path.join(tmp, 'window'));

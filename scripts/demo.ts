@@ -7,6 +7,9 @@
  *    (use that when `npm start` already runs).
  * 3. Serves the shop page at http://localhost:5173 (DEMO_PORT) with a strict CSP: the snippet,
  *    nothing inline.
+ * 4. Unless SMTP_URL is set, starts a local mail sink (scripts/lib/mail-sink.ts: SMTP on
+ *    DEMO_SMTP_PORT, 1025 by default) that the service sends to, and prints the page that lists
+ *    every email (DEMO_MAIL_PORT, 1080 by default): invitations, links, notices.
  *
  * Then: open the shop page, chat as a visitor, and answer from https://localhost:8443/docs/
  * (Authorize with the key, POST /conversations/{id}/messages).
@@ -17,6 +20,7 @@ import { spawn, ChildProcess } from 'node:child_process';
 import { loadConfig } from '../server/config';
 import { openRuntime } from '../server/runtime';
 import type { Scope } from '../server/access/scopes';
+import { startMailSink, MailSink } from './lib/mail-sink';
 
 const DEMO_PORT = Number(process.env.DEMO_PORT || 5173);
 const DEMO_ORIGIN = `http://localhost:${DEMO_PORT}`;
@@ -86,9 +90,16 @@ async function main() {
   const csp = `default-src 'none'; script-src ${serviceOrigin}; frame-src ${serviceOrigin}; base-uri 'none'; form-action 'none'`;
   const html = page(siteId, { apiUrl, windowUrl }, key);
 
+  // The service sends its emails to the sink, unless it was given a relay of its own.
+  let sink: MailSink | undefined;
+  if (!pageOnly && !process.env.SMTP_URL) {
+    sink = await startMailSink({ smtpPort: Number(process.env.DEMO_SMTP_PORT || 1025), webPort: Number(process.env.DEMO_MAIL_PORT || 1080) });
+  }
+
   let service: ChildProcess | undefined;
   if (!pageOnly) {
-    service = spawn(process.execPath, ['--import', 'tsx', path.resolve(__dirname, '../server/main.ts')], { stdio: 'inherit', env: process.env });
+    const env = sink ? { ...process.env, SMTP_URL: sink.smtpUrl } : process.env;
+    service = spawn(process.execPath, ['--import', 'tsx', path.resolve(__dirname, '../server/main.ts')], { stdio: 'inherit', env });
     service.on('exit', (code) => {
       console.error(`the chat service stopped (${code ?? 'signal'}); the demo stops too`);
       process.exit(code ?? 1);
@@ -110,12 +121,14 @@ async function main() {
   server.listen(DEMO_PORT, 'localhost', () => {
     process.stdout.write(
       `\nDemo shop: ${DEMO_ORIGIN}/  (site ${siteId})\nAPI key for Swagger UI (${apiUrl}/docs/): ${key}\n` +
+        `${sink ? `Emails the service sends: ${sink.webUrl}\n` : ''}` +
         `${pageOnly ? '' : 'The chat service starts beside it (Ctrl-C stops both).\n'}\n`,
     );
   });
 
   const stop = () => {
     server.close();
+    void sink?.close();
     if (service && service.exitCode === null) {
       service.removeAllListeners('exit');
       service.once('exit', () => process.exit(0));

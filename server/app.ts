@@ -1,4 +1,5 @@
 import express, { Express } from 'express';
+import { READY, Readiness } from './platform/readiness';
 import type { Services } from './services';
 import type { Logger } from './platform/logger';
 import type { RateLimiter } from './http/rate-limit/limiter';
@@ -29,11 +30,11 @@ export interface AppOptions {
   limiter: RateLimiter;
   /** Validate answers against the document too (on outside production, and in every test). */
   validateResponses: boolean;
-  /** Answers whether the database answers; /readyz. */
-  ready: () => Promise<boolean>;
+  /** /readyz: whether the database answers, or each dependency's state (platform/readiness.ts). */
+  ready: () => Promise<boolean | Readiness>;
 }
 
-/** /readyz answers 503 when the database has not answered within this. */
+/** /readyz answers 503 when its checks have not answered within this. */
 export const READY_TIMEOUT_MS = 2000;
 
 /**
@@ -90,13 +91,22 @@ function mainRoutes(opts: AppOptions): express.Router {
     const timedOut = new Promise<boolean>((resolve) => {
       timer = setTimeout(() => resolve(false), READY_TIMEOUT_MS);
     });
-    const ok = await Promise.race([opts.ready().catch(() => false), timedOut]);
+    const answer = await Promise.race([opts.ready().catch(() => false), timedOut]);
     clearTimeout(timer);
+    const checks: Readiness = typeof answer === 'boolean' ? { database: answer ? READY : 'does not answer' } : answer;
+    const failing = Object.entries(checks).filter(([, state]) => state !== READY);
     // Answered here, not thrown: a load balancer polls this during an outage, and the error
     // handler would log every probe.
-    if (!ok) return sendError(res, new ApiError('service_unavailable', 'The database does not answer.', undefined, { 'Retry-After': '5' }));
-    res.json({ data: { status: 'ready' } });
+    if (failing.length) {
+      const details = failing.map(([path, message]) => ({ path, message }));
+      const summary = failing.map(([what, state]) => `${what} ${state}`).join('; ');
+      return sendError(res, new ApiError('service_unavailable', `Not ready: ${summary}.`, details, { 'Retry-After': '5' }));
+    }
+    res.json({ data: { status: 'ready', checks } });
   });
+  // The service's origin alone leads to the dashboard (which links Swagger UI); a relative target
+  // keeps whatever host and port the client used. HEAD is answered by the GET route.
+  main.get('/', (_req, res) => res.redirect(302, DASHBOARD_BASE_PATH + '/'));
   main.use(docsRoutes({ persistAuthorization: services.config.docsPersistAuthorization }));
   // 3b. The dashboard's browser side: static files and its HTML shell (it calls /manage/v1 only).
   main.use(DASHBOARD_BASE_PATH, dashboardRoutes({ logger: opts.logger }));

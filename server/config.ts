@@ -1,5 +1,6 @@
 import path from 'node:path';
 import type { VisitorFileLimits } from './media/quota';
+import type { S3StoreOptions } from './media/s3-store';
 import { DEFAULT_HASH_QUEUE, defaultHashThreads, MAX_HASH_THREADS } from './accounts/hash-pool';
 
 /** Runtime configuration, read once from the environment (every setting is listed in README.md, Configuration). */
@@ -7,6 +8,8 @@ export interface Config {
   port: number;
   dataDir: string;
   databaseUrl: string | undefined;
+  /** How long a start waits for MySQL/MariaDB to answer, retrying with growing pauses, before it gives up. */
+  databaseConnectTimeoutSeconds: number;
   tlsCertFile: string | undefined;
   tlsKeyFile: string | undefined;
   publicUrl: string;
@@ -24,6 +27,8 @@ export interface Config {
   rateLimitPerMinute: number;
   maxAttachmentBytes: number;
   mediaLinkTtlSeconds: number;
+  /** How long an agent's reply waits for the window to show it before it is emailed to the visitor (docs/email.md). */
+  replyEmailDelaySeconds: number;
   webhookAllowPrivateNetworks: boolean;
   webhookCaFile: string | undefined;
   webhookTimeoutMs: number;
@@ -43,13 +48,32 @@ export interface Config {
   http: HttpLimits;
   /** Quotas on what the chat window's visitors send (docs/window.md, Visitor files); 0 turns one off. */
   visitorFiles: VisitorFileLimits;
+  /** Where media bytes live (MEDIA_STORE and the MEDIA_S3_* settings) and how downloads are answered (MEDIA_DOWNLOAD). */
+  media: MediaStorage;
   /** Media files (and their attachment rows) older than this are removed by maintenance; 0 keeps them. */
   mediaRetentionDays: number;
   /** The chat window's reports of a visitor's pages and browser older than this are removed by maintenance; 0 keeps them. */
   visitorContextRetentionDays: number;
   /** Password hashing's own threads and queue (docs/operations.md, Sign-in floods). */
   passwordHashing: PasswordHashing;
+  /** Outgoing email (docs/email.md). */
+  mail: MailSettings;
 }
+
+export interface MailSettings {
+  /** `smtp://` or `smtps://` relay; undefined: each email is written as an .eml file under DATA_DIR/mail/. */
+  smtpUrl: string | undefined;
+  smtpUser: string | undefined;
+  smtpPassword: string | undefined;
+  /** The From of every email. */
+  from: string;
+}
+
+/**
+ * `local`: DATA_DIR/media, streamed by us. `s3`: a bucket, answered by a redirect to a short-lived
+ * presigned URL or streamed through us.
+ */
+export type MediaStorage = { store: 'local'; download: 'stream' } | { store: 's3'; s3: S3StoreOptions; download: 'redirect' | 'stream' };
 
 export interface PasswordHashing {
   /** Hashes at once, each on a thread of its own with 128 MiB while it runs. */
@@ -143,12 +167,14 @@ export function windowPublicUrlFrom(value: string | undefined, publicUrl: string
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = intFrom(env.PORT, 8443, 'PORT');
+  if (port < 1 || port > 65535) throw new Error(`PORT must be a TCP port from 1 to 65535, got "${env.PORT}"`);
   const publicUrl = (env.PUBLIC_URL || `https://localhost:${port}`).replace(/\/+$/, '');
   const delays = (env.WEBHOOK_RETRY_DELAYS_MS ?? '5000,10000').split(',').map((s) => intFrom(s.trim(), 0, 'WEBHOOK_RETRY_DELAYS_MS'));
   return {
     port,
     dataDir: path.resolve(env.DATA_DIR || './data'),
     databaseUrl: env.DATABASE_URL || undefined,
+    databaseConnectTimeoutSeconds: intFrom(env.DATABASE_CONNECT_TIMEOUT_SECONDS, 60, 'DATABASE_CONNECT_TIMEOUT_SECONDS'),
     tlsCertFile: env.TLS_CERT_FILE || undefined,
     tlsKeyFile: env.TLS_KEY_FILE || undefined,
     publicUrl,
@@ -161,6 +187,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerMinute: intFrom(env.RATE_LIMIT_PER_MINUTE, 300, 'RATE_LIMIT_PER_MINUTE'),
     maxAttachmentBytes: intFrom(env.MAX_ATTACHMENT_BYTES, 20 * 1024 * 1024, 'MAX_ATTACHMENT_BYTES'),
     mediaLinkTtlSeconds: intFrom(env.MEDIA_LINK_TTL_SECONDS, 3600, 'MEDIA_LINK_TTL_SECONDS'),
+    replyEmailDelaySeconds: intFrom(env.REPLY_EMAIL_DELAY_SECONDS, 300, 'REPLY_EMAIL_DELAY_SECONDS'),
     webhookAllowPrivateNetworks: boolFrom(env.WEBHOOK_ALLOW_PRIVATE_NETWORKS),
     webhookCaFile: env.WEBHOOK_CA_FILE || undefined,
     webhookTimeoutMs: intFrom(env.WEBHOOK_TIMEOUT_MS, 20000, 'WEBHOOK_TIMEOUT_MS'),
@@ -170,10 +197,76 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: trustProxyFrom(env.TRUST_PROXY),
     http: httpLimitsFrom(env),
     visitorFiles: visitorFileLimitsFrom(env),
+    media: mediaStorageFrom(env),
     mediaRetentionDays: intFrom(env.MEDIA_RETENTION_DAYS, 90, 'MEDIA_RETENTION_DAYS'),
     visitorContextRetentionDays: intFrom(env.VISITOR_CONTEXT_RETENTION_DAYS, 90, 'VISITOR_CONTEXT_RETENTION_DAYS'),
     passwordHashing: passwordHashingFrom(env),
+    mail: mailSettingsFrom(env, publicUrl),
   };
+}
+
+/** MEDIA_STORE and its settings; a wrong value is one line naming the setting and what it takes. */
+export function mediaStorageFrom(env: NodeJS.ProcessEnv): MediaStorage {
+  const store = env.MEDIA_STORE || 'local';
+  const download = env.MEDIA_DOWNLOAD || undefined;
+  if (download !== undefined && download !== 'redirect' && download !== 'stream')
+    throw new Error(`MEDIA_DOWNLOAD must be redirect or stream, got "${download}"`);
+  if (store === 'local') {
+    if (download === 'redirect') throw new Error('MEDIA_DOWNLOAD=redirect needs MEDIA_STORE=s3: files on local disk are streamed; unset MEDIA_DOWNLOAD');
+    return { store: 'local', download: 'stream' };
+  }
+  if (store !== 's3') throw new Error(`MEDIA_STORE must be local or s3, got "${store}"`);
+  const bucket = (env.MEDIA_S3_BUCKET ?? '').trim();
+  if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket))
+    throw new Error(`MEDIA_S3_BUCKET must name the bucket (3 to 63 lowercase letters, digits, dots and hyphens) when MEDIA_STORE=s3, got "${bucket}"`);
+  const endpoint = (env.MEDIA_S3_ENDPOINT ?? '').trim() || undefined;
+  if (endpoint !== undefined) {
+    let url: URL | undefined;
+    try {
+      url = new URL(endpoint);
+    } catch {
+      url = undefined;
+    }
+    // Never echoed when it carries credentials: start-up errors end up in logs.
+    if (url && (url.username || url.password))
+      throw new Error('MEDIA_S3_ENDPOINT must be an http(s) URL without credentials: give them in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY');
+    if (!url || (url.protocol !== 'https:' && url.protocol !== 'http:'))
+      throw new Error(`MEDIA_S3_ENDPOINT must be an http(s) URL without credentials such as https://minio.example.net:9000, got "${endpoint}"`);
+  }
+  const pathStyle = env.MEDIA_S3_FORCE_PATH_STYLE || 'false';
+  if (pathStyle !== 'true' && pathStyle !== 'false') throw new Error(`MEDIA_S3_FORCE_PATH_STYLE must be true or false, got "${pathStyle}"`);
+  const prefix = env.MEDIA_S3_PREFIX ?? '';
+  if (!/^[A-Za-z0-9!_.*'()/-]{0,200}$/.test(prefix) || prefix.startsWith('/'))
+    throw new Error(`MEDIA_S3_PREFIX must be up to 200 letters, digits and !_.*'()/- not starting with /, such as chat/media/, got "${prefix}"`);
+  const timeoutMs = intFrom(env.MEDIA_S3_TIMEOUT_MS, 10_000, 'MEDIA_S3_TIMEOUT_MS');
+  if (timeoutMs < 100) throw new Error(`MEDIA_S3_TIMEOUT_MS must be at least 100, got ${timeoutMs}`);
+  const region = (env.MEDIA_S3_REGION ?? '').trim() || 'us-east-1';
+  if (!/^[a-z0-9-]{1,64}$/.test(region)) throw new Error(`MEDIA_S3_REGION must be a region name such as eu-west-1, got "${region}"`);
+  return {
+    store: 's3',
+    s3: { bucket, region, endpoint, forcePathStyle: pathStyle === 'true', prefix, timeoutMs },
+    download: download ?? 'redirect',
+  };
+}
+
+function mailSettingsFrom(env: NodeJS.ProcessEnv, publicUrl: string): MailSettings {
+  const smtpUrl = env.SMTP_URL || undefined;
+  if (smtpUrl) {
+    let url: URL;
+    try {
+      url = new URL(smtpUrl);
+    } catch {
+      throw new Error('SMTP_URL must be a URL such as smtps://relay.example.com:465 or smtp://localhost:25');
+    }
+    if (url.protocol !== 'smtp:' && url.protocol !== 'smtps:') throw new Error(`SMTP_URL must start with smtp:// or smtps://, got ${url.protocol}//`);
+    if (!url.hostname) throw new Error('SMTP_URL must name the relay host, as in smtp://localhost:25');
+  }
+  const from = env.MAIL_FROM || `Chat service <no-reply@${new URL(publicUrl).hostname}>`;
+  // Only the address's shape: the relay decides whether it may send as it.
+  if (!/^(?:[^<>\r\n]*<[^<>@\s]+@[^<>@\s]+>|[^<>@\s]+@[^<>@\s]+)$/.test(from.trim())) {
+    throw new Error(`MAIL_FROM must be an address, as in "Support <support@example.com>" or support@example.com`);
+  }
+  return { smtpUrl, smtpUser: env.SMTP_USER || undefined, smtpPassword: env.SMTP_PASSWORD || undefined, from: from.trim() };
 }
 
 function passwordHashingFrom(env: NodeJS.ProcessEnv): PasswordHashing {

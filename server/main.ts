@@ -5,10 +5,14 @@ import { loadTls } from './platform/tls';
 import { createApp } from './app';
 import { openRuntime, createLimiter } from './runtime';
 import { seedDemo } from './seed';
-import { deliveryWorkerFor } from './services';
+import { alertCheckWorkerFor, deliveryWorkerFor, mailWorkerFor, replyNoticeWorkerFor } from './services';
 import { startMaintenance } from './maintenance';
 import { onShutdownSignal } from './platform/shutdown';
 import { answerClientErrorsInEnvelope } from './http/client-errors';
+import { exitOnStartupFailure, StartupError } from './platform/startup';
+import { checkReadiness } from './platform/readiness';
+import { closeRedis, FAIL_FAST_REDIS_OPTIONS } from './platform/redis';
+import Redis from 'ioredis';
 
 /** `npm start`: HTTPS only (no plaintext listener), migrations first, graceful shutdown on SIGTERM. */
 async function main() {
@@ -42,15 +46,15 @@ async function main() {
   if (tls.generatedAt) logger.warn({ cert: tls.generatedAt }, 'no TLS certificate configured: generated a self-signed one for localhost');
 
   const limiter = createLimiter(config, logger.child({ component: 'rate-limit' }));
+  // A connection of its own for /readyz, failing fast like the others: a probe never waits on a reconnect.
+  const readinessRedis = config.redisUrl ? new Redis(config.redisUrl, FAIL_FAST_REDIS_OPTIONS) : undefined;
+  readinessRedis?.on('error', () => {}); // reported by /readyz and the limiter's own log, not once per reconnect
   const app = createApp({
     services,
     logger,
     limiter,
     validateResponses: !config.production,
-    ready: async () => {
-      await db.raw('select 1');
-      return true;
-    },
+    ready: () => checkReadiness({ db, redis: readinessRedis, blobs: services.blobs }),
   });
   const limits = config.http;
   const server = https.createServer(
@@ -85,12 +89,18 @@ async function main() {
   // The delivery worker runs here unless EMBEDDED_WORKER=false (then run `npm run worker` beside it);
   // the delivery-log retention is the maintenance's here.
   const worker = config.embeddedWorker ? deliveryWorkerFor(services, logger.child({ component: 'delivery-worker' }), { logRetention: false }) : null;
-  worker?.start();
+  const mailWorker = config.embeddedWorker ? mailWorkerFor(services, logger.child({ component: 'mail-worker' })) : null;
+  const noticeWorker = config.embeddedWorker ? replyNoticeWorkerFor(services, logger.child({ component: 'reply-notices' })) : null;
+  const alertChecks = config.embeddedWorker ? alertCheckWorkerFor(services, logger.child({ component: 'alert-checks' })) : null;
 
   const windowUrl = `${config.windowPublicUrl ?? config.publicUrl}/window/v1/loader.js`;
-  server.listen(config.port, () =>
-    logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/`, window: windowUrl }, 'listening (HTTPS)'),
-  );
+  await listen(server, config.port);
+  // Only once listening: a start that fails on its port leaves no delivery claimed by a process about to exit.
+  worker?.start();
+  mailWorker?.start();
+  noticeWorker?.start();
+  alertChecks?.start();
+  logger.info({ port: config.port, url: `${config.publicUrl}/api/v1`, docs: `${config.publicUrl}/docs/`, window: windowUrl }, 'listening (HTTPS)');
 
   const maintenance = startMaintenance(services, logger.child({ component: 'maintenance' }));
 
@@ -107,13 +117,33 @@ async function main() {
     services.inbox.streams.closeAll();
     await new Promise<void>((resolve) => server.close(() => resolve()));
     maintenance.stop();
-    await worker?.stop();
+    await Promise.all([worker?.stop(), mailWorker?.stop(), noticeWorker?.stop(), alertChecks?.stop()]);
     await limiter.close?.();
+    if (readinessRedis) await closeRedis(readinessRedis);
     await runtime.close();
   });
 }
 
-main().catch((err) => {
-  console.error(err instanceof Error ? err.message : err);
-  process.exit(1);
-});
+/** Listens, or fails with one line naming PORT when the port is taken or not ours to bind. */
+function listen(server: https.Server, port: number): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const failed = (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') {
+        reject(new StartupError(`PORT=${port} is in use by another process: stop it (ss -ltnp 'sport = :${port}' shows which) or set PORT to a free port`));
+      } else if (err.code === 'EACCES') {
+        reject(
+          new StartupError(
+            `PORT=${port} may not be bound by this user (ports below 1024 need privileges): set PORT=8443 and forward 443 to it, or grant CAP_NET_BIND_SERVICE`,
+          ),
+        );
+      } else reject(err);
+    };
+    server.once('error', failed);
+    server.listen(port, () => {
+      server.off('error', failed);
+      resolve();
+    });
+  });
+}
+
+main().catch(exitOnStartupFailure);

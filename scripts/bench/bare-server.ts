@@ -11,9 +11,10 @@
  *                                         index, order and limit as server/conversations/store.ts)
  *   GET  /l/sites/:siteId/inbox/conversations   the inbox's first page: the management token with its
  *                                         account and membership in one statement, the page with the
- *                                         assignee filter (`?assignee=me|unassigned`) and the member's
- *                                         read marks joined, then the member's unread counts (the
- *                                         statement of server/inbox/store.ts unreadCounts)
+ *                                         assignee filter (`?assignee=me|unassigned`), the member's
+ *                                         read marks and the visitors' names joined, then the member's
+ *                                         unread counts with the page's tags (the statement of
+ *                                         server/inbox/store.ts unreadCountsWith)
  * Started by scripts/bench/processes.ts (startBareServer) with DATABASE_URL, PORT, TLS_CERT_FILE, TLS_KEY_FILE.
  */
 import https from 'node:https';
@@ -21,6 +22,7 @@ import fs from 'node:fs';
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import mysql from 'mysql2/promise';
 import type { RowDataPacket } from 'mysql2';
+import { visitorDisplayName } from '../../server/visitors/display-name';
 
 /** The service's cap on an unread count (server/inbox/store.ts; the bench compares both answers before timing). */
 const UNREAD_COUNT_CAP = 999;
@@ -143,32 +145,50 @@ async function memberOfToken(authorization: string | undefined, siteId: string):
 
 /**
  * The inbox's first page for a member: the page (with the assignee filter on its own index, as the
- * service's store picks it) with the assignee and the member's read mark joined, then one count per
- * conversation of the messages after its mark that the member did not write, up to the cap
- * (server/inbox/store.ts unreadCounts).
+ * service's store picks it) with the assignee, the member's read mark and the visitor's name
+ * joined, then one statement of one count per conversation of the messages after its mark that the
+ * member did not write, up to the cap (server/inbox/store.ts unreadCountsWith), with the page's
+ * tags as its last part (server/tags/store.ts tagsOnConversations).
  */
 async function inboxList(siteId: string, accountId: string, assignee: string | null, limit: number) {
   const byAssignee = assignee === 'me' || assignee === 'unassigned';
   const index = byAssignee ? 'conversations_site_assignee_created' : 'conversations_site_created_updated';
   const filter = assignee === 'me' ? ' AND c.assignee_id = ?' : assignee === 'unassigned' ? ' AND c.assignee_id IS NULL' : '';
-  const [rows] = await pool.query<(ConversationRow & { assignee_id: string | null; last_read_at: number | null })[]>(
-    `SELECT ${CONVERSATION_COLUMNS}, c.assignee_id, r.last_read_at FROM conversations c FORCE INDEX (${index})` +
+  type InboxRow = ConversationRow & {
+    assignee_id: string | null;
+    last_read_at: number | null;
+    visitor_name: string | null;
+    visitor_name_verified: number | null;
+  };
+  const [rows] = await pool.query<InboxRow[]>(
+    `SELECT ${CONVERSATION_COLUMNS}, c.assignee_id, r.last_read_at, v.name AS visitor_name, v.name_verified AS visitor_name_verified` +
+      ` FROM conversations c FORCE INDEX (${index})` +
       ' LEFT JOIN inbox_reads r ON r.conversation_id = c.id AND r.account_id = ?' +
+      ' LEFT JOIN visitors v ON v.site_id = c.site_id AND v.id = c.visitor_id' +
       ` WHERE c.site_id = ?${filter} ORDER BY c.created_at DESC, c.id DESC LIMIT ?`,
     [accountId, siteId, ...(assignee === 'me' ? [accountId] : []), limit + 1],
   );
   const page = pageOf(rows, limit);
   const unread = new Map<string, number>();
+  const tags = new Map<string, { id: string; name: string }[]>();
   if (page.data.length) {
-    // One bounded count per conversation from its mark (already joined above), up to the cap.
+    // One bounded count per conversation from its mark (already joined above), up to the cap; then the tags.
     const parts = page.data.map(
       (r) =>
-        'SELECT max(u.conversation_id) AS conversation_id, count(*) AS n FROM (SELECT conversation_id FROM messages' +
+        'SELECT max(u.conversation_id) AS conversation_id, count(*) AS n, NULL AS tag_id, NULL AS tag_name, NULL AS tag_key FROM (SELECT conversation_id FROM messages' +
         ` WHERE conversation_id = ? AND (author_id IS NULL OR author_id <> ?)${r.last_read_at === null ? '' : ' AND created_at > ?'} LIMIT ${UNREAD_COUNT_CAP}) u`,
     );
-    const bindings = page.data.flatMap((r) => (r.last_read_at === null ? [r.id, accountId] : [r.id, accountId, Number(r.last_read_at)]));
-    const [counts] = await pool.query<RowDataPacket[]>(parts.join(' UNION ALL '), bindings);
-    for (const c of counts) if (c.conversation_id !== null) unread.set(c.conversation_id as string, Number(c.n));
+    const bindings: unknown[] = page.data.flatMap((r) => (r.last_read_at === null ? [r.id, accountId] : [r.id, accountId, Number(r.last_read_at)]));
+    parts.push(
+      'SELECT ct.conversation_id, NULL AS n, t.id AS tag_id, t.name AS tag_name, t.name_key AS tag_key FROM conversation_tags ct JOIN tags t ON t.id = ct.tag_id' +
+        ` WHERE ct.site_id = ? AND ct.conversation_id IN (${page.data.map(() => '?').join(', ')})`,
+    );
+    bindings.push(siteId, ...page.data.map((r) => r.id));
+    const [counts] = await pool.query<RowDataPacket[]>(`${parts.join(' UNION ALL ')} ORDER BY tag_key, tag_id`, bindings);
+    for (const c of counts) {
+      if (c.n === null) tags.set(c.conversation_id as string, [...(tags.get(c.conversation_id as string) ?? []), { id: c.tag_id, name: c.tag_name }]);
+      else if (c.conversation_id !== null) unread.set(c.conversation_id as string, Number(c.n));
+    }
   }
   return {
     data: page.data.map((r) => ({
@@ -176,6 +196,11 @@ async function inboxList(siteId: string, accountId: string, assignee: string | n
       assigneeId: r.assignee_id,
       unreadCount: unread.get(r.id) ?? 0,
       lastReadAt: isoOrNull(r.last_read_at === null ? null : Number(r.last_read_at)),
+      visitorName: visitorDisplayName(
+        r.visitor_id,
+        r.visitor_name_verified === null ? undefined : { name: r.visitor_name, nameVerified: Boolean(r.visitor_name_verified) },
+      ).name,
+      tags: tags.get(r.id) ?? [],
     })),
     page: page.page,
   };

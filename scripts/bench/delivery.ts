@@ -50,7 +50,13 @@ const CONVERSATIONS = 16;
 const STALL_MS = 60_000;
 /** The longest a throughput run may take (today's worker needs 12 minutes for 20,000); what was delivered by then is measured. */
 const THROUGHPUT_CAP_MS = { quick: 3 * 60_000, full: 10 * 60_000 };
-const LATENCY_RATES = [200, 20];
+const LATENCY_RATES = (process.env.BENCH_DELIVERY_RATES ?? '200,20').split(',').map(Number);
+/**
+ * How long the service and the worker sit idle before the measured replies, as a quiet site does
+ * between bursts: longer than the worker's poll takes to back off (1 s), so the figures include
+ * the first events after a quiet spell (a measurement started right after the warm-up hid them).
+ */
+const IDLE_BEFORE_MS = 3_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
@@ -64,7 +70,8 @@ export async function runDeliveryBench(ctx: DeliveryBenchContext): Promise<Bench
     const bareAtCap: BareResult[] = [];
     const service: ThroughputResult[] = [];
     // Alternated, so a change in the machine's load touches both sides alike.
-    for (let round = 1; round <= ctx.rounds; round++) {
+    const rounds = process.env.BENCH_DELIVERY_THROUGHPUT === 'false' ? 0 : ctx.rounds;
+    for (let round = 1; round <= rounds; round++) {
       ctx.log(`delivery round ${round}/${ctx.rounds}: bare sign + POST loop, ${events} requests`);
       bare.push(await bareLoop(receiver, events, round, ctx.quietWaitMs));
       ctx.log(`  ${Math.round(bare[bare.length - 1].perSecond)} deliveries/s`);
@@ -77,11 +84,14 @@ export async function runDeliveryBench(ctx: DeliveryBenchContext): Promise<Bench
         `  ${Math.round(service[service.length - 1].perSecond)} deliveries/s (${Math.round(service[service.length - 1].arrivalsPerSecond)} arrivals/s at the receiver)`,
       );
     }
-    const rows = throughputRows(bare, bareAtCap, service, events, engine);
+    const rows = rounds ? throughputRows(bare, bareAtCap, service, events, engine) : [];
     if (process.env.BENCH_DELIVERY_LATENCY === 'false') return rows;
     const durationMs = ctx.quick ? 6_000 : 20_000;
-    const modes: LatencyMode[] = ['embedded', 'separate'];
-    if (await answers(REDIS_URL)) modes.push('separate-redis');
+    // BENCH_DELIVERY_MODES (comma-separated) measures some modes alone.
+    const only = process.env.BENCH_DELIVERY_MODES?.split(',');
+    const modes = (['embedded', 'separate'] as LatencyMode[]).filter((m) => !only || only.includes(m));
+    if (only && !only.includes('separate-redis')) ctx.log('the separate worker woken through Redis is not measured (BENCH_DELIVERY_MODES)');
+    else if (await answers(REDIS_URL)) modes.push('separate-redis');
     else ctx.log(`no Redis at ${REDIS_URL}: the separate worker is measured with the adaptive poll only`);
     for (const mode of modes) {
       for (const rate of LATENCY_RATES) {
@@ -661,6 +671,7 @@ async function latency(ctx: DeliveryBenchContext, receiver: Receiver, mode: Late
       if (!(await waitForArrivals(receiver, fixture.conversations.length, { stallMs: STALL_MS })).complete)
         throw new Error(`${mode} worker: the warm-up events never arrived`);
       const quiet = await waitForQuiet({ maxWaitMs: ctx.quietWaitMs });
+      await sleep(IDLE_BEFORE_MS);
       await receiver.reset();
 
       const pids = processes.map((p) => p.pid);
@@ -712,7 +723,7 @@ function latencyRow(r: LatencyResult, mode: LatencyMode, rate: number, durationM
   notes.push(mode === 'embedded' ? 'CPU: the service (with its worker) per event' : 'CPU: service + worker per event');
   if (!r.quiet) notes.push('measured on a busy machine');
   return {
-    what: `event to first attempt, ${rate} events/s, ${{ embedded: 'worker inside the service', separate: 'separate `npm run worker` (adaptive poll)', 'separate-redis': 'separate `npm run worker` woken through Redis' }[mode]} (${engine})`,
+    what: `event to first attempt, ${rate} events/s, ${{ embedded: 'worker inside the service', separate: 'separate `npm run worker` (no Redis: poll and probe)', 'separate-redis': 'separate `npm run worker` woken through Redis' }[mode]} (${engine})`,
     value: r.p50Ms,
     unit: 'ms p50',
     p50Ms: r.p50Ms,

@@ -20,9 +20,14 @@ import { runDepthPart } from './depth';
 import { runWritesPart } from './writes';
 import { runScaleOutPart } from './scaleout';
 import { runLivePart } from './live';
+import { runCrossLivePart } from './cross-live';
 import { runInboxLivePart, runInboxPagePart } from './inbox';
 import { runSearchPart } from './search';
+import { runStartPart } from './start';
 import { runMarkdownPart } from './markdown';
+import { runMediaPart } from './media';
+import { runAgentAlertsPart } from './agent-alerts';
+import { runVisitorPart } from './visitor';
 
 /** The SQLite data set keeps the shape but at most this many messages (one writer, one file). */
 const SQLITE_MAX_MESSAGES = 200_000;
@@ -95,8 +100,10 @@ async function main() {
   let port = FIRST_PORT;
   const ctx: BenchContext = { options, tls: await tlsFiles(), nextPort: () => port++, quiet: quietFor(options), log };
 
-  // The delivery and live parts make databases of their own; the markdown part needs none.
-  const needsData = options.parts.some((p) => p !== 'delivery' && p !== 'live' && p !== 'inbox-live' && p !== 'markdown' && p !== 'search');
+  // The delivery, live and media parts make databases of their own; the markdown and start parts need none.
+  const needsData = options.parts.some(
+    (p) => !['delivery', 'live', 'cross-live', 'inbox-live', 'markdown', 'search', 'start', 'media', 'agent-alerts', 'visitor'].includes(p),
+  );
   const wantsMysql = options.engines.includes('mysql');
   const wantsSqlite = options.engines.includes('sqlite') || options.parts.includes('depth') || options.parts.includes('dataset');
   const shape = shapeFor(options.messages);
@@ -125,12 +132,17 @@ async function main() {
   if (has('scaleout') && ctx.mysql && wantsMysql) rows.push(...(await runScaleOutPart(ctx, ctx.mysql)));
   if (has('delivery')) rows.push(...(await runDelivery(ctx)));
   if (has('live')) for (const engine of options.engines) rows.push(...(await runLivePart(ctx, engine)));
+  if (has('cross-live')) rows.push(...(await runCrossLivePart(ctx)));
   if (has('inbox')) for (const dataset of engineSets) rows.push(...(await runInboxPagePart(ctx, dataset)));
   if (has('inbox-live'))
     for (const engine of options.engines)
       rows.push(...(await runInboxLivePart(ctx, engine, options.quick ? { messages: 40, gapMs: 50 } : { messages: 200, gapMs: 50 })));
   if (has('markdown')) rows.push(...(await runMarkdownPart(ctx)));
   if (has('search')) rows.push(...(await runSearchPart(ctx)));
+  if (has('start')) rows.push(...(await runStartPart(ctx)));
+  if (has('media')) for (const engine of options.engines) rows.push(...(await runMediaPart(ctx, engine)));
+  if (has('agent-alerts')) for (const engine of options.engines) rows.push(await runAgentAlertsPart(ctx, engine));
+  if (has('visitor')) for (const engine of options.engines) rows.push(...(await runVisitorPart(ctx, engine)));
 
   const datasets = [ctx.mysql, ctx.sqlite]
     .filter((d): d is Dataset => d !== undefined)

@@ -29,7 +29,7 @@ export const STREAM_COUNTS = [0, 100, 500];
 /** Conversations the replies go to (their visitors hold no stream). */
 const TARGETS = 16;
 const CONNECTIONS = 8;
-const ORIGIN = 'https://bench.example';
+export const ORIGIN = 'https://bench.example';
 /** Streams opened from one loopback address: below the service's default of 20 per client IP. */
 const STREAMS_PER_CLIENT_IP = 16;
 const SETUP_PARALLEL = 16;
@@ -42,7 +42,7 @@ export function clientIp(i: number, perClientIp = STREAMS_PER_CLIENT_IP): string
   return `127.0.${1 + Math.floor(k / 250)}.${1 + (k % 250)}`;
 }
 
-interface Visitor {
+export interface Visitor {
   credential: string;
   conversationId: string;
 }
@@ -56,7 +56,7 @@ interface OpenStream {
 
 const window = (siteId: string, rest: string) => `/window/v1/sites/${siteId}${rest}`;
 
-async function inParallel<T>(count: number, make: (i: number) => Promise<T>): Promise<T[]> {
+export async function inParallel<T>(count: number, make: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = new Array(count);
   let next = 0;
   await Promise.all(
@@ -70,7 +70,7 @@ async function inParallel<T>(count: number, make: (i: number) => Promise<T>): Pr
   return out;
 }
 
-async function token(base: string, siteId: string, credential?: string): Promise<{ token: string; visitorCredential: string }> {
+export async function token(base: string, siteId: string, credential?: string): Promise<{ token: string; visitorCredential: string }> {
   const answer = await fetchJson<{ data: { token: string; visitorCredential: string } }>(
     base,
     {
@@ -85,7 +85,7 @@ async function token(base: string, siteId: string, credential?: string): Promise
 }
 
 /** A visitor who wrote once: their credential (to come back) and conversation. */
-async function newVisitor(base: string, siteId: string, i: number): Promise<Visitor> {
+export async function newVisitor(base: string, siteId: string, i: number): Promise<Visitor> {
   const t = await token(base, siteId);
   const sent = await fetchJson<{ data: { conversation: { id: string } } }>(
     base,

@@ -32,7 +32,11 @@ export interface LoadOptions {
   connections: number;
   seconds: number;
   warmupSeconds: number;
-  /** The n-th request of a connection; called for every request. */
+  /**
+   * The n-th request of a connection; called for every request. `n` never repeats for a connection
+   * within this process, across runs too, so a name made of it (an Idempotency-Key, a
+   * clientMessageId) is new in every round rather than a replay of the last round's.
+   */
   request: (connection: number, n: number) => LoadRequest;
   /** Statuses that count as success (default 200). */
   okStatuses?: number[];
@@ -80,7 +84,13 @@ export async function timeOne(base: string, req: LoadRequest): Promise<{ ms: num
   return { ms: Number(process.hrtime.bigint() - started) / 1e6, ...res };
 }
 
+/** Where the next run's request numbers start: each run gets a range of its own. */
+let nextFirstRequest = 0;
+const REQUESTS_PER_RUN = 1e9;
+
 export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
+  const first = nextFirstRequest;
+  nextFirstRequest += REQUESTS_PER_RUN;
   const ok = opts.okStatuses ?? [200];
   const bases = opts.targets.map((t) => new URL(t));
   // One agent per target with exactly as many sockets as its connections: every request reuses one.
@@ -95,7 +105,7 @@ export async function runLoad(opts: LoadOptions): Promise<LoadResult> {
 
   const connection = async (c: number) => {
     const target = c % bases.length;
-    for (let n = 0; phase !== 'done'; n++) {
+    for (let n = first; phase !== 'done'; n++) {
       const counted = phase === 'timed';
       const started = process.hrtime.bigint();
       try {

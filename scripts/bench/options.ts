@@ -1,11 +1,11 @@
 /**
  * `npm run bench -- [flags]` (each flag also as an environment variable, e.g. BENCH_ROUNDS=5):
- *   --parts=read,depth,writes,memory,scaleout,delivery,live,inbox,inbox-live,markdown,search   which parts to run (default: all);
+ *   --parts=read,depth,writes,memory,scaleout,delivery,live,cross-live,inbox,inbox-live,markdown,search,start,media,agent-alerts,visitor   which parts to run (default: all);
  *                                `--parts=dataset` only builds (or checks) the cached data sets
- *   --engine=mysql|sqlite|both   where the read, write, scale-out, live and inbox parts run (default mysql; depth runs on both)
+ *   --engine=mysql|sqlite|both   where the read, write, scale-out, live, inbox and search parts run (default mysql; depth runs on both)
  *   --rounds=3                   alternated rounds of service and baseline; medians are reported
  *   --seconds=10                 length of one timed run (after a 2 s warm-up)
- *   --messages=1000000           data-set size (the rest of the shape is fixed, see dataset.ts); the search part's message entries
+ *   --messages=1000000           data-set size (the rest of the shape is fixed, see dataset.ts); the search part's message entries (at most 100,000 on SQLite)
  *   --depth-pages=1000           the deep page of the depth part
  *   --rebuild                    rebuild the cached data set
  *   --database-url=mysql://root@127.0.0.1:3306   the MariaDB server (no database name)
@@ -13,9 +13,43 @@
  *   --quiet-wait=30              seconds to wait for a quiet machine before each timed run
  *   --quick                      shorter delivery runs (scripts/bench/delivery.ts) and fewer inbox live messages (scripts/bench/inbox.ts)
  */
-export type Part = 'dataset' | 'read' | 'depth' | 'writes' | 'memory' | 'scaleout' | 'delivery' | 'live' | 'inbox' | 'inbox-live' | 'markdown' | 'search';
+export type Part =
+  | 'dataset'
+  | 'read'
+  | 'depth'
+  | 'writes'
+  | 'memory'
+  | 'scaleout'
+  | 'delivery'
+  | 'live'
+  | 'cross-live'
+  | 'inbox'
+  | 'inbox-live'
+  | 'markdown'
+  | 'search'
+  | 'start'
+  | 'media'
+  | 'agent-alerts'
+  | 'visitor';
 export type Engine = 'mysql' | 'sqlite';
-export const ALL_PARTS: Part[] = ['read', 'depth', 'writes', 'memory', 'scaleout', 'delivery', 'live', 'inbox', 'inbox-live', 'markdown', 'search'];
+export const ALL_PARTS: Part[] = [
+  'read',
+  'depth',
+  'writes',
+  'memory',
+  'scaleout',
+  'delivery',
+  'live',
+  'cross-live',
+  'inbox',
+  'inbox-live',
+  'markdown',
+  'search',
+  'start',
+  'media',
+  'agent-alerts',
+  'visitor',
+];
 
 export interface BenchOptions {
   parts: Part[];

@@ -29,7 +29,8 @@ export interface RunningProcess {
 /** How the service is run: compiled (as `npm start` will) or through tsx (development). */
 export function entryPoint(compiled: string, source: string): { args: string[]; compiled: boolean } {
   const built = path.join(REPO_ROOT, compiled);
-  if (fs.existsSync(built)) return { args: [built], compiled: true };
+  // With source maps on, as `npm start` and `npm run worker` run the build (and deploy/ does).
+  if (fs.existsSync(built)) return { args: ['--enable-source-maps', built], compiled: true };
   return { args: ['--import', 'tsx', path.join(REPO_ROOT, source)], compiled: false };
 }
 
@@ -39,8 +40,10 @@ export function serviceEnv(opts: ProcessOptions): NodeJS.ProcessEnv {
     HOME: process.env.HOME,
     NODE_ENV: 'production',
     DATA_DIR: opts.dataDir,
-    PORT: String(opts.port),
-    LOG_LEVEL: 'silent',
+    // Port 0: a process that listens on nothing (the CLI, the worker); PORT then keeps its default.
+    ...(opts.port > 0 ? { PORT: String(opts.port) } : {}),
+    // Silent unless BENCH_LOG_LEVEL asks for what users run (`info`, the default): the access log's cost is then in the figures.
+    LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'silent',
     RATE_LIMIT_PER_MINUTE: '1000000000',
     // A delivery policy under test (WEBHOOK_CONCURRENCY=32 npm run bench ...) reaches the service and the worker.
     ...Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('WEBHOOK_'))),

@@ -153,6 +153,28 @@ function isReply(method: string, url: string): boolean {
   return method === 'POST' && /\/conversations\/[^/]+\/messages\/?$/.test(new URL(url).pathname);
 }
 
+function isMediaDownload(method: string, url: string): boolean {
+  return method === 'GET' && /\/media\/[^/]+\/?$/.test(new URL(url).pathname);
+}
+
+/**
+ * A service that keeps files in an S3-compatible bucket answers a download with 302 to a short-lived
+ * presigned URL. It is followed here, within the attempt, without the key (the bucket must never see
+ * it); the file's `ETag` and `X-Request-Id` stay the service's.
+ */
+async function followMediaRedirect(fetchImpl: FetchLike, first: Response, url: string, signal: AbortSignal): Promise<Response> {
+  const location = first.headers.get('location');
+  if (first.status !== 302 || !location) return first;
+  await first.arrayBuffer();
+  const file = await fetchImpl(new URL(location, url).href, { method: 'GET', signal, redirect: 'manual' });
+  const headers = new Headers(file.headers);
+  for (const name of ['etag', 'x-request-id']) {
+    const value = first.headers.get(name);
+    if (value !== null) headers.set(name, value);
+  }
+  return new Response(file.body, { status: file.status, statusText: file.statusText, headers });
+}
+
 function iso(value: string | Date | undefined): string | undefined {
   return typeof value === 'object' && value !== null && typeof value.toISOString === 'function' ? value.toISOString() : (value as string | undefined);
 }
@@ -513,6 +535,7 @@ export class ChatClient {
             signal: controller.signal,
             redirect: 'manual',
           });
+          if (isMediaDownload(request.method, request.url)) response = await followMediaRedirect(this.fetchImpl, response, request.url, controller.signal);
           bytes = hasNullBody(response.status) ? null : await response.arrayBuffer();
         } catch (err) {
           if (signal?.aborted) throw new RequestAbortedError({ cause: signal.reason });

@@ -101,8 +101,8 @@ export function createAccessStore(db: Knex) {
     db,
     insertSite: (row: SiteRow, trx: Knex = db) => trx('sites').insert(row),
     renameSite: (id: string, name: string, trx: Knex = db) => trx('sites').where({ id }).update({ name }),
-    findSite: async (id: string) => {
-      const row: SiteRow | undefined = await db('sites').where({ id }).first(SITE_COLUMNS);
+    findSite: async (id: string, trx: Knex = db) => {
+      const row: SiteRow | undefined = await trx('sites').where({ id }).first(SITE_COLUMNS);
       return row && mapSiteRow(row);
     },
     listSites: async () => ((await db('sites').orderBy('created_at').select(SITE_COLUMNS)) as SiteRow[]).map(mapSiteRow),

@@ -4,7 +4,7 @@ import { normaliseEmail, passwordProblem } from './passwords';
 import { sessionExpiry } from './session-rules';
 import type { AuditActor } from './audit';
 import { memberDisplayName } from '../visitors/display-name';
-import type { AccountRow, InvitationRow, MemberRow, SessionRow, SiteMembershipRow, TokenRow } from './store';
+import type { AccountRow, InvitationRow, MemberRow, Role, SessionRow, SiteMembershipRow, TokenRow } from './store';
 
 /** What the accounts services share: who calls, the input checks, the errors said alike, and the one DTO of each row. */
 
@@ -19,6 +19,11 @@ export interface Manager {
   cookieMaxAge?: number;
   /** Until when the session may do what needs a recent password proof (sessions only; session-rules.ts). */
   sudoUntil?: number;
+  /**
+   * The account's role on the site the request's path names, read with the credential (null: not
+   * a member); the role step uses it instead of reading the membership again.
+   */
+  roleOn?: { siteId: string; role: Role | null };
 }
 
 /** Who did something, for the audit log; `manager` null is the operator CLI. */
@@ -41,10 +46,9 @@ export interface ClientMeta {
 
 const EMAIL = /^[^\s@]{1,64}@[^\s@]{1,189}\.[^\s@]{1,63}$/;
 
-export function checkEmail(raw: string): string {
+export function checkEmail(raw: string, path = '/body/email'): string {
   const email = normaliseEmail(raw);
-  if (email.length > 254 || !EMAIL.test(email))
-    throw invalid('The email address is not valid.', [{ path: '/body/email', message: 'must be an email address' }]);
+  if (email.length > 254 || !EMAIL.test(email)) throw invalid('The email address is not valid.', [{ path, message: 'must be an email address' }]);
   return email;
 }
 
@@ -82,6 +86,7 @@ export function accountToDto(a: AccountRow) {
     email: a.email,
     createdAt: toIsoRequired(a.created_at),
     passwordChangedAt: toIsoRequired(a.password_changed_at),
+    emailVerified: a.email_verified_at !== null,
     displayName: a.display_name ?? null,
     name: memberDisplayName({ displayName: a.display_name ?? null, email: a.email }),
   };

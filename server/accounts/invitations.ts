@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { ApiError, invalid } from '../platform/errors';
 import { newId } from '../platform/ids';
 import { randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
@@ -28,6 +29,16 @@ import type { AccountRow, AccountStore, InvitationRow, Role } from './store';
 import type { RateLimiter } from '../http/rate-limit/limiter';
 
 export const INVITATION_TTL_MS = 7 * 24 * 3600_000;
+
+/** What the invitation email says: the site, the role, who invited, and the link (the owner still sees it once too). */
+export interface InvitationEmail {
+  siteId: string;
+  email: string;
+  role: Role;
+  url: string;
+  /** The inviting account's id. */
+  invitedBy: string;
+}
 /** Where an invitation link opens (the dashboard's page); the token is in the fragment, which browsers never send to a server. */
 export const INVITATION_PATH = '/dashboard/accept-invitation';
 
@@ -96,15 +107,21 @@ export function createInvitations(opts: {
   cursors: CursorCodec;
   publicUrl: string;
   now: () => number;
+  /** Emails the invitation to the invited address, in the transaction that creates it (services.ts: the mail queue). */
+  sendInvitation?: (trx: Knex.Transaction, invitation: InvitationEmail) => Promise<unknown>;
+  /** Emails a new account the link that verifies its address, in the transaction that makes it (email-verification.ts). */
+  sendVerification?: (trx: Knex.Transaction, accountId: string, email: string) => Promise<unknown>;
 }) {
   const { store, now, audit } = opts;
   const otherEmail = () => invalid('This invitation is for another email address.', [{ path: '/body/email', message: 'must be the invited email' }]);
   const gone = () => new ApiError('not_found', 'This invitation does not exist, was used or has expired.');
   const MAX_ATTEMPTS = INVITATION_LIMITS.attemptsPerInvitation;
+  const unverified = () =>
+    new ApiError('forbidden', 'Verify your email first (the link emailed to you, or resend it from your profile page): then accept the invitation.');
 
   /**
    * The account an invitation's `email` and `password` name, without a session: a new one (made
-   * unverified: holding the link proves no mailbox) or an existing one whose password this is. The
+   * unverified: holding the link proves no mailbox) or an existing verified one whose password this is. The
    * answer and its cost do not tell which: the password's rules are checked before the email is
    * looked up (every stored password satisfies them), then either path spends exactly one hash, and
    * a wrong password is sign-in's 401. Each check takes one of the invitation's attempts first, in
@@ -121,7 +138,8 @@ export function createInvitations(opts: {
     try {
       account = await store.findAccountByEmail(email);
       if (!account) return { account: await opts.registry.newRow(email, who.password, false), created: true };
-      if (await opts.hasher.verify(who.password, account.password_hash)) return { account, created: false };
+      // An unverified account cannot be found by its email: even its own password does not attach it.
+      if ((await opts.hasher.verify(who.password, account.password_hash)) && account.email_verified_at !== null) return { account, created: false };
     } catch (err) {
       // The password was never checked (a full hashing queue, a failed read): no guess was made.
       await store.giveBackInvitationAttempt(inv.id).catch(() => undefined);
@@ -131,6 +149,7 @@ export function createInvitations(opts: {
       // The service's own change (actor `operator`), with the address that spent the last attempt.
       await audit.record({ manager: null, clientIp: meta.clientIp ?? null }, [inv.site_id], 'invitation.exhausted', inv.id);
     }
+    // Sign-in's answer to a wrong password, for an unverified account too: nothing tells them apart.
     throw wrongCredentials();
   }
 
@@ -160,11 +179,13 @@ export function createInvitations(opts: {
         accepted_by: null,
         attempts: 0,
       };
+      const url = `${opts.publicUrl}${INVITATION_PATH}#token=${token}`;
       await runInTransaction(store.db, async (trx) => {
         await store.insertInvitation(row, trx);
         await audit.record(actor, [siteId], `invitation.created.${role}`, row.id, trx);
+        await opts.sendInvitation?.(trx, { siteId, email, role, url, invitedBy: actor.manager.accountId });
       });
-      return { id: row.id, siteId, email, role, expiresAt: toIsoRequired(row.expires_at), token, url: `${opts.publicUrl}${INVITATION_PATH}#token=${token}` };
+      return { id: row.id, siteId, email, role, expiresAt: toIsoRequired(row.expires_at), token, url };
     },
 
     /** An owner's view of the invitations still waiting to be taken (never their tokens), newest first. */
@@ -201,11 +222,16 @@ export function createInvitations(opts: {
       if (!proved.account) throw notSignedIn();
       const joined = proved.account;
       if (joined.email !== inv.email) throw otherEmail();
+      if (!proved.created && joined.email_verified_at === null) throw unverified();
       const manager: Manager = 'manager' in who ? who.manager : { accountId: joined.id, email: joined.email, via: 'session' };
       const actor: Actor = { manager, clientIp: meta.clientIp ?? null };
       const promoted = await runInTransaction(store.db, async (trx) => {
         if (!(await store.consumeInvitation(inv.id, joined.id, now(), trx))) throw gone();
-        if (proved.created) await opts.registry.insert(joined, trx);
+        if (proved.created) {
+          await opts.registry.insert(joined, trx);
+          // The invitation's link proves no mailbox (its owner holds it too): the address gets its own.
+          await opts.sendVerification?.(trx, joined.id, joined.email);
+        }
         const existing = await store.findMembership(joined.id, inv.site_id, trx);
         let promotion = false;
         if (!existing) {

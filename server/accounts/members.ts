@@ -12,7 +12,7 @@ import type { AccountStore, Role } from './store';
 export type MemberStore = Pick<
   AccountStore,
   | 'db'
-  | 'findAccountByEmail'
+  | 'findVerifiedAccountByEmail'
   | 'insertMembership'
   | 'findMembership'
   | 'listMembershipsOf'
@@ -25,6 +25,13 @@ export type MemberStore = Pick<
   | 'lockOwners'
   | 'findMember'
 >;
+
+/** What a role on a site allows: none is 404 (another site is not shown), an agent where an owner is needed 403. */
+export function checkRole(role: Role | null, needed: 'owner' | 'member'): Role {
+  if (!role) throw noSuchSite();
+  if (needed === 'owner' && role !== 'owner') throw onlyOwners();
+  return role;
+}
 
 /**
  * Who belongs to which site with which role: the caller's membership (the role check), the
@@ -93,9 +100,8 @@ export function createMembers(opts: {
    */
   async function requireRole(manager: Manager, siteId: string, needed: 'owner' | 'member') {
     const m = await store.findMembership(manager.accountId, siteId);
-    if (!m) throw noSuchSite();
-    if (needed === 'owner' && m.role !== 'owner') throw onlyOwners();
-    return m;
+    checkRole(m?.role ?? null, needed);
+    return m!;
   }
 
   return {
@@ -127,11 +133,12 @@ export function createMembers(opts: {
     /** The CLI's `member add`: an existing account joins the site with `role`, or its role changes. */
     async add(actor: Actor, siteId: string, rawEmail: string, role: Role) {
       if (!(await opts.sites.findSite(siteId))) throw noSuchSite();
-      const account = await store.findAccountByEmail(normaliseEmail(rawEmail));
-      if (!account) throw new ApiError('not_found', 'No account has this email; create it first (account create).');
+      // Only an account that proved its mailbox is found by email: one answer for none and an unverified one.
+      const account = await store.findVerifiedAccountByEmail(normaliseEmail(rawEmail));
+      if (!account)
+        throw new ApiError('not_found', 'No account has verified this email: create it (account create), or its holder follows the verification link first.');
       await setMembership(actor, siteId, account.id, role, 'add');
-      // Nobody proved an invited account's mailbox (migration 016): the operator is told whom they add.
-      return { siteId, accountId: account.id, email: account.email, role, emailVerified: account.email_verified_at !== null };
+      return { siteId, accountId: account.id, email: account.email, role, emailVerified: true };
     },
 
     async mySites(manager: Manager) {

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import { ApiError } from '../platform/errors';
 import { randomBase62, safeEqual, sha256Hex } from '../platform/crypto';
 import { toIsoRequired } from '../platform/time';
@@ -27,6 +28,8 @@ export function createSetup(opts: {
   audit: AuditLog;
   publicUrl: string;
   now: () => number;
+  /** Emails the new account the link that verifies its address, in the transaction that makes it. */
+  sendVerification?: (trx: Knex.Transaction, accountId: string, email: string) => Promise<unknown>;
 }) {
   const { store, now } = opts;
   return {
@@ -61,12 +64,14 @@ export function createSetup(opts: {
       const link = await store.findSetupLink();
       if (!link || !safeEqual(link.token_hash, hash) || link.expires_at <= now()) throw gone();
       const email = checkEmail(rawEmail);
-      const row = await opts.registry.newRow(email, password, true); // the slow hash, outside the transaction; the operator's link vouches
+      // The slow hash, outside the transaction. The link went to the operator, not to this address: it gets its own.
+      const row = await opts.registry.newRow(email, password, false);
       const actor: Actor = { manager: { accountId: row.id, email, via: 'session' }, clientIp: meta.clientIp ?? null };
       await runInTransaction(store.db, async (trx) => {
         if (!(await store.takeSetupLink(hash, now(), trx))) throw gone();
         if (await store.hasAccounts(trx)) throw gone();
         await opts.registry.insert(row, trx);
+        await opts.sendVerification?.(trx, row.id, row.email);
         for (const siteId of await store.allSiteIds(trx)) {
           await store.insertMembership({ account_id: row.id, site_id: siteId, role: 'owner', created_at: now() }, trx);
           await opts.audit.record(actor, [siteId], 'member.added.owner', row.id, trx);

@@ -101,11 +101,14 @@ export function createSignIn(opts: { store: SignInStore; hasher: PasswordHasher;
       return startSession(account, meta);
     },
 
-    /** The account behind a session cookie's token, when the session is still within both limits. */
-    async authenticate(token: string): Promise<Manager> {
+    /**
+     * The account behind a session cookie's token, when the session is still within both limits;
+     * with `siteId`, its role there too (`roleOn`), read in the same statement.
+     */
+    async authenticate(token: string, siteId?: string): Promise<Manager> {
       if (token.length < 20 || token.length > 100) throw notSignedIn();
       const hash = sha256Hex(token);
-      const s = await store.findSessionByHash(hash);
+      const s = await store.findSessionByHash(hash, siteId);
       if (!s || !safeEqual(s.token_hash, hash)) throw notSignedIn();
       const at = now();
       const times = { createdAt: s.created_at, lastSeenAt: s.last_seen_at };
@@ -118,6 +121,7 @@ export function createSignIn(opts: { store: SignInStore; hasher: PasswordHasher;
         sessionId: s.id,
         cookieMaxAge: cookieMaxAgeSeconds(times, at),
         sudoUntil: sudoUntil({ createdAt: s.created_at, reauthenticatedAt: s.reauthenticated_at }),
+        ...(siteId === undefined ? {} : { roleOn: { siteId, role: s.site_role } }),
       };
     },
 

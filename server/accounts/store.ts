@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { forUpdate, withNumericColumns } from '../db/knex';
+import { precompiled } from '../db/precompiled';
 
 export type Role = 'owner' | 'agent';
 export const ROLES: Role[] = ['owner', 'agent'];
@@ -47,6 +48,12 @@ export interface TokenRow {
   last_used_at: number | null;
   revoked_at: number | null;
 }
+
+/**
+ * A credential's row as a request's check reads it: the account's email and, in the same statement,
+ * the account's role on the site the request names (null: not a member, or no site named).
+ */
+export type CredentialWithRole<R> = R & { email: string; site_role: Role | null };
 
 export interface InvitationRow {
   id: string;
@@ -167,6 +174,21 @@ export function createAccountStore(db: Knex) {
     const row = (await q) as R | undefined;
     return row ? map(row) : undefined;
   };
+  /**
+   * A credential by its hash with the account's role on `siteId` left-joined (compiled once): every
+   * request of the management API reads its credential, and one naming a site needs the membership
+   * too, so both come in one round trip.
+   */
+  const credential = <R>(table: string, hashColumn: string, columns: readonly string[]) =>
+    precompiled<CredentialWithRole<R>>(db, 2, (v) =>
+      db(`${table} as c`)
+        .join('accounts as a', 'a.id', 'c.account_id')
+        .leftJoin('memberships as m', (j) => j.on('m.account_id', 'c.account_id').andOnVal('m.site_id', '=', v[1]))
+        .where(`c.${hashColumn}`, v[0])
+        .first([...columns.map((c) => `c.${c}`), 'a.email', 'm.role as site_role']),
+    );
+  const sessionWithRole = credential<SessionRow>('sessions', 'token_hash', SESSION_COLUMNS);
+  const tokenWithRole = credential<TokenRow>('management_tokens', 'fingerprint', TOKEN_COLUMNS);
   /** A write's count of rows, or nothing for an insert: plain promises, so an in-memory store can have the same type. */
   const count = async (q: Knex.QueryBuilder): Promise<number> => Number(await q);
   const done = async (q: Knex.QueryBuilder): Promise<void> => {
@@ -197,6 +219,12 @@ export function createAccountStore(db: Knex) {
     dropSetupLink: (trx: Knex = db) => count(trx('setup_links').where({ id: SETUP_LINK_ID }).del()),
     findAccount: (id: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ id }).first(ACCOUNT_COLUMNS), mapAccount),
     findAccountByEmail: (email: string, trx: Knex = db) => first<AccountRow>(trx('accounts').where({ email }).first(ACCOUNT_COLUMNS), mapAccount),
+    /**
+     * The account that proved control of this email, for everything that finds someone else's account
+     * by its email (invitations, `member add --email`): an unverified one is as if it did not exist.
+     */
+    findVerifiedAccountByEmail: (email: string, trx: Knex = db) =>
+      first<AccountRow>(trx('accounts').where({ email }).whereNotNull('email_verified_at').first(ACCOUNT_COLUMNS), mapAccount),
     /** The emails of these accounts (the ones that exist), in one read. */
     emailsOf: async (ids: string[]): Promise<Map<string, string>> => {
       if (!ids.length) return new Map();
@@ -246,15 +274,11 @@ export function createAccountStore(db: Knex) {
     deleteMembership: (accountId: string, siteId: string, trx: Knex = db) => count(trx('memberships').where({ account_id: accountId, site_id: siteId }).del()),
 
     insertSession: (row: SessionRow, trx: Knex = db) => done(trx('sessions').insert(row)),
-    /** A session by its token's hash, with its account's email: every signed-in request asks, in one read. */
-    findSessionByHash: (hash: string) =>
-      first<SessionRow & { email: string }>(
-        db('sessions as s')
-          .join('accounts as a', 'a.id', 's.account_id')
-          .where('s.token_hash', hash)
-          .first([...SESSION_COLUMNS.map((c) => `s.${c}`), 'a.email']),
-        mapSession,
-      ),
+    /** A session by its token's hash, with its account's email and role on `siteId` ('' names none): every signed-in request asks, in one read. */
+    findSessionByHash: async (hash: string, siteId = ''): Promise<CredentialWithRole<SessionRow> | undefined> => {
+      const [row] = await sessionWithRole([hash, siteId]);
+      return row && mapSession(row);
+    },
     /** One of the account's sessions by id (a live stream asks at each heartbeat whether its own still holds). */
     findSessionOf: (accountId: string, id: string) => first<SessionRow>(db('sessions').where({ id, account_id: accountId }).first(SESSION_COLUMNS), mapSession),
     listSessionsOf: async (accountId: string) =>
@@ -281,15 +305,11 @@ export function createAccountStore(db: Knex) {
     purgeSessions: (now: number) => count(db('sessions').where('idle_expires_at', '<=', now).orWhere('expires_at', '<=', now).del()),
 
     insertToken: (row: TokenRow, trx: Knex = db) => done(trx('management_tokens').insert(row)),
-    /** A management token by its fingerprint, with its account's email, in one read (as a session). */
-    findTokenByFingerprint: (fingerprint: string) =>
-      first<TokenRow & { email: string }>(
-        db('management_tokens as t')
-          .join('accounts as a', 'a.id', 't.account_id')
-          .where('t.fingerprint', fingerprint)
-          .first([...TOKEN_COLUMNS.map((c) => `t.${c}`), 'a.email']),
-        mapToken,
-      ),
+    /** A management token by its fingerprint, with its account's email and role on `siteId`, in one read (as a session). */
+    findTokenByFingerprint: async (fingerprint: string, siteId = ''): Promise<CredentialWithRole<TokenRow> | undefined> => {
+      const [row] = await tokenWithRole([fingerprint, siteId]);
+      return row && mapToken(row);
+    },
     findToken: (id: string) => first<TokenRow>(db('management_tokens').where({ id }).first(TOKEN_COLUMNS), mapToken),
     listTokensOf: async (accountId: string) =>
       (
@@ -361,6 +381,8 @@ export function createAccountStore(db: Knex) {
     /** The seam of email verification (issue 26): its link, once followed, marks the account's email. */
     markEmailVerified: (id: string, at: number, trx: Knex = db) =>
       count(trx('accounts').where({ id }).whereNull('email_verified_at').update({ email_verified_at: at })),
+    /** Moves the account to an address a link just proved: the new email is verified as of `at`. */
+    setEmail: (id: string, email: string, at: number, trx: Knex = db) => count(trx('accounts').where({ id }).update({ email, email_verified_at: at })),
     /**
      * Locks the site's owner rows for the caller's transaction (the first read in it), so a change
      * that could drop an owner sees, and holds, the owners as they are: two owners demoting or

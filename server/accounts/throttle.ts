@@ -70,6 +70,13 @@ export function createSignInThrottle(limiter: RateLimiter, deviceKey: Buffer) {
     return safeEqual(mac, macOf(email, nonce)) ? nonce : undefined;
   }
 
+  /** Forgot password's budget per client IP: requests and uses of links alike. */
+  async function resetLink(ip: string | undefined): Promise<void> {
+    const { perAddress } = SIGN_IN_LIMITS;
+    const byAddress = await limiter.spend(`reset:${clientIpBucket(ip)}`, 1, perAddress.limit, perAddress.windowMs);
+    if (!byAddress.allowed) throw tooMany(byAddress.retryAfterSeconds, 'password reset requests');
+  }
+
   return {
     /** A new device cookie value binding the account's email to a random nonce. */
     deviceCookieFor(email: string): string {
@@ -96,6 +103,21 @@ export function createSignInThrottle(limiter: RateLimiter, deviceKey: Buffer) {
       if (!byEmail.allowed) throw tooMany(byEmail.retryAfterSeconds);
       return attemptOf(async (all) => Promise.all([byEmail.refund(1), all && byAddress.refund(1)]).then(() => undefined));
     },
+
+    /**
+     * Counts one forgot-password request, or throws 429: per email (known or not, so a 429 tells
+     * nothing) and per client IP, with sign-in's limits on budgets of their own, so asking for links
+     * never locks anybody out of signing in.
+     */
+    async resetRequest(email: string, ip: string | undefined): Promise<void> {
+      const { perEmail } = SIGN_IN_LIMITS;
+      await resetLink(ip);
+      const byEmail = await limiter.spend(`reset:email:${emailHash(email)}`, 1, perEmail.limit, perEmail.windowMs);
+      if (!byEmail.allowed) throw tooMany(byEmail.retryAfterSeconds, 'password reset requests');
+    },
+
+    /** Counts one use of a reset link by the client IP, or throws 429. */
+    resetLink,
 
     /**
      * Counts one password proof of a signed-in account (password change, re-authentication), or

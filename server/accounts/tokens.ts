@@ -60,16 +60,25 @@ export function createTokens(opts: { store: TokenStore; audit: AuditLog; securit
       });
     },
 
-    /** The account behind a management token, looked up on every request so a revocation holds at once. */
-    async authenticate(presented: string): Promise<Manager> {
+    /**
+     * The account behind a management token, looked up on every request so a revocation holds at
+     * once; with `siteId`, its role there too (`roleOn`), read in the same statement.
+     */
+    async authenticate(presented: string, siteId?: string): Promise<Manager> {
       const fail = () => new ApiError('unauthorized', 'Missing, invalid or revoked management token.');
       if (!presented.startsWith(MANAGEMENT_TOKEN_PREFIX) || presented.length > 200) throw fail();
       const fingerprint = sha256Hex(presented);
-      const t = await store.findTokenByFingerprint(fingerprint);
+      const t = await store.findTokenByFingerprint(fingerprint, siteId);
       if (!t || !safeEqual(t.fingerprint, fingerprint) || t.revoked_at !== null) throw fail();
       const at = now();
       if (t.last_used_at === null || t.last_used_at < at - 60_000) await store.touchToken(t.id, at);
-      return { accountId: t.account_id, email: t.email, via: 'token', tokenId: t.id };
+      return {
+        accountId: t.account_id,
+        email: t.email,
+        via: 'token',
+        tokenId: t.id,
+        ...(siteId === undefined ? {} : { roleOn: { siteId, role: t.site_role } }),
+      };
     },
   };
 }

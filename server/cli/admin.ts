@@ -5,66 +5,48 @@
  */
 import { loadConfig } from '../config';
 import { openRuntime } from '../runtime';
-import { parseArgs, CliError, Command } from './args';
+import pino from 'pino';
+import { parseArgs, CliError, commandName, closest, commandHelp, CLI_ENV } from './args';
+import { createLogger } from '../platform/logger';
 import { ApiError } from '../platform/errors';
-import { siteCommands } from './commands/sites';
-import { keyCommands } from './commands/keys';
-import { chatCommands } from './commands/chat';
-import { webhookCommands } from './commands/webhooks';
-import { visitorCommands } from './commands/visitors';
-import { accountCommands } from './commands/accounts';
-import { tagCommands } from './commands/tags';
+import { commands } from './commands';
 
-const commands: Record<string, Command> = {
-  ...siteCommands,
-  ...keyCommands,
-  ...chatCommands,
-  ...webhookCommands,
-  ...visitorCommands,
-  ...accountCommands,
-  ...tagCommands,
-};
-
-const USAGE = `usage: npm run --silent admin -- <command> [options] [--json]
-
-commands:
-  site create --name N
-  site list
-  site update --site S [--allowed-origins A,B] [--identity-mode off|optional|enforce] [--identity-secret rotate]
-              [--visitor-files on|off] [--visitor-file-types image/*,application/pdf]
-  key create --site S --scopes conversations:read,conversations:write,media:read [--label L]
-  key list --site S
-  key revoke K
-  visitor say --site S --visitor V --content C [--file F]...
-  visitor revoke --site S (--visitor V | --all)
-  visitor delete --site S --visitor V
-  agent say --conversation C --content C
-  tag list --site S
-  tag add --site S --name N
-  tag rename --site S --tag T --name N
-  tag remove --site S --tag T
-  account create --email E [--password-stdin]
-  account list
-  member add --site S --email E --role owner|agent
-  setup link
-${Object.keys(commands)
-  .filter((c) => c.startsWith('webhook'))
-  .map((c) => `  ${c} ...`)
-  .join('\n')}`;
+/** The global help: every command with its summary; `<command> --help` gives its options. */
+function usage(): string {
+  const width = Math.max(...Object.keys(commands).map((n) => n.length));
+  return [
+    'usage: npm run --silent admin -- <command> [options] [--json]',
+    '       npm run --silent admin -- <command> --help   (its options and the settings it reads)',
+    '',
+    'commands:',
+    ...Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`),
+    '',
+    "settings read from the CLI's own environment (not the server's):",
+    ...Object.keys(CLI_ENV).map((k) => `  ${k}`),
+  ].join('\n');
+}
 
 async function main(argv: string[]) {
-  const args = parseArgs(argv);
-  const name = args.positional.slice(0, 2).join(' ');
+  const name = commandName(argv);
   const command = commands[name];
+  if (!command) {
+    if (argv.length === 0 || argv.includes('--help')) {
+      process.stdout.write(usage() + '\n');
+      return;
+    }
+    const near = closest(name, Object.keys(commands));
+    throw new CliError(`unknown command "${name}"${near ? ` (did you mean "${near}"?)` : ''}; npm run --silent admin -- --help lists them`);
+  }
+  const args = parseArgs(argv.slice(name.split(' ').length), command.options);
   if (args.flags.help) {
-    process.stdout.write(USAGE + '\n');
+    process.stdout.write(commandHelp(name, command) + '\n');
     return;
   }
-  if (!command) throw new CliError(`unknown command "${name}"\n${USAGE}`);
   // Logs go to stderr so --json output stays one JSON object.
-  const runtime = await openRuntime(loadConfig());
+  const config = loadConfig();
+  const runtime = await openRuntime(config, { logger: createLogger(config.logLevel, pino.destination(2)) });
   try {
-    const result = await command(runtime, { ...args, positional: args.positional.slice(2) });
+    const result = await command.run(runtime, args);
     process.stdout.write(args.flags.json ? JSON.stringify(result.json) + '\n' : result.text + '\n');
   } finally {
     await runtime.close();

@@ -82,13 +82,11 @@ export type ListIndex = 'conversations_site_assignee_created' | 'conversations_s
 
 /**
  * The index a list walks newest first, as a keyset range (005_read_path.ts, 011_inbox.ts): the one
- * that starts with the filter's equality columns. A search walks none by force: its matches come
- * from the full-text index, and the engine joins them to the conversations their own way (a rare
- * word is a few rows to sort; walking the site's conversations newest first would test each of
- * them against the matches).
+ * that starts with the filter's equality columns. A search walks it too while its plan walks
+ * (server/search/plan.ts); when the plan takes the full-text index instead, the store forces none,
+ * and the engine joins the matches to the conversations its own way (a rare word is a few rows to sort).
  */
-export function listIndexFor(filter: ConversationFilter): ListIndex | null {
-  if (filter.words) return null;
+export function listIndexFor(filter: ConversationFilter): ListIndex {
   if (filter.assigneeId !== undefined) return 'conversations_site_assignee_created';
   if (filter.state) return 'conversations_site_state_created_updated';
   return 'conversations_site_created_updated';

@@ -6,9 +6,12 @@ import type { Position } from '../platform/cursor';
 import { toIso, toIsoRequired } from '../platform/time';
 import type { components } from '../../sdk/src/generated/api';
 import { joinReadMarks, whereUnread, type ReadMarkColumns } from '../inbox/store';
+import { joinVisitorNames, type VisitorNameColumns } from '../visitors/store';
+import { searchStep } from '../search/plan';
 import { createSearchStore } from '../search/store';
 import { whereTagged } from '../tags/filter';
-import { listIndexFor, type ConversationFilter } from './filter';
+import { listIndexFor, type ConversationFilter, type ListIndex } from './filter';
+import { eventAddressColumns, eventAddressOf, type EventAddress } from '../webhooks/store';
 
 export type Conversation = components['schemas']['Conversation'];
 export type ConversationState = components['schemas']['ConversationState'];
@@ -82,37 +85,42 @@ const QUALIFIED_COLUMNS = COLUMNS.map((c) => `conversations.${c}`);
 const ROW_COLUMNS = ['last_preview', 'last_direction', 'last_author_id', 'last_attachments', 'waiting_since', 'answered_at', 'answered_by'].map(
   (c) => `conversations.${c}`,
 );
-/** An inbox row: the card, the member's read mark (the inbox store's join) and what the row shows (ROW_COLUMNS). */
+/** An inbox row: the card, the member's read mark (the inbox store's join), the visitor's name (the visitors store's join) and what the row shows (ROW_COLUMNS). */
+export type InboxRow = ConversationRow & ReadMarkColumns & RowColumns & VisitorNameColumns;
 const INBOX_ROW_COLUMNS = [...QUALIFIED_COLUMNS, ...ROW_COLUMNS];
-const mapWithMarks = (row: ConversationRow & ReadMarkColumns & RowColumns) =>
-  withNumericColumns(row, ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at', 'last_attachments', 'waiting_since', 'answered_at']);
+const INBOX_NUMERIC = ['created_at', 'updated_at', 'last_message_at', 'closed_at', 'read_at', 'last_attachments', 'waiting_since', 'answered_at'] as const;
+/** In place: the driver's row objects are fresh and ours alone, and a copy per row is garbage the inbox page's profile showed. */
+const mapWithMarks = (row: InboxRow): InboxRow => {
+  const r = row as unknown as Record<string, unknown>;
+  for (const c of INBOX_NUMERIC) r[c] = r[c] === null || r[c] === undefined ? null : Number(r[c]);
+  return row;
+};
 export function createConversationStore(db: Knex) {
+  const search = createSearchStore(db);
+  /** The joins of an inbox row beside the card: the member's read mark and the visitor's name. */
+  const joinInboxRow = (q: Knex.QueryBuilder, accountId: string) => joinVisitorNames(joinReadMarks(db, q, accountId));
+
   /**
-   * Newest first by (created_at, id): a keyset range scan, in order, on the index `listIndexFor`
-   * names (db/index-hint.ts), so that no engine picks another. created* bound the scan itself;
-   * updated* are tested on the entries it walks (005_read_path.ts), so a deep page costs what the
-   * first one does. What other tables decide is each owner's part of the one statement: the
-   * member's read marks and the unread filter (the inbox store's, one primary-key look-up per
-   * entry walked), the tag (one look-up in `conversation_tags`), the search (the search read
-   * model's matches). With `marksOf`, each row carries that member's read mark.
+   * The part of a list's statement that decides which entries of its index it walks: the site, the
+   * index's equality columns and the range on (created_at, id) between `lowest` (inclusive) and the
+   * cursor `after` (exclusive). Both bounds are a keyset range on both engines.
    */
-  async function listRows(siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number, marksOf?: string) {
-    if (marksOf !== undefined && filter.unreadFor !== undefined && marksOf !== filter.unreadFor) {
-      throw new Error('conversations.list: one member per list (marksOf and unreadFor differ)');
+  function walkRange(
+    q: Knex.QueryBuilder,
+    siteId: string,
+    index: ListIndex | null,
+    filter: ConversationFilter,
+    after: Position | undefined,
+    lowest?: Position,
+  ) {
+    q.where('conversations.site_id', siteId);
+    if (index === 'conversations_site_assignee_created') {
+      if (filter.assigneeId === null) q.whereNull('conversations.assignee_id');
+      else q.andWhere('conversations.assignee_id', filter.assigneeId!);
+    } else if (index === 'conversations_site_state_created_updated') {
+      q.andWhere('conversations.state', filter.state!);
     }
-    const index = listIndexFor(filter);
-    const q = db.from<ConversationRow>(index ? withIndex(db, 'conversations', index) : 'conversations').where('conversations.site_id', siteId);
-    const member = marksOf ?? filter.unreadFor;
-    if (member !== undefined) joinReadMarks(db, q, member);
-    if (filter.unreadFor !== undefined) whereUnread(db, q);
-    if (filter.assigneeId === null) q.whereNull('conversations.assignee_id');
-    else if (filter.assigneeId !== undefined) q.andWhere('conversations.assignee_id', filter.assigneeId);
-    if (filter.state) q.andWhere('conversations.state', filter.state);
-    if (filter.tagId !== undefined) whereTagged(db, q, siteId, filter.tagId);
-    if (filter.words) q.whereIn('conversations.id', createSearchStore(db).matchingConversations(siteId, filter.words));
     if (filter.createdAfter !== undefined) q.andWhere('conversations.created_at', '>=', filter.createdAfter);
-    if (filter.updatedAfter !== undefined) q.andWhere('conversations.updated_at', '>=', filter.updatedAfter);
-    if (filter.updatedBefore !== undefined) q.andWhere('conversations.updated_at', '<', filter.updatedBefore);
     // The scan's upper end on created_at, given as ONE bound: SQLite ranges an index column on a
     // single upper bound and merely filters by the others, so `createdBefore` beside the cursor
     // would walk every row above the cursor. A conversation's updated_at never falls below its
@@ -127,15 +135,97 @@ export function createConversationStore(db: Knex) {
     } else if (before !== Infinity) {
       q.andWhere('conversations.created_at', '<', before); // a cursor at or above `before` excludes nothing more
     }
-    const rows: (ConversationRow & ReadMarkColumns & RowColumns)[] = await q
-      .orderBy([
-        { column: 'conversations.created_at', order: 'desc' },
-        { column: 'conversations.id', order: 'desc' },
-      ])
-      .limit(limit)
-      .select(member === undefined ? QUALIFIED_COLUMNS : INBOX_ROW_COLUMNS);
+    if (lowest) {
+      q.andWhere('conversations.created_at', '>=', lowest.createdAt).andWhere((w) =>
+        w.where('conversations.created_at', '>', lowest.createdAt).orWhere('conversations.id', '>=', lowest.id),
+      );
+    }
+    return q.orderBy([
+      { column: 'conversations.created_at', order: 'desc' },
+      { column: 'conversations.id', order: 'desc' },
+    ]);
+  }
+
+  /**
+   * Newest first by (created_at, id): a keyset range scan, in order, on the index `listIndexFor`
+   * names (db/index-hint.ts), so that no engine picks another. created* bound the scan itself;
+   * updated* are tested on the entries it walks (005_read_path.ts), so a deep page costs what the
+   * first one does. What other tables decide is each owner's part of the one statement: the
+   * member's read marks and the unread filter (the inbox store's, one primary-key look-up per
+   * entry walked), the tag (one look-up in `conversation_tags`), the search (`words`: the search
+   * read model's matches from its full-text index, or with `walk`, each conversation walked tested
+   * on its own entries down to `walk.lowest`). With `marksOf`, each row carries that member's read mark and its visitor's name.
+   */
+  async function listRows(
+    siteId: string,
+    filter: ConversationFilter,
+    after: Position | undefined,
+    limit: number,
+    marksOf?: string,
+    walk?: { lowest: Position | undefined },
+  ) {
+    if (marksOf !== undefined && filter.unreadFor !== undefined && marksOf !== filter.unreadFor) {
+      throw new Error('conversations.list: one member per list (marksOf and unreadFor differ)');
+    }
+    // The full-text index's matches are a set the engine joins its own way; a walk keeps the list's index.
+    const index = filter.words && !walk ? null : listIndexFor(filter);
+    const q = db.from<ConversationRow>(index ? withIndex(db, 'conversations', index) : 'conversations');
+    walkRange(q, siteId, index, filter, after, walk?.lowest);
+    const member = marksOf ?? filter.unreadFor;
+    if (member !== undefined) joinInboxRow(q, member);
+    if (filter.unreadFor !== undefined) whereUnread(db, q);
+    // The filters the index's range did not take (walkRange), tested on each entry walked.
+    if (index !== 'conversations_site_assignee_created') {
+      if (filter.assigneeId === null) q.whereNull('conversations.assignee_id');
+      else if (filter.assigneeId !== undefined) q.andWhere('conversations.assignee_id', filter.assigneeId);
+    }
+    if (filter.state && index !== 'conversations_site_state_created_updated') q.andWhere('conversations.state', filter.state);
+    if (filter.tagId !== undefined) whereTagged(db, q, siteId, filter.tagId);
+    if (filter.words && walk) q.whereExists(search.conversationHasEntry(filter.words));
+    else if (filter.words) q.whereIn('conversations.id', search.matchingConversations(siteId, filter.words));
+    if (filter.updatedAfter !== undefined) q.andWhere('conversations.updated_at', '>=', filter.updatedAfter);
+    if (filter.updatedBefore !== undefined) q.andWhere('conversations.updated_at', '<', filter.updatedBefore);
+    const rows: InboxRow[] = await q.limit(limit).select(member === undefined ? QUALIFIED_COLUMNS : INBOX_ROW_COLUMNS);
     return rows.map(member === undefined ? mapConversationRow : mapWithMarks);
   }
+
+  /**
+   * The position of the `size`-th entry of the list's index range below `after`: the lower end of
+   * a window of the search's walk. Read from the index alone. Undefined when fewer entries remain.
+   */
+  async function windowEnd(siteId: string, filter: ConversationFilter, after: Position | undefined, size: number): Promise<Position | undefined> {
+    const index = listIndexFor(filter);
+    const q = walkRange(db.from(withIndex(db, 'conversations', index)), siteId, index, filter, after);
+    const row: { created_at: number | string; id: string } | undefined = await q.offset(size - 1).first('conversations.created_at', 'conversations.id');
+    return row && { createdAt: Number(row.created_at), id: row.id };
+  }
+
+  /**
+   * A page of a search: the steps `searchStep` chooses (server/search/plan.ts), each a window of
+   * the walk (its lower end, then its matches) or the rest from the full-text index below the last
+   * window. Rows come in the list's order and each window starts where the last one ended, so the
+   * page is what one statement over the whole range would give.
+   */
+  async function searchRows(siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number, marksOf?: string) {
+    const rows: Awaited<ReturnType<typeof listRows>> = [];
+    const progress = { walked: 0, windows: 0, found: 0, wanted: limit };
+    let position = after;
+    for (;;) {
+      const step = searchStep(progress);
+      if (step.kind === 'index') {
+        rows.push(...(await listRows(siteId, filter, position, limit - rows.length, marksOf)));
+        return rows;
+      }
+      const lowest = await windowEnd(siteId, filter, position, step.window);
+      rows.push(...(await listRows(siteId, filter, position, limit - rows.length, marksOf, { lowest })));
+      if (rows.length >= limit || !lowest) return rows; // the page is full, or the walk reached the range's end
+      Object.assign(progress, { walked: progress.walked + step.window, windows: progress.windows + 1, found: rows.length });
+      position = lowest;
+    }
+  }
+
+  const listPage = (siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number, marksOf?: string) =>
+    filter.words ? searchRows(siteId, filter, after, limit, marksOf) : listRows(siteId, filter, after, limit, marksOf);
 
   return {
     async find(siteId: string, id: string, trx: Knex = db): Promise<ConversationRow | undefined> {
@@ -146,10 +236,30 @@ export function createConversationStore(db: Knex) {
       return normalise(await forUpdate(trx, trx<ConversationRow>('conversations').where({ site_id: siteId, id }).first(COLUMNS)));
     },
 
-    /** One conversation of the site with `accountId`'s read mark (the inbox store's join), in one read. */
-    async findWithMarks(siteId: string, id: string, accountId: string): Promise<(ConversationRow & ReadMarkColumns & RowColumns) | undefined> {
+    /**
+     * findForUpdate with the site's event address beside it, in the same statement: a writer that
+     * will emit an event learns where it goes without a read of its own (the webhooks store's
+     * columns, which lock nothing).
+     */
+    async findForUpdateWithEventAddress(
+      trx: Knex.Transaction,
+      siteId: string,
+      id: string,
+    ): Promise<{ conversation: ConversationRow; eventAddress: EventAddress | null } | undefined> {
+      const query = trx<ConversationRow>('conversations')
+        .where({ site_id: siteId, id })
+        .first([...COLUMNS, ...eventAddressColumns(trx, siteId)]);
+      const row = (await forUpdate(trx, query)) as (ConversationRow & { event_address_id: string | null; event_address_events: string | null }) | undefined;
+      if (!row) return undefined;
+      const eventAddress = eventAddressOf(row);
+      const { event_address_id: _id, event_address_events: _events, ...conversation } = row;
+      return { conversation: normalise(conversation)!, eventAddress };
+    },
+
+    /** One conversation of the site with `accountId`'s read mark and its visitor's name (the inbox and visitors stores' joins), in one read. */
+    async findWithMarks(siteId: string, id: string, accountId: string): Promise<InboxRow | undefined> {
       const q = db('conversations').where({ 'conversations.site_id': siteId, 'conversations.id': id });
-      const row = await joinReadMarks(db, q, accountId).first(INBOX_ROW_COLUMNS);
+      const row = await joinInboxRow(q, accountId).first(INBOX_ROW_COLUMNS);
       return row && mapWithMarks(row);
     },
 
@@ -240,10 +350,10 @@ export function createConversationStore(db: Knex) {
 
     /** A page of the list (see listRows). */
     list: (siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number): Promise<ConversationRow[]> =>
-      listRows(siteId, filter, after, limit),
-    /** The list with `accountId`'s read mark beside each row. */
+      listPage(siteId, filter, after, limit),
+    /** The list with `accountId`'s read mark and the visitor's name beside each row. */
     listWithMarks: (siteId: string, filter: ConversationFilter, after: Position | undefined, limit: number, accountId: string) =>
-      listRows(siteId, filter, after, limit, accountId) as Promise<(ConversationRow & ReadMarkColumns & RowColumns)[]>,
+      listPage(siteId, filter, after, limit, accountId) as Promise<InboxRow[]>,
   };
 }
 

@@ -86,3 +86,69 @@ export function whereFulltextMatch(db: Knex, q: Knex.QueryBuilder, table: string
       .select('rowid'),
   );
 }
+
+/**
+ * The separators of a body as MySQL's row test sees them: every run of characters outside a word
+ * (letters, digits, marks, `_`), and every token longer than InnoDB indexes (`innodb_ft_max_token_size`
+ * 84), which the index cannot find either. PCRE syntax, as MariaDB's REGEXP_REPLACE takes it.
+ */
+const NON_TOKENS = '[^\\p{L}\\p{N}\\p{M}_]+|[\\p{L}\\p{N}\\p{M}_]{85,}';
+
+/** On SQLite, the name of the row test's function (rowHoldsWords), registered on each connection (server/db/knex.ts). */
+export const SQLITE_ROW_MATCH = 'search_row_match';
+
+const foldToken = (text: string) =>
+  text
+    .normalize('NFD')
+    .replace(/(\p{Script=Latin})[\u0300-\u036f]+/gu, '$1')
+    .normalize('NFC')
+    .toLowerCase();
+
+/**
+ * SQLite's row test (pure): 1 when `body` holds every word of `words` (joined by spaces) at the
+ * start of a token, as FTS5's `unicode61 remove_diacritics 2 tokenchars '_'` tokenizer splits and
+ * folds: tokens are runs of letters, digits, private-use characters and `_`; case folds, and
+ * diacritics fold off Latin letters only. A look-up of the row in the FTS5 table would instead read
+ * the word's whole list of matches at each row.
+ */
+export function rowHoldsWords(body: string, words: string): 0 | 1 {
+  const tokens = foldToken(body).match(/[\p{L}\p{N}\p{Co}_]+/gu) ?? [];
+  return words.split(' ').every((word) => {
+    const prefix = foldToken(word);
+    return tokens.some((t) => t.startsWith(prefix));
+  })
+    ? 1
+    : 0;
+}
+
+/** Gives a SQLite connection the functions of this module. */
+export function registerSqliteFunctions(conn: {
+  function(name: string, options: { deterministic: boolean }, fn: (...args: never[]) => unknown): unknown;
+}): void {
+  conn.function(SQLITE_ROW_MATCH, { deterministic: true }, (body: string, words: string) => rowHoldsWords(body, words));
+}
+
+/**
+ * Narrows `q` (a query on `table`) to the rows whose `column` holds every word as a prefix, tested
+ * on each row the query reaches rather than through the full-text index: for a walk over a bounded
+ * set of rows (the search's walk, server/search/plan.ts), since the index reads a word's whole list
+ * of matches before any other condition applies. It matches what the index matches: on MySQL the
+ * word's collation weights (the column's case- and accent-insensitive collation, expansions such as
+ * ß = ss included, as InnoDB compares a prefix) at the start of a token, the body's separators made
+ * single spaces (a weight is 2 bytes: a match straddling two weights would need one whose first
+ * byte is 0x09, the second byte of a space's weight 0x0209, and no letter, digit or `_` has one);
+ * on SQLite the tokenizer's rules (rowHoldsWords).
+ */
+export function whereWordsInRow(db: Knex, q: Knex.QueryBuilder, table: string, column: string, words: readonly string[]): Knex.QueryBuilder {
+  if (dialectOf(db) === 'mysql') {
+    const tokens = db.raw("weight_string(concat(' ', regexp_replace(??, ?, ' ')))", [`${table}.${column}`, NON_TOKENS]);
+    for (const word of words) {
+      // First the word's weights anywhere in the body's (what matches has them too), a third of the
+      // cost: most entries a window tests fail here, before the regular expression runs.
+      q.whereRaw('instr(weight_string(??), weight_string(convert(? using utf8mb4) collate utf8mb4_unicode_ci)) > 0', [`${table}.${column}`, word]);
+      q.whereRaw("instr(?, weight_string(concat(' ', convert(? using utf8mb4) collate utf8mb4_unicode_ci))) > 0", [tokens, word]);
+    }
+    return q;
+  }
+  return q.whereRaw(`${SQLITE_ROW_MATCH}(??, ?) = 1`, [`${table}.${column}`, words.join(' ')]);
+}

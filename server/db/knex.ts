@@ -3,6 +3,8 @@ import path from 'node:path';
 import knexFactory, { Knex } from 'knex';
 import { dialectOf } from './dialect';
 import { migrationSource } from './migrations';
+import { StartupError } from '../platform/startup';
+import { registerSqliteFunctions } from './fulltext';
 
 export { dialectOf, onMysqlTable, type Dialect } from './dialect';
 export type Db = Knex;
@@ -14,10 +16,7 @@ export type Db = Knex;
  */
 export function createDb(opts: { databaseUrl?: string; dataDir: string }): Knex {
   if (opts.databaseUrl) {
-    const url = new URL(opts.databaseUrl);
-    if (url.protocol !== 'mysql:' && url.protocol !== 'mariadb:') {
-      throw new Error(`DATABASE_URL must be mysql://user:pass@host:3306/db, got protocol ${url.protocol}`);
-    }
+    const url = parseDatabaseUrl(opts.databaseUrl);
     const connection = {
       host: url.hostname,
       port: Number(url.port || 3306),
@@ -62,17 +61,116 @@ export function createDb(opts: { databaseUrl?: string; dataDir: string }): Knex 
     pool: {
       min: 1,
       max: 1,
-      afterCreate(conn: { pragma(s: string): unknown }, done: (err: Error | null, conn: unknown) => void) {
-        conn.pragma('journal_mode = WAL');
+      afterCreate(conn: { pragma(s: string): unknown } & Parameters<typeof registerSqliteFunctions>[0], done: (err: Error | null, conn: unknown) => void) {
+        // The busy wait first: switching a new file to WAL needs a lock that a second process
+        // starting at the same moment may hold.
         conn.pragma('busy_timeout = 5000');
+        conn.pragma('journal_mode = WAL');
         conn.pragma('foreign_keys = ON');
         conn.pragma('synchronous = NORMAL');
+        registerSqliteFunctions(conn);
         done(null, conn);
       },
     },
   });
   beginSqliteTransactionsImmediately(sqlite);
   return sqlite;
+}
+
+const DATABASE_URL_FORM = 'mysql://user:password@host:3306/database';
+
+/** The URL with its password masked, for messages: a malformed value may still carry one. */
+export function redactedDatabaseUrl(value: string): string {
+  const at = value.lastIndexOf('@');
+  const afterScheme = /^[a-z][a-z0-9+.-]*:?\/*/i.exec(value)?.[0].length ?? 0;
+  const colon = value.indexOf(':', afterScheme);
+  // Everything from the user's colon to the host's @: a password may hold colons, slashes, even @.
+  return at < 0 || colon < 0 || colon > at ? value : `${value.slice(0, colon + 1)}***${value.slice(at)}`;
+}
+
+/** DATABASE_URL as a URL, or a start-up error naming the variable and its expected form. */
+export function parseDatabaseUrl(value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new StartupError(`DATABASE_URL is not a URL ("${redactedDatabaseUrl(value)}"): write it as ${DATABASE_URL_FORM}, or unset it for SQLite in DATA_DIR`);
+  }
+  if (url.protocol !== 'mysql:' && url.protocol !== 'mariadb:') {
+    throw new StartupError(
+      `DATABASE_URL has the scheme ${url.protocol} where mysql: is expected: write it as ${DATABASE_URL_FORM}, or unset it for SQLite in DATA_DIR`,
+    );
+  }
+  if (!url.hostname || url.pathname.replace(/^\//, '') === '') {
+    throw new StartupError(`DATABASE_URL names no host or no database ("${redactedDatabaseUrl(value)}"): write it as ${DATABASE_URL_FORM}`);
+  }
+  return url;
+}
+
+/** Mistakes the database answers with at once: waiting would not change them. */
+const REFUSALS: Record<string, (where: string) => string> = {
+  ER_ACCESS_DENIED_ERROR: (where) => `DATABASE_URL: ${where} refused the user name or password: correct them in DATABASE_URL, or grant the user access`,
+  ER_DBACCESS_DENIED_ERROR: (where) =>
+    `DATABASE_URL: ${where} refused the user access to the database: grant it (GRANT ALL ON db.* TO user) or name another database`,
+  ER_BAD_DB_ERROR: (where) =>
+    `DATABASE_URL: the database it names does not exist on ${where}: create it (CREATE DATABASE ... CHARACTER SET utf8mb4) or correct the name`,
+};
+
+export interface WaitForDatabase {
+  /** How long to keep trying (DATABASE_CONNECT_TIMEOUT_SECONDS). */
+  timeoutSeconds: number;
+  /** Told of each failed try and the pause before the next. */
+  onRetry(info: { attempt: number; reason: string; retryInMs: number; where: string }): void;
+  sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
+}
+
+/**
+ * At start a database that is not up yet (a host booting, a container starting beside this one) is
+ * waited for, with growing pauses, up to a bound; then one line says which database, why, and what
+ * to do. A refusal (wrong password, no such database) ends the wait at once. SQLite answers at once.
+ */
+export async function waitForDatabase(db: Knex, opts: WaitForDatabase): Promise<void> {
+  const sleep = opts.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = opts.now ?? Date.now;
+  const conn = db.client.config.connection as { host?: string; port?: number; filename?: string };
+  const where = conn.filename ? `SQLite at ${conn.filename}` : `the database at ${conn.host}:${conn.port}`;
+  const deadline = now() + opts.timeoutSeconds * 1000;
+  let reason = 'no answer';
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await db.raw('select 1');
+      return;
+    } catch (err) {
+      const e = err as { code?: string; message?: string };
+      // A SQLite file that cannot be opened now will not open later: no wait. A busy one (another
+      // process switching a new file to WAL or migrating it) will, within the same bound.
+      if (conn.filename && !e.code?.startsWith('SQLITE_BUSY'))
+        throw new StartupError(`DATA_DIR: ${where} cannot be opened (${e.code ?? e.message}): check the file and DATA_DIR, or point DATA_DIR elsewhere`);
+      const refusal = e.code ? REFUSALS[e.code] : undefined;
+      if (refusal) throw new StartupError(refusal(where));
+      if (!isConnectionError(err)) throw err;
+      // While the pool's guard holds the server for down it answers its own verdict; the cause seen first says more.
+      if (e.code !== 'DATABASE_UNRESPONSIVE' || attempt === 1) reason = e.code ?? e.message ?? reason;
+      const retryInMs = connectBackoffMs(attempt);
+      if (now() + retryInMs > deadline) {
+        if (conn.filename)
+          throw new StartupError(
+            `DATA_DIR: ${where} stayed locked by another process for ${opts.timeoutSeconds} s (${reason}): stop the process that holds it`,
+          );
+        throw new StartupError(
+          `DATABASE_URL: ${where} did not answer for ${opts.timeoutSeconds} s (${reason}): start MySQL/MariaDB or correct the host and port in DATABASE_URL; DATABASE_CONNECT_TIMEOUT_SECONDS sets how long to wait`,
+        );
+      }
+      opts.onRetry({ attempt, reason, retryInMs, where });
+      await sleep(retryInMs);
+    }
+  }
+}
+
+/** 0.5 s, 1 s, 2 s, then every 4 s: quick when the database is just starting, gentle on a long outage. */
+export function connectBackoffMs(attempt: number): number {
+  return Math.min(4000, 500 * 2 ** (attempt - 1));
 }
 
 interface KnexTransactionInternals {
@@ -102,8 +200,27 @@ function beginSqliteTransactionsImmediately(db: Knex): void {
   client.transaction = (...args: unknown[]) => new ImmediateSqliteTransaction(db.client, ...args);
 }
 
-export async function migrate(db: Knex): Promise<void> {
-  await underMigrationLock(db, () => db.migrate.latest({ migrationSource }));
+/**
+ * Brings the database to this code's schema; answers the migrations it has that this code does not
+ * know. Those are a newer release's, applied while this release still runs (a rolling upgrade, or a
+ * restart of an instance not yet upgraded): every migration is safe with the release before it
+ * (migrations/README.md), so this code starts. Knex's own check would refuse them as a corrupt list.
+ */
+export async function migrate(db: Knex): Promise<{ newer: string[] }> {
+  return underMigrationLock(db, async () => {
+    await db.migrate.latest({ migrationSource, ...NEWER_MIGRATIONS_ALLOWED });
+    return { newer: await migrationsNewerThanCode(db) };
+  });
+}
+
+/** Knex options that let this code run on a database a newer release has migrated further. */
+export const NEWER_MIGRATIONS_ALLOWED = { disableMigrationsListValidation: true } as const;
+
+/** The applied migrations this code does not know (a newer release's), oldest first. */
+export async function migrationsNewerThanCode(db: Knex): Promise<string[]> {
+  const known = new Set(await migrationSource.getMigrations([]));
+  const [completed] = (await db.migrate.list({ migrationSource, ...NEWER_MIGRATIONS_ALLOWED })) as [{ name: string }[], unknown[]];
+  return completed.map((m) => m.name).filter((name) => !known.has(name));
 }
 
 const MIGRATION_LOCK_WAIT_SECONDS = 120;
@@ -359,6 +476,29 @@ function createMysqlGuard(settings: Record<string, unknown>) {
       };
     },
   };
+}
+
+/**
+ * Adds `by` to the counter `column` of the one row of `table` whose `keyColumn` is `key` and
+ * answers its new value, in one statement (the row stays locked until the transaction ends), or
+ * undefined when there is no such row. MySQL hands the value back in the statement's own answer
+ * (LAST_INSERT_ID(expr) sets the OK packet's insert id), SQLite through RETURNING: no read after it.
+ */
+export async function incrementReturning(trx: Knex, table: string, keyColumn: string, key: string, column: string, by = 1): Promise<number | undefined> {
+  if (dialectOf(trx) === 'mysql') {
+    const [header] = await trx.raw('update ?? set ?? = last_insert_id(?? + ?) where ?? = ?', [table, column, column, by, keyColumn, key]);
+    return Number(header.affectedRows) === 1 ? Number(header.insertId) : undefined;
+  }
+  const rows: Record<string, unknown>[] = await trx.raw('update ?? set ?? = ?? + ? where ?? = ? returning ??', [
+    table,
+    column,
+    column,
+    by,
+    keyColumn,
+    key,
+    column,
+  ]);
+  return rows.length ? Number(rows[0][column]) : undefined;
 }
 
 /** `SELECT ... FOR UPDATE` where it means something (MySQL); SQLite serialises writers anyway. */

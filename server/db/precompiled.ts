@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { dialectOf } from './dialect';
 
 /** Stand-ins for the values while Knex compiles: integers, so `.limit()` takes them too. */
 const MARKER_BASE = 1_987_654_321;
@@ -33,5 +34,33 @@ export function precompiled<Row>(db: Knex, arity: number, build: (v: number[]) =
     const result = await db.raw(compiled.sql, bindings as Knex.RawBinding[]);
     // mysql2 answers [rows, fields]; better-sqlite3 the rows.
     return (Array.isArray(result?.[0]) ? result[0] : result) as Row[];
+  };
+}
+
+/**
+ * An insert of one row into `table` with these columns, compiled by Knex's builder once per engine
+ * and then sent as raw SQL (see precompiled) in the Knex or transaction the call gives: the write
+ * path's inserts (a reply writes four rows) paid the builder on every row. A column the row leaves
+ * out is written as null, so only for nullable columns without another default.
+ */
+export function precompiledInsert<Row extends object>(table: string, columns: readonly (keyof Row & string)[]) {
+  const compiled = new Map<string, { sql: string; order: number[] }>();
+  const compile = (on: Knex) => {
+    const markers = columns.map((_, i) => MARKER_BASE + i);
+    const { sql, bindings } = on(table)
+      .insert(Object.fromEntries(columns.map((c, i) => [c, markers[i]])))
+      .toSQL();
+    const order = bindings.map((b) => markers.indexOf(b as number));
+    if (order.length !== columns.length || order.some((i) => i < 0)) throw new Error(`precompiled insert does not bind each column once: ${sql}`);
+    return { sql, order };
+  };
+  return async (on: Knex, row: Row): Promise<void> => {
+    const dialect = dialectOf(on);
+    let statement = compiled.get(dialect);
+    if (!statement) compiled.set(dialect, (statement = compile(on)));
+    await on.raw(
+      statement.sql,
+      statement.order.map((i) => (row[columns[i]] ?? null) as Knex.RawBinding),
+    );
   };
 }

@@ -30,6 +30,27 @@ export interface TransactionOptions {
 }
 
 const commitHooks = new WeakMap<Knex.Transaction, (() => void)[]>();
+const lastWrites = new WeakMap<Knex.Transaction, (() => Promise<void>)[]>();
+
+/** The transaction `trx` is part of (a savepoint's outermost one), if runInTransaction opened it. */
+function outermostOf(trx: Knex.Transaction): Knex.Transaction {
+  let outermost = trx;
+  while (outermost.parentTransaction) outermost = outermost.parentTransaction;
+  return outermost;
+}
+
+/**
+ * Runs `write` in the transaction `trx` belongs to as its last statements, after the work and right
+ * before the commit, in the order registered; a failure rolls the transaction back like any other.
+ * For a write under a lock that every writer of a row takes (a site's inbox feed counter): taken
+ * last, it is held for that write and the commit alone, not for the rest of the work. Only for
+ * transactions opened by runInTransaction (any other is refused with an error, as afterCommit does).
+ */
+export function lastInTransaction(trx: Knex.Transaction, write: () => Promise<void>): void {
+  const writes = lastWrites.get(outermostOf(trx));
+  if (!writes) throw new Error('lastInTransaction: the transaction was not opened by runInTransaction');
+  writes.push(write);
+}
 
 /**
  * Runs `callback` once the transaction `trx` belongs to has committed, right before
@@ -39,9 +60,7 @@ const commitHooks = new WeakMap<Knex.Transaction, (() => void)[]>();
  * which rolls it back. A savepoint (`trx.transaction(...)`) counts as its outermost transaction.
  */
 export function afterCommit(trx: Knex.Transaction, callback: () => void): void {
-  let outermost = trx;
-  while (outermost.parentTransaction) outermost = outermost.parentTransaction;
-  const hooks = commitHooks.get(outermost);
+  const hooks = commitHooks.get(outermostOf(trx));
   if (!hooks) throw new Error('afterCommit: the transaction was not opened by runInTransaction');
   hooks.push(callback);
 }
@@ -72,10 +91,14 @@ export async function runInTransaction<T>(db: Knex, work: (trx: Knex.Transaction
     try {
       const value = await db.transaction(async (trx) => {
         commitHooks.set(trx, hooks);
+        const writes: (() => Promise<void>)[] = [];
+        lastWrites.set(trx, writes);
         const result = await work(trx);
         // `work` ended the transaction itself: knex settles a `trx.rollback()` without an error
         // exactly like a commit, so whether anything was committed is not known here.
         if (trx.isCompleted()) hooks.length = 0;
+        // A last write may register another (each runs once, in order).
+        else for (let w = 0; w < writes.length; w++) await writes[w]();
         return result;
       }, config);
       runHooks(hooks);

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import type { Request, Response } from 'express';
-import { fromProjectRoot } from '../platform/project-root';
+import { fromProjectRoot, ownBuild } from '../platform/project-root';
 import { ApiError } from '../platform/errors';
 import type { Logger } from '../platform/logger';
 
@@ -36,8 +36,7 @@ export interface Asset {
  * sources by tsx: the tests, `npm run demo`) the current build's, dist/<name>.
  */
 export function builtAssetDir(name: string): string {
-  const ownBuild = path.resolve(__dirname, '..', '..');
-  return fs.existsSync(path.join(ownBuild, 'build.json')) ? path.join(ownBuild, name) : fromProjectRoot('dist', name);
+  return ownBuild ? path.join(ownBuild, name) : fromProjectRoot('dist', name);
 }
 
 function variant(body: Buffer): Variant {

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../platform/crypto';
 import { ApiError } from '../platform/errors';
 import { isUniqueViolation } from '../db/knex';
+import { afterCommit } from '../db/transaction';
 import { newId } from '../platform/ids';
 import type { IdempotencyStore, ReplayRow } from './store';
 
@@ -46,8 +47,9 @@ export interface IdempotencyHandle {
    * Records the answer inside the transaction that made the change: both commit or neither. Throws
    * 409 `idempotency_key_in_use` when the lease was taken over by a repeat (this request ran past
    * its lease), so the transaction rolls back and only the repeat's change exists.
+   * The transaction must be one runInTransaction opened (the answer is known committed after it).
    */
-  completeIn(trx: Knex, status: number, body: unknown): Promise<void>;
+  completeIn(trx: Knex.Transaction, status: number, body: unknown): Promise<void>;
   /**
    * Called with every answer; stops renewing the lease. A record committed by completeIn, or taken
    * over by a repeat, stays as it is. Otherwise a 4xx is recorded (and replayed later), and a 5xx
@@ -178,9 +180,12 @@ export function createIdempotencyService(
 
   function handle(apiKeyId: string, keyHash: string, token: string): IdempotencyHandle {
     let finished = false;
+    /** The status the request's own transaction recorded, once that transaction has committed. */
+    let committedStatus: number | undefined;
     const heartbeat = keepLeaseAlive(apiKeyId, keyHash, token);
     return {
       async completeIn(trx, status, body) {
+        afterCommit(trx, () => (committedStatus = status));
         if (!(await store.complete(apiKeyId, keyHash, token, status, JSON.stringify(body), trx))) {
           // Committing now would make a second change under the key: a repeat took it over while this
           // request ran past its lease. 409 rather than the repeat's answer: that repeat may still be
@@ -195,6 +200,9 @@ export function createIdempotencyService(
         if (finished) return;
         finished = true;
         heartbeat.stop();
+        // The record is already `done` with this answer (the statement below would match no row): a
+        // round trip saved before the answer is sent.
+        if (status === committedStatus) return;
         // Both statements only touch a record still `running` under this request's lease: one the
         // request's transaction committed as `done`, or one a repeat took over, is left alone.
         if (status >= 500) await store.removeRunning(apiKeyId, keyHash, token);

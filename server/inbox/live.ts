@@ -1,4 +1,4 @@
-import type { EventChannel } from '../webhooks/channel';
+import type { EventChannel } from '../delivery/channel';
 import { createSignalListeners, type SignalListener } from '../window/live';
 import type { InboxStore } from './store';
 
@@ -56,15 +56,18 @@ export function createInboxHub(
 
   // Stored changes (outbox events, inbox feed rows) wake the site's streams to read; signals are
   // written to them as they are.
-  opts.channel?.subscribe((messages) => {
-    if (!messages) return void poll();
-    const woken = new Set<string>();
-    for (const m of messages) {
-      if (m.kind !== 'signal') woken.add(m.siteId);
-      else if (m.to === 'members') signalListeners.tell(m.siteId, { event: m.event, data: m.data });
-    }
-    for (const site of woken) wake(site);
-  });
+  opts.channel?.subscribe(
+    (messages) => {
+      if (!messages) return void poll();
+      const woken = new Set<string>();
+      for (const m of messages) {
+        if (m.kind !== 'signal') woken.add(m.siteId);
+        else if (m.to === 'members') signalListeners.tell(m.siteId, { event: m.event, data: m.data });
+      }
+      for (const site of woken) wake(site);
+    },
+    ['event', 'inbox', 'signal'],
+  );
 
   return {
     /** Calls `listener` when the site's inbox may have news; returns the unsubscribe. */

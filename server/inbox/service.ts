@@ -1,24 +1,26 @@
 import type { Knex } from 'knex';
 import { ApiError, invalid, notFound } from '../platform/errors';
-import { toIso } from '../platform/time';
+import { toIso, toIsoRequired } from '../platform/time';
 import { runInTransaction } from '../db/transaction';
 import type { Manager, SignedActor } from '../accounts/common';
 import type { Members } from '../accounts/members';
 import type { Role } from '../accounts/store';
 import type { AuditLog } from '../accounts/audit';
 import type { ConversationService } from '../conversations/service';
-import { conversationToDto, type ConversationRow, type ConversationStore, type RowColumns } from '../conversations/store';
+import type { ConversationStore, InboxRow } from '../conversations/store';
 import type { MessageService } from '../messages/service';
 import type { Message, MessageFormat } from '../messages/store';
 import type { IncomingFile } from '../media/service';
 import type { StreamEvent, StreamSource } from '../window/streams';
 import type { Logger } from '../platform/logger';
-import type { InboxStore, ReadMarkColumns } from './store';
+import type { InboxStore } from './store';
 import type { InboxHub } from './live';
+import type { Presence } from './presence';
 import { PRIVATE_TO_ACCOUNT, type InboxRecorder } from './activity';
-import type { VisitorStore } from '../visitors/store';
+import { knownNameOf } from '../visitors/store';
 import type { AccountStore } from '../accounts/store';
 import type { Tags } from '../tags/service';
+import type { TagOnConversation } from '../tags/store';
 import { rowSummary } from './rows';
 
 import type { operations } from '../manage/generated/api';
@@ -56,38 +58,59 @@ export function createInboxService(deps: {
   /** Private changes (assignments, read marks) to the site's feed, in the change's transaction. */
   record: InboxRecorder;
   hub: InboxHub;
-  /** What a row shows beside the card: the visitors' names, the members' names, the tags; each read once a page. */
-  rows: { visitors: Pick<VisitorStore, 'findMany'>; accounts: Pick<AccountStore, 'namesOf'>; tags: Pick<Tags, 'ofConversations'> };
+  /** Who has a live inbox stream open on a site (members without one are emailed of waiting visitors). */
+  presence: Pick<Presence, 'open'>;
+  /** What a row shows beside the card that the page does not join: the members' names and the tags, each read once a page. */
+  rows: { accounts: Pick<AccountStore, 'namesOf'>; tags: Pick<Tags, 'pagePart'> };
   now: () => number;
 }) {
   const { db, store, conversationStore, now } = deps;
 
   /**
    * The conversations as the member sees them: the public card with its assignee, unread count and
-   * read mark, and what the row says is waiting (server/inbox/rows.ts). A page costs the same four
-   * reads whatever its rows hold: unread counts, visitors, members' names, tags.
+   * read mark, and what the row says is waiting (server/inbox/rows.ts). The rows come with the
+   * member's marks and the visitors' names joined; the unread counts and the tags are one more
+   * statement, and the members' names one more only when a member wrote the last message or answer.
+   * Each row is built as one object: spreading parts of it was garbage the page's profile showed.
    */
-  async function withInbox(siteId: string, accountId: string, rows: (ConversationRow & ReadMarkColumns & RowColumns)[]) {
+  async function withInbox(siteId: string, accountId: string, rows: InboxRow[]) {
     if (!rows.length) return [];
-    const marks = new Map(rows.filter((r) => r.read_at !== null).map((r) => [r.id, r.read_at!]));
-    const ids = rows.map((r) => r.id);
-    const [unread, visitors, names, tags] = await Promise.all([
-      store.unreadCounts(accountId, ids, marks),
-      deps.rows.visitors.findMany(
-        siteId,
-        rows.map((r) => r.visitor_id),
-      ),
-      deps.rows.accounts.namesOf(rows.flatMap((r) => [r.last_author_id, r.answered_by].filter((id): id is string => id !== null))),
-      deps.rows.tags.ofConversations(siteId, ids),
+    const marks = new Map<string, number>();
+    const ids: string[] = [];
+    const authors: string[] = [];
+    for (const r of rows) {
+      ids.push(r.id);
+      if (r.read_at !== null) marks.set(r.id, r.read_at);
+      if (r.last_author_id !== null) authors.push(r.last_author_id);
+      if (r.answered_by !== null) authors.push(r.answered_by);
+    }
+    const tagPart = deps.rows.tags.pagePart;
+    const [counted, names] = await Promise.all([
+      store.unreadCountsWith<TagOnConversation>(accountId, ids, marks, { part: tagPart, siteId }),
+      deps.rows.accounts.namesOf(authors),
     ]);
-    return rows.map((r) => ({
-      ...conversationToDto(r),
-      assigneeId: r.assignee_id ?? null,
-      unreadCount: unread.get(r.id) ?? 0,
-      lastReadAt: toIso(r.read_at),
-      ...rowSummary(r, { viewer: accountId, visitor: visitors.get(r.visitor_id), names }),
-      tags: tags.get(r.id) ?? [],
-    }));
+    const tags = tagPart.read(counted.beside);
+    return rows.map((r) => {
+      const summary = rowSummary(r, { viewer: accountId, visitor: knownNameOf(r), names });
+      return {
+        id: r.id,
+        state: r.state,
+        visitorId: r.visitor_id,
+        createdAt: toIsoRequired(r.created_at),
+        updatedAt: toIsoRequired(r.updated_at),
+        lastMessageAt: toIso(r.last_message_at),
+        closedAt: toIso(r.closed_at),
+        assigneeId: r.assignee_id ?? null,
+        unreadCount: counted.counts.get(r.id) ?? 0,
+        lastReadAt: toIso(r.read_at),
+        visitorName: summary.visitorName,
+        visitorNameSource: summary.visitorNameSource,
+        lastMessage: summary.lastMessage,
+        waitingSince: summary.waitingSince,
+        lastAnswer: summary.lastAnswer,
+        tags: tags.get(r.id) ?? [],
+      };
+    });
   }
 
   async function conversationOf(siteId: string, id: string) {
@@ -234,7 +257,15 @@ export function createInboxService(deps: {
           }
           return { events, position: rows.length ? rows[rows.length - 1].position : after, more: rows.length >= max };
         },
-        subscribe: (listener) => deps.hub.subscribe(siteId, listener),
+        // The stream's lifetime is the member's presence on the site.
+        subscribe: (listener) => {
+          const unsubscribe = deps.hub.subscribe(siteId, listener);
+          const leave = deps.presence.open(siteId, manager.accountId);
+          return () => {
+            unsubscribe();
+            leave();
+          };
+        },
         // A member's own typing is not shown back to them.
         signals: (push) => deps.hub.subscribeSignals(siteId, (e) => (e.data as { accountId?: unknown }).accountId !== manager.accountId && push(e)),
         expiresAt: now() + 12 * 3600_000,

@@ -15,7 +15,8 @@ import { eventRoutes } from './events-routes';
 import { embedCheckRoutes } from './embed-check-routes';
 import { visitorRoutes } from './visitors-routes';
 import { inboxUploads } from './inbox-routes';
-import { credentialFreeMatcher, requireRole } from './roles';
+import { isUnsubscribe, unsubscribeBody, unsubscribeRoutes } from './unsubscribe-routes';
+import { credentialFreeMatcher, crossSiteMatcher, requireRole } from './roles';
 
 export const MANAGE_BASE_PATH = '/manage/v1';
 
@@ -24,6 +25,14 @@ export interface ManageEntryOptions {
   limiter: RateLimiter;
   validateResponses: boolean;
   logger: Logger;
+}
+
+/**
+ * The site a path under /manage/v1 names (`/sites/{siteId}...`), so the credential's lookup reads
+ * the caller's role there in the same statement; the role step still judges it (manage/roles.ts).
+ */
+function siteNamedBy(path: string): string | undefined {
+  return /^\/sites\/([^/]+)/.exec(path)?.[1];
 }
 
 /**
@@ -48,10 +57,12 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   const { signIn, tokens } = services.accounts;
   const serviceOrigin = new URL(services.config.publicUrl).origin;
   const isCredentialFree = credentialFreeMatcher(manageDocument() as never);
+  const isCrossSite = crossSiteMatcher(manageDocument() as never);
   const router = Router();
 
   // 1.
-  router.use((req, _res, next) => next(crossSiteRefusal(req, serviceOrigin) ?? undefined));
+  // (an operation marked `x-cross-site` carries its credential in its URL, never a cookie)
+  router.use((req, _res, next) => next((!isCrossSite(req) && crossSiteRefusal(req, serviceOrigin)) || undefined));
 
   // 2.
   router.use(async (req, res, next) => {
@@ -65,7 +76,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
         if (!slot.allowed) throw rateLimited(slot);
         if (!token) throw new ApiError('unauthorized', 'Send Authorization: Bearer wcm_...');
         try {
-          req.manager = await tokens.authenticate(token);
+          req.manager = await tokens.authenticate(token, siteNamedBy(req.path));
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 'unauthorized')) void slot.release();
           throw err;
@@ -75,7 +86,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
         const cookie = sessionCookieOf(req.headers.cookie);
         if (cookie !== undefined) {
           try {
-            req.manager = await signIn.authenticate(cookie);
+            req.manager = await signIn.authenticate(cookie, siteNamedBy(req.path));
           } catch (err) {
             if (!(err instanceof ApiError && err.code === 'unauthorized')) throw err;
             // The cookie is left as it is: this answer may arrive after a sign-in that set a new
@@ -104,6 +115,7 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   // 3. (an inbox reply with files is multipart, spooled once its site and conversation are known)
   router.use(inboxUploads(services));
   router.use(jsonBody, canonicalContentType);
+  router.use((req, res, next) => (isUnsubscribe(req) ? unsubscribeBody(req, res, next) : next()));
   router.use(validateAgainst(manageDocument(), opts.validateResponses));
 
   // 4.
@@ -115,5 +127,6 @@ export function manageEntry(opts: ManageEntryOptions): Router {
   router.use(eventRoutes(services));
   router.use(embedCheckRoutes(services.embedCheck, limiter));
   router.use(visitorRoutes(services));
+  router.use(unsubscribeRoutes(services.unsubscribe));
   return router;
 }

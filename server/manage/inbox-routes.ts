@@ -112,7 +112,7 @@ export function inboxRoutes(services: Services, logger: Logger): Router {
   router.get('/sites/:siteId/inbox/events', async (req, res) => {
     const given = req.headers['last-event-id'];
     const source = await inbox.stream(req.manager!, req.params.siteId, typeof given === 'string' && given !== '' ? given : undefined, logger);
-    services.inbox.streams.openSource(req, res, source);
+    await services.inbox.streams.openSource(req, res, source);
   });
 
   return router;

@@ -1,6 +1,7 @@
 import type { Request, RequestHandler } from 'express';
 import type { Members } from '../accounts/members';
 import { notSignedIn, type Manager } from '../accounts/common';
+import { checkRole } from '../accounts/members';
 import type { ApiError } from '../platform/errors';
 import type { Role as SiteRole } from '../accounts/store';
 
@@ -35,7 +36,7 @@ declare global {
  */
 export type SudoMark = true | 'session' | 'owner-role';
 
-type Operation = { 'x-role'?: unknown; 'x-sudo'?: SudoMark };
+type Operation = { 'x-role'?: unknown; 'x-sudo'?: SudoMark; 'x-cross-site'?: unknown };
 type PathItem = Record<string, Operation>;
 const METHODS = ['get', 'put', 'post', 'patch', 'delete'];
 
@@ -53,25 +54,47 @@ export function documentedRole(document: { paths: Record<string, PathItem> }, me
   return declaredRole(document.paths[template]?.[method], `${method.toUpperCase()} ${template}`);
 }
 
+/** Requests, by method and path alone, for the document's operations that `declares`. */
+function operationMatcher(
+  document: { paths: Record<string, PathItem> },
+  declares: (operation: Operation, name: string) => boolean,
+): (req: Pick<Request, 'method' | 'path'>) => boolean {
+  const matching: { method: string; path: RegExp }[] = [];
+  for (const [template, item] of Object.entries(document.paths)) {
+    for (const method of METHODS) {
+      if (!item[method] || !declares(item[method], `${method.toUpperCase()} ${template}`)) continue;
+      const pattern = template
+        .split(/(\{[^}]+\})/)
+        .map((part) => (part.startsWith('{') ? '[^/]+' : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
+        .join('');
+      matching.push({ method: method.toUpperCase(), path: new RegExp(`^${pattern}$`) });
+    }
+  }
+  return (req) => matching.some((o) => o.method === req.method && o.path.test(req.path));
+}
+
 /**
  * Whether a request is for a `public` operation, by method and path alone. Authentication runs
  * before the validator has matched an operation, so this matcher is built from the same
  * declaration: a path no public operation has is not credential-free, so without a credential it
  * is 401 whether or not the path exists (as before), and signed in, the validator's 404 or 405.
  */
-export function credentialFreeMatcher(document: { paths: Record<string, PathItem> }): (req: Pick<Request, 'method' | 'path'>) => boolean {
-  const open: { method: string; path: RegExp }[] = [];
-  for (const [template, item] of Object.entries(document.paths)) {
-    for (const method of METHODS) {
-      if (!item[method] || declaredRole(item[method], `${method.toUpperCase()} ${template}`) !== 'public') continue;
-      const pattern = template
-        .split(/(\{[^}]+\})/)
-        .map((part) => (part.startsWith('{') ? '[^/]+' : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&')))
-        .join('');
-      open.push({ method: method.toUpperCase(), path: new RegExp(`^${pattern}$`) });
-    }
-  }
-  return (req) => open.some((o) => o.method === req.method && o.path.test(req.path));
+export function credentialFreeMatcher(document: { paths: Record<string, PathItem> }) {
+  return operationMatcher(document, (operation, name) => declaredRole(operation, name) === 'public');
+}
+
+/**
+ * Whether a request is for an operation marked `x-cross-site: true`: a change another site may
+ * post, because its credential is in its URL and never ambient (one-click unsubscribe, RFC 8058,
+ * is posted by mail providers). Only a `public` operation may carry the mark.
+ */
+export function crossSiteMatcher(document: { paths: Record<string, PathItem> }) {
+  return operationMatcher(document, (operation, name) => {
+    if (operation['x-cross-site'] === undefined) return false;
+    if (operation['x-cross-site'] !== true || declaredRole(operation, name) !== 'public')
+      throw new Error(`${name}: x-cross-site must be true, on a public operation`);
+    return true;
+  });
 }
 
 /**
@@ -82,8 +105,10 @@ export function credentialFreeMatcher(document: { paths: Record<string, PathItem
 export async function resolveMembership(members: Pick<Members, 'requireRole'>, req: Request, role: 'member' | 'owner', siteId: string) {
   if (!req.manager) throw notSignedIn();
   if (req.membership?.siteId === siteId && (role === 'member' || req.membership.role === 'owner')) return;
-  const m = await members.requireRole(req.manager, siteId, role);
-  req.membership = { siteId, role: m.role };
+  // Read with the credential when the path named this site (manage/entry.ts), else read now.
+  const known = req.manager.roleOn;
+  if (known?.siteId === siteId) req.membership = { siteId, role: checkRole(known.role, role) };
+  else req.membership = { siteId, role: (await members.requireRole(req.manager, siteId, role)).role };
 }
 
 /**

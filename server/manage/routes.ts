@@ -14,6 +14,10 @@ import { memberRoutes } from './members-routes';
 import { invitationRoutes } from './invitations-routes';
 import { replyRoutes } from './replies-routes';
 import { tagRoutes } from './tags-routes';
+import { mailRoutes } from './mail-routes';
+import { passwordResetRoutes } from './password-reset-routes';
+import { emailRoutes } from './email-routes';
+import { alertRoutes } from './alerts-routes';
 
 /**
  * The account operations of openapi/manage.yaml: sign-in, sessions and the password here, then
@@ -100,5 +104,9 @@ export function manageRoutes(services: Services, throttle: SignInThrottle, logge
   router.use(invitationRoutes(services.accounts.invitations, throttle, limiter));
   router.use(replyRoutes({ replies: services.replies, siteAdmin: services.siteAdmin, profile: services.accounts.profile, signIn: accounts }));
   router.use(tagRoutes(services.tags));
+  router.use(mailRoutes(services.mail));
+  router.use(alertRoutes(services.agentAlerts.service));
+  router.use(passwordResetRoutes(services.accounts.passwordReset, throttle));
+  router.use(emailRoutes(services.accounts.emailVerification, throttle));
   return router;
 }

@@ -1,9 +1,8 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import type { Knex } from 'knex';
 import { forUpdate, withNumericColumns } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
 import type { VisitorFiles } from './visitor-files';
+import type { BlobStore } from './blob-store';
 
 interface ExpiredRow {
   id: string;
@@ -19,10 +18,10 @@ interface ExpiredRow {
  * for a removed file, so it never shows a dead link; the file's own links answer 404. Visitor files
  * give their bytes back to the site's stored quota in the transaction that deletes their rows.
  * The rows are read under lock inside that transaction, so instances sweeping at once never count
- * a file twice; the files go after the commit (a crash in between leaves orphans, which the orphan
- * sweep removes).
+ * a file twice; the files go after the commit (a crash in between, or a media store that fails
+ * then, leaves orphans, which the orphan sweep removes).
  */
-export async function removeExpiredMedia(deps: { db: Knex; visitorFiles: VisitorFiles; mediaDir: string }, before: number, batchSize = 500): Promise<number> {
+export async function removeExpiredMedia(deps: { db: Knex; visitorFiles: VisitorFiles; blobs: BlobStore }, before: number, batchSize = 500): Promise<number> {
   const { db } = deps;
   let removed = 0;
   for (;;) {
@@ -52,7 +51,7 @@ export async function removeExpiredMedia(deps: { db: Knex; visitorFiles: Visitor
       // No gap locks on MySQL: new attachments keep arriving at the end of the same index.
       { isolation: 'read committed', whenBusy: 'rethrow' },
     );
-    for (const r of rows) await fs.promises.rm(path.join(deps.mediaDir, r.storage_key), { force: true });
+    await deps.blobs.remove(rows.map((r) => r.storage_key)).catch(() => undefined);
     removed += rows.length;
     if (rows.length < batchSize) return removed;
   }

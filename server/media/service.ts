@@ -1,13 +1,14 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import { newId } from '../platform/ids';
 import { hmacHex, safeEqual } from '../platform/crypto';
 import { ApiError, notFound } from '../platform/errors';
 import type { components } from '../../sdk/src/generated/api';
 import { AttachmentRow, MediaStore } from './store';
+import type { BlobStore } from './blob-store';
+import { servedContentType } from './inert';
 
 export type Attachment = components['schemas']['Attachment'];
 
@@ -22,12 +23,20 @@ export interface IncomingFile {
 }
 
 export interface MediaServiceOptions {
-  dataDir: string;
+  /** Where the bytes live (blob-store.ts). */
+  blobs: BlobStore;
+  /** Bytes one file may hold (MAX_ATTACHMENT_BYTES); the upload itself is refused earlier. */
+  maxFileBytes: number;
   publicUrl: string;
   linkKey: Buffer;
   linkTtlSeconds: number;
+  /** `redirect`: downloads answer 302 to the store's presigned URL (MEDIA_DOWNLOAD). */
+  download: 'redirect' | 'stream';
   now?: () => number;
 }
+
+/** A presigned URL only has to last until the client follows the redirect. */
+export const PRESIGNED_TTL_SECONDS = 60;
 
 /**
  * Characters a name shows wrongly or not at all: controls (Cc, C0 and C1), format characters (Cf:
@@ -62,8 +71,7 @@ export function storableMimeType(sent: string): string {
 
 export function createMediaService(store: MediaStore, opts: MediaServiceOptions) {
   const now = opts.now ?? Date.now;
-  const dir = path.join(opts.dataDir, 'media');
-  fs.mkdirSync(dir, { recursive: true });
+  const { blobs } = opts;
   const sign = (id: string, expires: number) => hmacHex(opts.linkKey, `${id}.${expires}`);
 
   const service = {
@@ -85,15 +93,14 @@ export function createMediaService(store: MediaStore, opts: MediaServiceOptions)
     },
 
     /**
-     * Moves received files into DATA_DIR/media before the database transaction; the rows are
-     * inserted inside it. If the transaction fails, `discard` removes the files again.
+     * Stores received files (blob-store.ts) before the database transaction; the rows are inserted
+     * inside it. If the transaction fails, `discard` removes the files again.
      */
     async persist(siteId: string, files: IncomingFile[]): Promise<AttachmentRow[]> {
       const rows: AttachmentRow[] = [];
       try {
         for (const file of files) {
           const id = newId('med');
-          const target = path.join(dir, id);
           const hash = createHash('sha256');
           let size = 0;
           const source = file.buffer ? Readable.from([file.buffer]) : fs.createReadStream(file.tempPath!);
@@ -101,20 +108,15 @@ export function createMediaService(store: MediaStore, opts: MediaServiceOptions)
             hash.update(chunk);
             size += chunk.length;
           });
-          try {
-            await pipeline(source, fs.createWriteStream(target, { flags: 'wx', mode: 0o600 }));
-          } catch (err) {
-            // A disk that filled up mid-copy leaves part of the file: it goes with the failure.
-            await fs.promises.rm(target, { force: true });
-            throw err;
-          }
+          const mimeType = storableMimeType(file.mimeType);
+          await blobs.put(id, source, { maxBytes: opts.maxFileBytes, contentType: servedContentType(mimeType) });
           if (file.tempPath) await fs.promises.rm(file.tempPath, { force: true });
           rows.push({
             id,
             site_id: siteId,
             message_id: null,
             name: safeFileName(file.originalName),
-            mime_type: storableMimeType(file.mimeType),
+            mime_type: mimeType,
             size,
             sha256: hash.digest('hex'),
             storage_key: id,
@@ -128,17 +130,41 @@ export function createMediaService(store: MediaStore, opts: MediaServiceOptions)
       return rows;
     },
 
+    /**
+     * Removes stored files whose rows are gone or were never committed. Best effort: a store that
+     * fails now leaves them to the orphan sweep (maintenance.ts), and the caller's own outcome stands.
+     */
     async discard(rows: AttachmentRow[]) {
-      await Promise.all(rows.map((r) => fs.promises.rm(path.join(dir, r.storage_key), { force: true })));
+      if (rows.length === 0) return;
+      await blobs.remove(rows.map((r) => r.storage_key)).catch(() => undefined);
     },
 
-    /** Finds a file of the site (another site's file is not found) and where its bytes are. */
+    /** Finds a file of the site (another site's file is not found) whose bytes are stored. */
     async open(siteId: string | null, id: string) {
       const row = siteId ? await store.find(siteId, id) : await store.findById(id);
       if (!row || !row.message_id) throw notFound('Attachment');
-      const file = path.join(dir, row.storage_key);
-      if (!fs.existsSync(file)) throw notFound('Attachment');
-      return { row, file };
+      // On local disk a missing file is found at no cost, before an If-None-Match is answered; a
+      // bucket is asked only when the bytes are needed (read, redirectUrl).
+      if (blobs.kind === 'local' && !(await blobs.exists(row.storage_key))) throw notFound('Attachment');
+      return row;
+    },
+
+    /** The stored bytes of an attachment found by `open`; 404 when they are gone. */
+    async read(row: AttachmentRow): Promise<Readable> {
+      const body = await blobs.get(row.storage_key);
+      if (!body) throw notFound('Attachment');
+      return body;
+    },
+
+    /**
+     * A presigned URL of the store serving the file itself with our headers, when downloads are
+     * answered by redirect (MEDIA_DOWNLOAD=redirect); undefined: stream it ourselves.
+     */
+    async redirectUrl(row: AttachmentRow, headers: { contentDisposition: string; contentType: string }): Promise<string | undefined> {
+      if (opts.download !== 'redirect' || !blobs.presign) return undefined;
+      // Checked first, so a removed file is 404 and a store that is down 503, as when streamed.
+      if (!(await blobs.exists(row.storage_key))) throw notFound('Attachment');
+      return blobs.presign(row.storage_key, { ttlSeconds: PRESIGNED_TTL_SECONDS, ...headers });
     },
   };
   return service;

@@ -10,9 +10,10 @@ import { conversationToDto } from '../conversations/store';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MediaStore, AttachmentRow } from '../media/store';
 import type { Outbox } from '../webhooks/outbox';
+import type { EventAddress } from '../webhooks/store';
 import type { SearchIndex } from '../search/service';
 import { messagePreview } from '../inbox/preview';
-import type { Message, MessageFormat, MessageRow, MessageStore } from './store';
+import { mayHaveAttachments, type Message, type MessageFormat, type MessageRow, type MessageStore } from './store';
 
 export const MAX_CONTENT_LENGTH = 10_000;
 export const MAX_FILES = 10;
@@ -74,13 +75,13 @@ export function createMessageService(deps: Deps) {
     };
   }
 
-  /** A page's messages with their files: one look-up, and none (not even a tick) when no message of the page has files. */
+  /** A page's messages with their files: one look-up, and none (not even a tick) when no message of the page may have files. */
   async function toDtos(rows: MessageRow[]): Promise<Message[]> {
     let withFiles: string[] | undefined;
-    for (const r of rows) if (r.attachment_count > 0) (withFiles ??= []).push(r.id);
+    for (const r of rows) if (mayHaveAttachments(r)) (withFiles ??= []).push(r.id);
     if (!withFiles) return rows.map((r) => toDto(r, NO_ATTACHMENTS));
     const attachments = await mediaStore.forMessages(withFiles);
-    return rows.map((r) => toDto(r, r.attachment_count > 0 ? attachments.filter((a) => a.message_id === r.id) : NO_ATTACHMENTS));
+    return rows.map((r) => toDto(r, mayHaveAttachments(r) ? attachments.filter((a) => a.message_id === r.id) : NO_ATTACHMENTS));
   }
 
   const service = {
@@ -111,7 +112,14 @@ export function createMessageService(deps: Deps) {
      * Appends a message to a conversation inside `trx`: stores it, links its files, moves the
      * conversation's times and emits `message.created`. Files must already be persisted.
      */
-    async appendInTransaction(trx: Knex.Transaction, conversation: ConversationRow, input: NewMessage, files: AttachmentRow[]) {
+    async appendInTransaction(
+      trx: Knex.Transaction,
+      conversation: ConversationRow,
+      input: NewMessage,
+      files: AttachmentRow[],
+      /** The site's event address when the caller read it in `trx` already (EmitInput.eventAddress). */
+      eventAddress?: EventAddress | null,
+    ) {
       const at = Math.max(now(), conversation.updated_at);
       const row: MessageRow = {
         id: newId('msg', at),
@@ -139,7 +147,7 @@ export function createMessageService(deps: Deps) {
       const updated: ConversationRow = { ...conversation, updated_at: at, last_message_at: at };
       const message = toDto(row, linked);
       const conversationDto = conversationToDto(updated);
-      await deps.outbox.emit(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message }, at);
+      await deps.outbox.emit(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message, eventAddress }, at);
       return { conversation: updated, conversationDto, message };
     },
 
@@ -152,10 +160,11 @@ export function createMessageService(deps: Deps) {
       const files = await media.persist(siteId, input.files);
       try {
         return await runInTransaction(db, async (trx) => {
-          const conversation = await conversations.findForUpdate(trx, siteId, conversationId);
-          if (!conversation) throw notFound('Conversation');
+          const locked = await conversations.findForUpdateWithEventAddress(trx, siteId, conversationId);
+          if (!locked) throw notFound('Conversation');
+          const { conversation, eventAddress } = locked;
           if (conversation.state === 'closed') throw new ApiError('conversation_closed', 'The conversation is closed; it takes no reply.');
-          const appended = await service.appendInTransaction(trx, conversation, input, files);
+          const appended = await service.appendInTransaction(trx, conversation, input, files, eventAddress);
           if (withinTransaction) await withinTransaction(trx, appended.message);
           return appended;
         });

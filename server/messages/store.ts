@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import { withNumericColumns } from '../db/knex';
 import { withIndex } from '../db/index-hint';
 import type { Position } from '../platform/cursor';
-import { precompiled } from '../db/precompiled';
+import { precompiled, precompiledInsert } from '../db/precompiled';
 import type { components } from '../../sdk/src/generated/api';
 
 export type Message = components['schemas']['Message'];
@@ -22,8 +22,17 @@ export interface MessageRow {
   content: string;
   format: MessageFormat;
   created_at: number;
-  /** How many files the message carries: written with the message, so a page looks attachments up only when it has some. */
-  attachment_count: number;
+  /**
+   * How many files the message carries: written with the message, so a page looks attachments up
+   * only when it has some. NULL on MySQL/MariaDB for a row written by code older than migration 005
+   * during a rolling upgrade (036): not counted, so looked up.
+   */
+  attachment_count: number | null;
+}
+
+/** Whether a page must look this message's files up: it has some, or it was written without a count. */
+export function mayHaveAttachments(row: Pick<MessageRow, 'attachment_count'>): boolean {
+  return row.attachment_count === null || row.attachment_count > 0;
 }
 
 /** The columns of a message row, named. */
@@ -45,6 +54,9 @@ export const MESSAGE_COLUMNS = [
 export function mapMessageRow(row: MessageRow): MessageRow {
   return withNumericColumns(row, ['created_at', 'attachment_count']);
 }
+
+/** Every column of a message row: each message is written whole. */
+const insertMessage = precompiledInsert<MessageRow>('messages', MESSAGE_COLUMNS);
 
 export function createMessageStore(db: Knex) {
   /** The page query of one order, from the start or after a position (compiled once each). */
@@ -72,7 +84,7 @@ export function createMessageStore(db: Knex) {
     desc: { first: pageStatement('desc', false), after: pageStatement('desc', true) },
   };
   return {
-    insert: (trx: Knex.Transaction, row: MessageRow) => trx('messages').insert(row),
+    insert: (trx: Knex.Transaction, row: MessageRow) => insertMessage(trx, row),
 
     /**
      * Deleting a visitor's data: up to `limit` messages of these conversations of the site, with

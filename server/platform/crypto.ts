@@ -53,3 +53,13 @@ export function decrypt(key: Buffer, sealed: string): string {
   decipher.setAuthTag(Buffer.from(tag, 'base64url'));
   return Buffer.concat([decipher.update(Buffer.from(ct, 'base64url')), decipher.final()]).toString('utf8');
 }
+
+const KEY_CHECK_PURPOSE = 'master-key-check';
+
+/**
+ * A value stored with the data that tells whether a master key is the one the data was made with,
+ * without revealing the key: an HMAC of a fixed text under a sub-key of its own.
+ */
+export function masterKeyCheckValue(master: Buffer): string {
+  return hmacHex(deriveKey(master, KEY_CHECK_PURPOSE), `chat-service:${KEY_CHECK_PURPOSE}:v1`);
+}

@@ -12,7 +12,28 @@ const ALPHABET = '0123456789abcdefghjkmnpqrstvwxyz';
  * visitor; account, its sign-in session, management token, invitation, audit log entry, security log entry;
  * shared reply, internal note, tag
  */
-export type IdPrefix = 'ws' | 'conv' | 'msg' | 'med' | 'key' | 'whk' | 'vis' | 'usr' | 'ses' | 'mtk' | 'inv' | 'aud' | 'rpl' | 'sec' | 'srp' | 'note' | 'tag';
+export type IdPrefix =
+  | 'ws'
+  | 'conv'
+  | 'msg'
+  | 'med'
+  | 'key'
+  | 'whk'
+  | 'vis'
+  | 'usr'
+  | 'ses'
+  | 'mtk'
+  | 'inv'
+  | 'aud'
+  | 'rpl'
+  | 'sec'
+  | 'srp'
+  | 'note'
+  | 'tag'
+  | 'eml'
+  | 'pwr'
+  | 'elk'
+  | 'rpn';
 
 let lastTime = -1;
 let lastRandom: number[] = [];

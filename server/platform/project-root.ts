@@ -18,3 +18,13 @@ const PROJECT_ROOT = findProjectRoot(__dirname);
 
 /** A path inside the project: `fromProjectRoot('openapi', 'openapi.yaml')`. */
 export const fromProjectRoot = (...segments: string[]): string => path.join(PROJECT_ROOT, ...segments);
+
+/**
+ * The build this code runs from (.dist/<id>, reached through dist/) when it was compiled; undefined
+ * when it runs from the sources (tsx: the tests, `npm run demo`). A build marks itself complete with
+ * build.json (scripts/build.js).
+ */
+export const ownBuild: string | undefined = (() => {
+  const dir = path.resolve(__dirname, '..', '..');
+  return fs.existsSync(path.join(dir, 'build.json')) ? dir : undefined;
+})();

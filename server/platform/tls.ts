@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { generate } from 'selfsigned';
 import { publishDirectoryOnce } from './publish-once';
 
 export interface TlsMaterial {
@@ -12,6 +11,8 @@ export interface TlsMaterial {
 
 /** A self-signed certificate for localhost and 127.0.0.1, valid for one year. */
 export async function makeSelfSignedCert(commonName = 'localhost'): Promise<{ cert: string; key: string }> {
+  // Loaded only to make a certificate: its X.509 libraries took a quarter of a second of every start.
+  const { generate } = await import('selfsigned');
   const pems = await generate([{ name: 'commonName', value: commonName }], {
     keySize: 2048,
     algorithm: 'sha256',

@@ -5,7 +5,7 @@ import { toIsoRequired } from '../platform/time';
 import { checkLine, checkText } from '../platform/text';
 import { isUniqueViolation } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
-import type { Manager, SignedActor } from '../accounts/common';
+import type { Actor, Manager } from '../accounts/common';
 import type { AuditLog } from '../accounts/audit';
 import type { ConversationStore } from '../conversations/store';
 import type { VisitorStore } from '../visitors/store';
@@ -45,8 +45,8 @@ export type SkipReason = 'duplicate' | 'limit' | 'invalid';
 /**
  * A site's shared replies: owners keep them (create, change, delete, import the replies a browser
  * kept before they were shared), every member reads them and inserts them filled in for a
- * conversation. The management entry has checked the role (`x-role`) before any of these runs;
- * each change is audited in its transaction.
+ * conversation. The management entry has checked the role (`x-role`) before any of these runs (the
+ * operator's CLI acts with no account); each change is audited in its transaction.
  */
 export function createSharedReplies(deps: {
   store: SharedReplyStore;
@@ -73,7 +73,7 @@ export function createSharedReplies(deps: {
       return (await store.list(siteId)).map(sharedReplyToDto);
     },
 
-    async create(actor: SignedActor, siteId: string, input: { title: string; body: string }): Promise<SharedReplyDto> {
+    async create(actor: Actor, siteId: string, input: { title: string; body: string }): Promise<SharedReplyDto> {
       const title = checkTitle(input.title);
       const body = checkBody(input.body);
       const at = now();
@@ -83,7 +83,7 @@ export function createSharedReplies(deps: {
         title,
         title_key: titleKey(title),
         body,
-        created_by: actor.manager.accountId,
+        created_by: actor.manager?.accountId ?? null,
         created_at: at,
         updated_at: at,
       };
@@ -98,7 +98,7 @@ export function createSharedReplies(deps: {
     },
 
     /** Changes the title, the text or both; a field left out stays. Another site's reply is 404. */
-    async update(actor: SignedActor, siteId: string, id: string, input: { title?: string; body?: string }): Promise<SharedReplyDto> {
+    async update(actor: Actor, siteId: string, id: string, input: { title?: string; body?: string }): Promise<SharedReplyDto> {
       const title = input.title === undefined ? undefined : checkTitle(input.title);
       const body = input.body === undefined ? undefined : checkBody(input.body);
       return changing(title ?? '', async (trx) => {
@@ -116,7 +116,7 @@ export function createSharedReplies(deps: {
       });
     },
 
-    async remove(actor: SignedActor, siteId: string, id: string): Promise<void> {
+    async remove(actor: Actor, siteId: string, id: string): Promise<void> {
       await runInTransaction(store.db, async (trx) => {
         if (!(await store.remove(siteId, id, trx))) throw notFound('Shared reply');
         await audit(actor, [siteId], 'shared_reply.deleted', id, trx);
@@ -129,7 +129,7 @@ export function createSharedReplies(deps: {
      * has, or an earlier one of the list; the site's limit; invalid) rather than failing the rest.
      * One transaction, one audit entry.
      */
-    async import(actor: SignedActor, siteId: string, input: { title: string; body: string }[]) {
+    async import(actor: Actor, siteId: string, input: { title: string; body: string }[]) {
       const at = now();
       return runInTransaction(store.db, async (trx) => {
         const held = await store.lockTitleKeys(siteId, trx);
@@ -161,7 +161,7 @@ export function createSharedReplies(deps: {
             title,
             title_key: titleKey(title),
             body,
-            created_by: actor.manager.accountId,
+            created_by: actor.manager?.accountId ?? null,
             created_at: at,
             updated_at: at,
           });

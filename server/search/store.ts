@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { whereFulltextMatch } from '../db/fulltext';
+import { whereFulltextMatch, whereWordsInRow } from '../db/fulltext';
 import type { StoreContract } from '../db/store-contract';
 
 /** What an entry mirrors (026_search.ts): a message's text, a note's text, or a conversation's card. */
@@ -53,8 +53,18 @@ export function createSearchStore(db: Knex) {
       const q = db('search_entries').where('search_entries.site_id', siteId).select('search_entries.conversation_id');
       return whereFulltextMatch(db, q, 'search_entries', 'body', words);
     },
+
+    /**
+     * Whether the conversation of the enclosing query (`conversations.id`) has an entry holding
+     * every word, tested on that conversation's own entries (`search_entries_conversation`) rather
+     * than through the full-text index: a subquery for the search's walk (server/search/plan.ts).
+     */
+    conversationHasEntry(words: readonly string[]): Knex.QueryBuilder {
+      const q = db('search_entries').where('search_entries.conversation_id', db.ref('conversations.id')).select(db.raw('1'));
+      return whereWordsInRow(db, q, 'search_entries', 'body', words);
+    },
   };
 }
 
-export type SearchStore = StoreContract<Omit<ReturnType<typeof createSearchStore>, 'matchingConversations'>> &
-  Pick<ReturnType<typeof createSearchStore>, 'matchingConversations'>;
+export type SearchStore = StoreContract<Omit<ReturnType<typeof createSearchStore>, 'matchingConversations' | 'conversationHasEntry'>> &
+  Pick<ReturnType<typeof createSearchStore>, 'matchingConversations' | 'conversationHasEntry'>;

@@ -17,6 +17,28 @@ const COLUMNS = ['id', 'site_id', 'name', 'name_key', 'created_at'] as const;
 /** The one row mapping of `tags` (mysql2 may hand BIGINT back as a string). */
 export const mapTagRow = (row: TagRow): TagRow => withNumericColumns(row, ['created_at']);
 
+/** A tag on a conversation as a part of another statement reads it (`tagsOnConversations`). */
+export interface TagOnConversation {
+  conversation_id: string;
+  tag_id: string;
+  tag_name: string;
+  tag_key: string;
+}
+
+const onConversations = (db: Knex, siteId: string, conversationIds: readonly string[]) =>
+  db('conversation_tags as ct')
+    .join('tags as t', 't.id', 'ct.tag_id')
+    .where('ct.site_id', siteId)
+    .whereIn('ct.conversation_id', [...new Set(conversationIds)]);
+
+/**
+ * The tags on these conversations of the site as TagOnConversation rows, unordered and not yet
+ * sent: a part another read sends in its own statement (the inbox page's, beside its unread
+ * counts), ordering its rows by `tag_key`, `tag_id` as `ofConversations` does.
+ */
+export const tagsOnConversations = (db: Knex, siteId: string, conversationIds: readonly string[]): Knex.QueryBuilder =>
+  onConversations(db, siteId, conversationIds).select('ct.conversation_id', 't.id as tag_id', 't.name as tag_name', 't.name_key as tag_key');
+
 /** The tags' tables, `tags` and `conversation_tags`: written here only. */
 export function createTagStore(db: Knex) {
   return {
@@ -58,10 +80,7 @@ export function createTagStore(db: Knex) {
     async ofConversations(siteId: string, conversationIds: readonly string[], trx: Knex = db): Promise<Map<string, TagRow[]>> {
       const byConversation = new Map<string, TagRow[]>();
       if (!conversationIds.length) return byConversation;
-      const rows: (TagRow & { conversation_id: string })[] = await trx('conversation_tags as ct')
-        .join('tags as t', 't.id', 'ct.tag_id')
-        .where('ct.site_id', siteId)
-        .whereIn('ct.conversation_id', [...new Set(conversationIds)])
+      const rows: (TagRow & { conversation_id: string })[] = await onConversations(trx, siteId, conversationIds)
         .orderBy([{ column: 't.name_key' }, { column: 't.id' }])
         .select('ct.conversation_id', ...COLUMNS.map((c) => `t.${c}`));
       for (const r of rows) {

@@ -8,6 +8,7 @@ import type { ConversationRow, ConversationStore } from '../conversations/store'
 import type { InboxRecorder } from '../inbox/activity';
 import type { VisitorStore } from './store';
 import { visitorDisplayName } from './display-name';
+import { replyEmailState } from './reply-email-rules';
 import type { VisitorContextStore, ContextSettings } from './context-store';
 import { EMAIL, type IdentityClaims } from './identity-token';
 import {
@@ -170,13 +171,16 @@ export function createVisitorContext(deps: {
     /**
      * What a page says of its visitor without the site's server vouching for it: a name, an email,
      * attributes, all kept as unverified (never over what an identity token verified).
+     * `replyEmails`: the visitor itself asked, in the window's away form, to be told of replies by
+     * email (its consent, see reply-emails.ts).
      */
-    async updateDetails(siteId: string, visitorId: string, details: VisitorDetails): Promise<{ stored: boolean }> {
+    async updateDetails(siteId: string, visitorId: string, details: VisitorDetails, opts: { replyEmails?: boolean } = {}): Promise<{ stored: boolean }> {
       const checked = checkDetails(details);
       const at = now();
       const conversation = await openConversation(siteId, visitorId);
       await runInTransaction(db, async (trx) => {
         await recordDetails(trx, siteId, visitorId, checked, false, at);
+        if (opts.replyEmails) await deps.visitors.subscribeReplyEmails(trx, siteId, visitorId, at);
         if (conversation) await notify(trx, conversation, at);
       });
       return { stored: true };
@@ -220,6 +224,7 @@ export function createVisitorContext(deps: {
         nameVerified: profile?.nameVerified ?? false,
         email: profile?.email ?? null,
         emailVerified: profile?.emailVerified ?? false,
+        replyEmails: replyEmailState(profile),
         firstSeenAt: toIsoRequired(Math.min(profile?.firstSeenAt ?? Infinity, first?.created_at ?? c.created_at)),
         lastSeenAt: toIsoRequired(Math.max(...seen)),
         pageTracking: settings.pageTracking,

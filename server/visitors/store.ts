@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { withNumericColumns } from '../db/knex';
 import type { StoreContract } from '../db/store-contract';
+import type { KnownName } from './display-name';
 
 /** What the site knows of a visitor (018_people.ts); a visitor who never said who it is has no row. */
 export interface VisitorRow {
@@ -12,6 +13,8 @@ export interface VisitorRow {
   email_verified: boolean;
   first_seen_at: number;
   last_seen_at: number;
+  reply_email_at: number | null;
+  reply_email_unsubscribed_at: number | null;
 }
 
 export interface VisitorProfile {
@@ -23,6 +26,10 @@ export interface VisitorProfile {
   emailVerified: boolean;
   firstSeenAt: number;
   lastSeenAt: number;
+  /** When the visitor left its email in the window to be told of replies; null: never. */
+  replyEmailAt: number | null;
+  /** When it unsubscribed from reply emails with one click; null: still subscribed (or never). */
+  replyEmailUnsubscribedAt: number | null;
 }
 
 /** What a visitor said of itself: each field with whether the site's server vouched for it. */
@@ -32,11 +39,22 @@ export interface VisitorClaim {
   verified: boolean;
 }
 
-const COLUMNS = ['site_id', 'id', 'name', 'name_verified', 'email', 'email_verified', 'first_seen_at', 'last_seen_at'] as const;
+const COLUMNS = [
+  'site_id',
+  'id',
+  'name',
+  'name_verified',
+  'email',
+  'email_verified',
+  'first_seen_at',
+  'last_seen_at',
+  'reply_email_at',
+  'reply_email_unsubscribed_at',
+] as const;
 
 /** The one row mapping of `visitors`: SQLite and MySQL both hand booleans back as 0/1, mysql2 BIGINT maybe as a string. */
 export function mapVisitorRow(raw: VisitorRow): VisitorProfile {
-  const row = withNumericColumns(raw, ['first_seen_at', 'last_seen_at']);
+  const row = withNumericColumns(raw, ['first_seen_at', 'last_seen_at', 'reply_email_at', 'reply_email_unsubscribed_at']);
   return {
     siteId: row.site_id,
     id: row.id,
@@ -46,7 +64,31 @@ export function mapVisitorRow(raw: VisitorRow): VisitorProfile {
     emailVerified: Boolean(row.email_verified),
     firstSeenAt: row.first_seen_at,
     lastSeenAt: row.last_seen_at,
+    replyEmailAt: row.reply_email_at ?? null,
+    replyEmailUnsubscribedAt: row.reply_email_unsubscribed_at ?? null,
   };
+}
+
+/** A visitor's name beside each conversation of a list (`joinVisitorNames`): null when the site knows none. */
+export interface VisitorNameColumns {
+  visitor_name: string | null;
+  visitor_name_verified: boolean | number | null;
+}
+
+/**
+ * Beside each conversation of `q` (a query on `conversations`), what the site knows of its
+ * visitor's name as VisitorNameColumns: one primary-key look-up of `visitors` per row, in the
+ * list's own statement instead of a read of its own.
+ */
+export function joinVisitorNames(q: Knex.QueryBuilder): Knex.QueryBuilder {
+  return q
+    .leftJoin('visitors', (j) => j.on('visitors.site_id', '=', 'conversations.site_id').andOn('visitors.id', '=', 'conversations.visitor_id'))
+    .select('visitors.name as visitor_name', 'visitors.name_verified as visitor_name_verified');
+}
+
+/** The joined name as the display-name rules take it (server/visitors/display-name.ts); undefined for a visitor without a row. */
+export function knownNameOf(row: VisitorNameColumns): KnownName | undefined {
+  return row.visitor_name_verified === null ? undefined : { name: row.visitor_name, nameVerified: Boolean(row.visitor_name_verified) };
 }
 
 export function createVisitorStore(db: Knex) {
@@ -86,6 +128,21 @@ export function createVisitorStore(db: Knex) {
           .onConflict(['site_id', 'id'])
           .merge(Object.keys(next));
       });
+    },
+
+    /** The visitor asked, in the window, for replies by email (its consent): subscribed again if it had left. */
+    async subscribeReplyEmails(trx: Knex.Transaction, siteId: string, id: string, at: number): Promise<void> {
+      await trx('visitors').where({ site_id: siteId, id }).update({ reply_email_at: at, reply_email_unsubscribed_at: null });
+    },
+
+    /** One-click unsubscribe: no more reply emails; answers whether the visitor was subscribed. */
+    async unsubscribeReplyEmails(siteId: string, id: string, at: number, trx: Knex = db): Promise<boolean> {
+      const n = await trx('visitors')
+        .where({ site_id: siteId, id })
+        .whereNotNull('reply_email_at')
+        .whereNull('reply_email_unsubscribed_at')
+        .update({ reply_email_unsubscribed_at: at });
+      return Number(n) > 0;
     },
 
     /** Forgets a visitor (deleting its data); answers whether there was a row. */

@@ -3,7 +3,7 @@ import { withNumericColumns } from '../db/knex';
 import { joinedByPrimaryKey, withIndex } from '../db/index-hint';
 import { runInTransaction } from '../db/transaction';
 import type { Position } from '../platform/cursor';
-import { AttemptRow, DeliveryStatus, EventRow, mapAttemptRow, mapEventRow } from './rows';
+import { ATTEMPT_COLUMNS, AttemptRow, DeliveryStatus, EventRow, mapAttemptRow, mapEventRow } from './rows';
 
 /** A delivery as the management log lists it: its event, its state and how many attempts it had. */
 export interface LoggedDelivery {
@@ -113,20 +113,7 @@ export function createLogQueries(db: Knex) {
         .whereIn('event_id', eventIds)
         .orderBy([{ column: 'event_id' }, { column: 'attempt' }, { column: 'id' }])
         .limit(limit)
-        .select(
-          'event_id',
-          'site_id',
-          'endpoint_id',
-          'event_name',
-          'attempt',
-          'url',
-          'started_at',
-          'duration_ms',
-          'status_code',
-          'error',
-          'response_excerpt',
-          'request_headers',
-        );
+        .select(...ATTEMPT_COLUMNS);
       return rows.map(mapAttemptRow);
     },
 

@@ -3,8 +3,8 @@ import { afterCommit } from '../db/transaction';
 import { ulidBody } from '../platform/ids';
 import { toIsoRequired } from '../platform/time';
 import type { components } from '../../sdk/src/generated/api';
-import { findEndpointOfSite, insertEvent, insertPendingDelivery, subscribedEvents } from './store';
-import type { CommittedEvent, EventChannel } from './channel';
+import { findEndpointOfSite, insertEvent, insertPendingDelivery, subscribedEvents, type EventAddress } from './store';
+import type { CommittedEvent, EventChannel } from '../delivery/channel';
 
 import type { EventName } from './event-names';
 export { EVENT_NAMES, type EventName } from './event-names';
@@ -17,6 +17,11 @@ export interface EmitInput {
   name: EventName;
   conversation: Conversation;
   message: Message | null;
+  /**
+   * The site's event address when the caller read it in this transaction already (null: the site
+   * has none); absent, it is read here.
+   */
+  eventAddress?: EventAddress | null;
 }
 
 /**
@@ -43,7 +48,7 @@ async function writeEvent(trx: Knex.Transaction, input: EmitInput, now: number):
     conversation_id: input.conversation.id,
     message_id: input.message?.id ?? null,
   });
-  const endpoint = await findEndpointOfSite(trx, input.siteId);
+  const endpoint = input.eventAddress !== undefined ? input.eventAddress : await findEndpointOfSite(trx, input.siteId);
   if (endpoint && subscribedEvents(endpoint).includes(input.name)) {
     await insertPendingDelivery(trx, { event_id: id, site_id: input.siteId, endpoint_id: endpoint.id }, now);
   }

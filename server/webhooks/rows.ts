@@ -1,4 +1,8 @@
+import type { DeliveryStatus } from '../delivery/retry-schedule';
 import { withNumericColumns } from '../db/knex';
+import type { DeliveryState } from '../delivery/rows';
+
+export type { DeliveryStatus };
 
 /**
  * The row types of event delivery's four tables and their one mapping each (mysql2 may hand BIGINT
@@ -24,19 +28,10 @@ export interface EndpointRow {
   updated_at: number;
 }
 
-export type DeliveryStatus = 'pending' | 'delivered' | 'failed';
-
-export interface DeliveryRow {
+export interface DeliveryRow extends DeliveryState {
   event_id: string;
   site_id: string;
   endpoint_id: string;
-  status: DeliveryStatus;
-  attempts: number;
-  round_base: number;
-  next_attempt_at: number;
-  lease_owner: string | null;
-  lease_until: number | null;
-  updated_at: number;
   /** Why the delivery ended failed without sending in its last round (UNSENT); null otherwise. */
   unsent_reason?: string | null;
 }
@@ -78,6 +73,22 @@ export interface AttemptRow {
   /** The request's headers as sent, JSON (the signature is there; the secret never is). */
   request_headers?: string | null;
 }
+
+/** The delivery log's columns, in one order: the writer's insert and the log's reads name them from here. */
+export const ATTEMPT_COLUMNS = [
+  'event_id',
+  'site_id',
+  'endpoint_id',
+  'event_name',
+  'attempt',
+  'url',
+  'started_at',
+  'duration_ms',
+  'status_code',
+  'error',
+  'response_excerpt',
+  'request_headers',
+] as const satisfies readonly (keyof AttemptRow)[];
 
 /** A log row as the log lists it: with the state of its delivery (null once the delivery was removed). */
 export interface ListedAttempt extends AttemptRow {

@@ -1,11 +1,15 @@
 import type { Knex } from 'knex';
 import { forUpdate, forUpdateSkipLocked } from '../db/knex';
 import { runInTransaction } from '../db/transaction';
+import { precompiledInsert } from '../db/precompiled';
 import { toIsoRequired } from '../platform/time';
 import type { EventName } from './event-names';
-import { addressesLeftOut, takeWithinAllowance } from './scheduler';
+import { addressesLeftOut, takeWithinAllowance } from '../delivery/scheduler';
 import { createLogQueries } from './log-store';
+import type { ClaimRequest, NextState } from '../delivery/engine';
+import { claimChanges, claimedState, pendingState } from '../delivery/rows';
 import {
+  ATTEMPT_COLUMNS,
   AttemptRow,
   DeliveryRow,
   DeliveryStatus,
@@ -46,18 +50,7 @@ export interface Claimed {
   endpoint: EndpointRow | undefined;
 }
 
-/**
- * A delivery's state after a claim. `attempts`: when the claim sent nothing (given back, or ended
- * unsent), the count before it. `unsentReason`: the claim ended the delivery failed without sending
- * (UNSENT), told in the delivery since no attempt row is logged.
- */
-export interface NextState {
-  status: DeliveryStatus;
-  nextAttemptAt: number;
-  now: number;
-  attempts?: number;
-  unsentReason?: string;
-}
+export type { NextState } from '../delivery/engine';
 
 /** One claim's result for finishAttempts: its log row (none when nothing was sent) and the next state. */
 export interface Outcome {
@@ -83,28 +76,37 @@ const DELIVERY_COLUMNS = [
   'lease_until',
   'updated_at',
 ] as const;
-/** The claim's joined read: the delivery, its event and its address (prefixed, as both have ids and times). */
-const CLAIMED_COLUMNS = [
-  ...DELIVERY_COLUMNS.map((c) => `d.${c}`),
-  'e.name as e_name',
-  'e.body as e_body',
-  'e.created_at as e_created_at',
-  'w.site_id as w_site_id',
-  'w.url as w_url',
-  'w.events as w_events',
-  'w.secret_encrypted as w_secret_encrypted',
-  'w.secret_next_encrypted as w_secret_next_encrypted',
-  'w.secret_switch_at as w_secret_switch_at',
-  'w.disabled_at as w_disabled_at',
-  'w.disabled_reason as w_disabled_reason',
-  'w.failing_since as w_failing_since',
-  'w.failure_streak as w_failure_streak',
-  'w.created_at as w_created_at',
-  'w.updated_at as w_updated_at',
-];
+/** The event ids of these rows that this claim holds (its lease): read back only when the claim's UPDATE took fewer than it locked. */
+async function claimedBack(q: Knex.Transaction, ids: string[], owner: string, leaseUntil: number): Promise<Set<string>> {
+  const rows: { event_id: string }[] = await q('deliveries')
+    .whereIn('event_id', ids)
+    .andWhere({ lease_owner: owner, lease_until: leaseUntil })
+    .select('event_id');
+  return new Set(rows.map((r) => r.event_id));
+}
 
-function pick(row: Record<string, unknown>, columns: readonly string[]): Record<string, unknown> {
-  return Object.fromEntries(columns.map((c) => [c, row[c]]));
+/** Results that move their deliveries the same way (all but the times), each group in claim order. */
+function byNextState(results: Outcome[]): Outcome[][] {
+  const parts = new Map<string, Outcome[]>();
+  for (const r of results) {
+    const key = JSON.stringify([r.next.status, r.attempt, r.next.attempts ?? r.attempt, r.next.unsentReason ?? null]);
+    const part = parts.get(key);
+    if (part) part.push(r);
+    else parts.set(key, [r]);
+  }
+  return [...parts.values()];
+}
+
+const ATTEMPT_VALUES = `(${ATTEMPT_COLUMNS.map(() => '?').join(', ')})`;
+
+/**
+ * Log rows of one group of results in one INSERT, written as SQL both engines take rather than
+ * through Knex's builder, which walked every value of every row (a few hundred a group) to build it.
+ */
+async function insertAttemptRows(trx: Knex.Transaction, rows: AttemptRow[]): Promise<void> {
+  const values: Knex.RawBinding[] = [];
+  for (const row of rows) for (const c of ATTEMPT_COLUMNS) values.push(row[c] ?? null);
+  await trx.raw(`INSERT INTO delivery_attempts (${ATTEMPT_COLUMNS.join(', ')}) VALUES ${rows.map(() => ATTEMPT_VALUES).join(', ')}`, values);
 }
 
 /** finishAttempt's rule for one claim, in the caller's transaction. */
@@ -136,7 +138,7 @@ async function finishOne(
 export const INTERRUPTED = 'interrupted: the worker stopped during the attempt';
 
 /** The events an address subscribes to, in the order they were saved. */
-export function subscribedEvents(row: EndpointRow): EventName[] {
+export function subscribedEvents(row: Pick<EndpointRow, 'events'>): EventName[] {
   return row.events.split(',') as EventName[];
 }
 
@@ -161,8 +163,10 @@ export function attemptToDto(row: ListedAttempt) {
  * it describes does), so they are plain functions of the tables rather than of a store instance.
  */
 
+const insertEventRow = precompiledInsert<EventRow>('events', ['id', 'site_id', 'name', 'body', 'created_at', 'conversation_id', 'message_id']);
+
 export async function insertEvent(trx: Knex.Transaction, row: EventRow): Promise<void> {
-  await trx('events').insert(row);
+  await insertEventRow(trx, row);
 }
 
 /** The site's event address (one per site), read in `db` or in the caller's transaction. */
@@ -171,22 +175,37 @@ export async function findEndpointOfSite(db: Knex, siteId: string): Promise<Endp
   return r && mapEndpointRow(r);
 }
 
+/** What writing an event needs of the site's event address: where its deliveries go and what it subscribes to. */
+export type EventAddress = Pick<EndpointRow, 'id' | 'events'>;
+
+/**
+ * The site's event address as two columns of another statement (`event_address_id`,
+ * `event_address_events`, null when the site has none), so a writer that reads a row of the site
+ * anyway learns it in the same round trip. Scalar subqueries: inside a locking read (a
+ * conversation locked FOR UPDATE) MariaDB reads them without locking, so an owner changing the
+ * address never waits for a reply's commit.
+ */
+export function eventAddressColumns(db: Knex, siteId: string): Knex.Raw[] {
+  return [
+    db.raw('(SELECT id FROM webhook_endpoints WHERE site_id = ?) AS event_address_id', [siteId]),
+    db.raw('(SELECT events FROM webhook_endpoints WHERE site_id = ?) AS event_address_events', [siteId]),
+  ];
+}
+
+/** The address named by eventAddressColumns' columns of a row, or null when the site has none. */
+export function eventAddressOf(row: { event_address_id?: string | null; event_address_events?: string | null }): EventAddress | null {
+  return row.event_address_id && row.event_address_events !== null && row.event_address_events !== undefined
+    ? { id: row.event_address_id, events: row.event_address_events }
+    : null;
+}
+
 /** A delivery due now, with a fresh attempt budget. */
 export async function insertPendingDelivery(
   trx: Knex.Transaction,
   delivery: Pick<DeliveryRow, 'event_id' | 'site_id' | 'endpoint_id'>,
   now: number,
 ): Promise<void> {
-  const row: DeliveryRow = {
-    ...delivery,
-    status: 'pending',
-    attempts: 0,
-    round_base: 0,
-    next_attempt_at: now,
-    lease_owner: null,
-    lease_until: null,
-    updated_at: now,
-  };
+  const row: DeliveryRow = { ...delivery, ...pendingState(now) };
   await trx('deliveries').insert(row);
 }
 
@@ -288,6 +307,12 @@ export function createEventStore(db: Knex) {
       return out;
     },
 
+    /** Whether some delivery is due at `now` (claimed rows are leased into the future): one row of the due index, no lock. */
+    async anyDue(now: number): Promise<boolean> {
+      const row = await db('deliveries').where('status', 'pending').andWhere('next_attempt_at', '<=', now).first('event_id');
+      return row !== undefined;
+    },
+
     /**
      * Claims up to `limit` due deliveries for `owner`, with their event and address: each gets one
      * more attempt counted and a lease (next_attempt_at moves to the lease's end, so if this worker
@@ -308,19 +333,7 @@ export function createEventStore(db: Knex) {
      * waiting or in flight (a stalled database or a slow receiver outlasted the lease), and claiming
      * them again would send the event a second time alongside the first.
      */
-    async claimDue(opts: {
-      owner: string;
-      now: number;
-      leaseMs: number;
-      limit: number;
-      maxAttempts: number;
-      held: ReadonlyMap<string, number>;
-      allowance: (endpointId: string) => number;
-      /** Addresses none of whose rows are claimed this time. */
-      leaveOut?: Iterable<string>;
-      /** Event ids this worker holds. */
-      exclude?: Iterable<string>;
-    }): Promise<{ claimed: Claimed[]; filled: string[] }> {
+    async claimDue(opts: ClaimRequest): Promise<{ claimed: Claimed[]; filled: string[] }> {
       const { owner, now, leaseMs, limit, maxAttempts } = opts;
       if (limit <= 0) return { claimed: [], filled: [] };
       const full = addressesLeftOut(opts.held, opts.allowance, opts.leaveOut);
@@ -330,63 +343,45 @@ export function createEventStore(db: Knex) {
         let select = q('deliveries').where('status', 'pending').andWhere('next_attempt_at', '<=', now).orderBy('next_attempt_at').limit(limit);
         if (full.size) select = select.whereNotIn('endpoint_id', [...full]);
         if (own.length) select = select.whereNotIn('event_id', own);
-        const candidates = (await forUpdateSkipLocked(q, select)).map(mapDeliveryRow);
+        const candidates = (await forUpdateSkipLocked(q, select.select(DELIVERY_COLUMNS))).map(mapDeliveryRow);
         const { chosen, filled } = takeWithinAllowance(candidates, { limit, held: opts.held, allowance: opts.allowance });
         if (chosen.length === 0) return { claimed: [], filled };
         const ids = chosen.map((r) => r.event_id);
-        // A row whose round budget is used up keeps its count: it is given up, not sent.
-        await q('deliveries')
+        const terms = { owner, now, leaseUntil, maxAttempts };
+        const n = await q('deliveries')
           .whereIn('event_id', ids)
           .andWhere('status', 'pending')
           .andWhere('next_attempt_at', '<=', now)
-          .update({
-            attempts: q.raw('attempts + CASE WHEN attempts - round_base >= ? THEN 0 ELSE 1 END', [maxAttempts]),
-            lease_owner: owner,
-            lease_until: leaseUntil,
-            next_attempt_at: leaseUntil,
-            updated_at: now,
-          });
-        // What the UPDATE took (all of them: the rows are locked, or the write lock is ours) with the
-        // event and the address, in one read.
-        const taken = await q('deliveries as d')
-          .leftJoin('events as e', 'e.id', 'd.event_id')
-          .leftJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
-          .whereIn('d.event_id', ids)
-          .andWhere({ 'd.lease_owner': owner, 'd.lease_until': leaseUntil })
-          .select(CLAIMED_COLUMNS);
-        const byId = new Map<string, Record<string, unknown>>(taken.map((r: Record<string, unknown>) => [String(r.event_id), r]));
+          .update(claimChanges(q, terms));
+        // The rows are locked (MySQL) or the write lock is ours (SQLite), so the UPDATE took every
+        // one of them and their new state follows from the locking read: no read back. Should it
+        // ever take fewer, what it took is read back instead.
+        const ours = n === ids.length ? undefined : await claimedBack(q, ids, owner, leaseUntil);
+        // The events' bodies, and each address once (not joined into every row: a claim of one
+        // address's backlog read its columns a few hundred times).
+        const events = new Map<string, Record<string, unknown>>(
+          (await q('events').whereIn('id', ids).select('id', 'name', 'body', 'created_at')).map((r: Record<string, unknown>) => [String(r.id), r]),
+        );
+        const endpointIds = [...new Set(chosen.map((r) => r.endpoint_id))];
+        const endpoints = new Map<string, EndpointRow>(
+          (await q('webhook_endpoints').whereIn('id', endpointIds)).map((r: Record<string, unknown>) => {
+            const row = mapEndpointRow(r);
+            return [row.id, row];
+          }),
+        );
         const claimed: Claimed[] = [];
         for (const before of chosen) {
-          const r = byId.get(before.event_id);
-          if (!r) continue; // not ours after all (SQLite without the write lock cannot get here)
-          const delivery = mapDeliveryRow(pick(r, DELIVERY_COLUMNS));
+          if (ours && !ours.has(before.event_id)) continue;
+          const delivery = claimedState(before, terms);
+          const e = events.get(before.event_id);
           claimed.push({
             delivery,
             attempt: delivery.attempts,
             interrupted: before.lease_owner ? { attempt: before.attempts, startedAt: before.updated_at, leaseUntil: before.lease_until ?? now } : null,
             exhausted: before.attempts - before.round_base >= maxAttempts,
             event:
-              r.e_name == null
-                ? undefined
-                : mapEventRow({ id: before.event_id, site_id: before.site_id, name: r.e_name, body: r.e_body, created_at: r.e_created_at }),
-            endpoint:
-              r.w_url == null
-                ? undefined
-                : mapEndpointRow({
-                    id: before.endpoint_id,
-                    site_id: r.w_site_id,
-                    url: r.w_url,
-                    events: r.w_events,
-                    secret_encrypted: r.w_secret_encrypted,
-                    secret_next_encrypted: r.w_secret_next_encrypted ?? null,
-                    secret_switch_at: r.w_secret_switch_at ?? null,
-                    disabled_at: r.w_disabled_at ?? null,
-                    disabled_reason: r.w_disabled_reason ?? null,
-                    failing_since: r.w_failing_since ?? null,
-                    failure_streak: r.w_failure_streak ?? 0,
-                    created_at: r.w_created_at,
-                    updated_at: r.w_updated_at,
-                  }),
+              e === undefined ? undefined : mapEventRow({ id: before.event_id, site_id: before.site_id, name: e.name, body: e.body, created_at: e.created_at }),
+            endpoint: endpoints.get(before.endpoint_id),
           });
         }
         return { claimed, filled };
@@ -418,31 +413,38 @@ export function createEventStore(db: Knex) {
       if (results.length === 0) return [];
       if (results.length === 1) return [await finishAttempt(results[0].row, results[0].eventId, { owner, attempt: results[0].attempt }, results[0].next)];
       const whole = await runInTransaction(db, async (trx) => {
-        const byEvent = (value: (r: Outcome) => unknown) =>
-          trx.raw(`CASE event_id ${results.map(() => 'WHEN ? THEN ?').join(' ')} END`, results.flatMap((r) => [r.eventId, value(r)]) as Knex.Value[]);
-        const n = await trx('deliveries')
-          .whereIn(
-            'event_id',
-            results.map((r) => r.eventId),
-          )
-          .andWhere('lease_owner', owner)
-          .andWhere(
-            'attempts',
-            byEvent((r) => r.attempt),
-          )
-          .update({
-            status: byEvent((r) => r.next.status),
-            next_attempt_at: byEvent((r) => r.next.nextAttemptAt),
-            attempts: byEvent((r) => r.next.attempts ?? r.attempt),
-            lease_owner: null,
-            lease_until: null,
-            updated_at: byEvent((r) => r.next.now),
-            // Only a group with an unsent end pays for this column (the others' rows have none already).
-            ...(results.some((r) => r.next.unsentReason !== undefined) ? { unsent_reason: byEvent((r) => r.next.unsentReason ?? null) } : {}),
-          });
+        // One UPDATE per kind of next state (in a busy worker: one, every row delivered at its
+        // first attempt), with only the times per row: a CASE per column made each row cost six
+        // WHEN pairs to bind, send and evaluate.
+        let n = 0;
+        for (const part of byNextState(results)) {
+          const first = part[0];
+          const timeOf = (value: (r: Outcome) => number) =>
+            trx.raw(
+              `CASE event_id ${part.map(() => 'WHEN ? THEN ?').join(' ')} END`,
+              part.flatMap((r) => [r.eventId, value(r)]),
+            );
+          n += await trx('deliveries')
+            .whereIn(
+              'event_id',
+              part.map((r) => r.eventId),
+            )
+            .andWhere('lease_owner', owner)
+            .andWhere('attempts', first.attempt)
+            .update({
+              status: first.next.status,
+              next_attempt_at: timeOf((r) => r.next.nextAttemptAt),
+              attempts: first.next.attempts ?? first.attempt,
+              lease_owner: null,
+              lease_until: null,
+              updated_at: timeOf((r) => r.next.now),
+              // A claimed row has no reason (redelivery clears it), so only an unsent end writes one.
+              ...(first.next.unsentReason === undefined ? {} : { unsent_reason: first.next.unsentReason }),
+            });
+        }
         if (n !== results.length) throw new PartialGroup();
         const rows = results.flatMap((r) => (r.row ? [r.row] : []));
-        if (rows.length) await trx('delivery_attempts').insert(rows);
+        if (rows.length) await insertAttemptRows(trx, rows);
         return true;
       }).catch((err) => {
         if (err instanceof PartialGroup) return false;

@@ -1,6 +1,7 @@
 import https from 'node:https';
 import tls from 'node:tls';
 import type { ClientRequest } from 'node:http';
+import { memoised } from '../platform/memo';
 import { createPinnedAgentPool, PinnedAgentLease, pinnedLookup } from './agents';
 import { BlockedIpError, DnsTimeoutError, hostOf, resolveChecked, ResolvedIp, Resolver } from './ssrf';
 
@@ -81,13 +82,17 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
     maxAgents: opts.maxAgents ?? 64,
   });
 
+  // An address is parsed once, not at every attempt: a worker sends to few addresses, many times.
+  const parsed = memoised(1000, (url: string) => {
+    const target = new URL(url);
+    return { hostname: hostOf(target), port: Number(target.port) || 443, path: target.pathname + target.search };
+  });
+
   // A string body leaves in one write with the headers (Node joins them); a Buffer takes two.
   function post(url: string, body: string | Buffer, headers: Record<string, string>): Promise<PostResult> {
     const contentLength = String(Buffer.byteLength(body));
     return new Promise((resolve) => {
-      const target = new URL(url);
-      const hostname = hostOf(target);
-      const port = Number(target.port) || 443;
+      const { hostname, port, path } = parsed(url);
       let settled = false;
       let lease: PinnedAgentLease | undefined;
       let current: ClientRequest | undefined; // the exchange in progress; a retry replaces it
@@ -118,7 +123,7 @@ export function createDeliveryTransport(opts: TransportOptions): DeliveryTranspo
             method: 'POST',
             host: hostname, // kept for SNI and the certificate's name check
             port,
-            path: target.pathname + target.search,
+            path,
             headers: { ...headers, 'Content-Length': contentLength },
             // The retry below needs a connection of its own, outside the pool, pinned all the same.
             ...(via === 'pool' ? { agent: lease!.agent } : { agent: false, lookup: pinnedLookup(resolvedIps), secureContext, rejectUnauthorized: true }),

@@ -85,6 +85,17 @@ function panelHtml(siteId: string, version: string): string {
 <header><h1 id="cw-title">Chat</h1><button type="button" id="cw-close" class="close" aria-label="Close chat">&times;</button></header>
 <div id="cw-log" class="log" role="log" aria-live="polite" aria-label="Messages" tabindex="0"></div>
 <p id="cw-status" class="status" role="status"></p>
+<section id="cw-away" class="away" aria-labelledby="cw-away-title" hidden>
+<p id="cw-away-title" class="away-title"></p>
+<p id="cw-away-message"></p>
+<form id="cw-away-form" novalidate>
+<label for="cw-away-email">Your email</label>
+<input type="email" id="cw-away-email" autocomplete="email" maxlength="254" required>
+<label class="consent"><input type="checkbox" id="cw-away-consent"> Email me the replies I miss here (one click unsubscribes)</label>
+<button type="submit">Notify me</button>
+</form>
+<p id="cw-away-status" role="status"></p>
+</section>
 <form id="cw-form" aria-label="Write a message">
 <ul id="cw-chosen" class="chosen" aria-label="Files to send" hidden></ul>
 <div class="row">

@@ -34,5 +34,19 @@ export function windowContextRoutes(services: Services): Router {
     res.json(answer);
   });
 
+  // The away state and form (docs/window.md, Away): computed here from the site's hours and presence.
+  router.get('/sites/:siteId/availability', async (req, res) => {
+    const v = req.windowVisitor!;
+    const answer: Schemas['AvailabilityResponse'] = { data: await services.visitors.replyEmails.availability(v.siteId, v.visitorId) };
+    res.json(answer);
+  });
+
+  router.post('/sites/:siteId/reply-email', async (req, res) => {
+    const v = req.windowVisitor!;
+    const body = req.body as Schemas['ReplyEmailRequest'];
+    const answer: Schemas['ReplyEmailResponse'] = { data: await services.visitors.replyEmails.leaveEmail(v.siteId, v.visitorId, body) };
+    res.json(answer);
+  });
+
   return router;
 }

@@ -17,7 +17,7 @@ import { ApiError } from '../platform/errors';
 import type { ConversationRow, ConversationStore } from '../conversations/store';
 import { conversationToDto } from '../conversations/store';
 import type { MessageService } from '../messages/service';
-import type { Message, MessageStore } from '../messages/store';
+import { mayHaveAttachments, type Message, type MessageStore } from '../messages/store';
 import type { MediaStore } from '../media/store';
 import type { components } from './generated/api';
 import type { ReplyAuthors } from './authors';
@@ -127,8 +127,8 @@ export function createFeed(deps: {
         const rows = await messageStore.fromTime(conversation.id, at.createdAt, budget + at.ids.length + 1);
         const fresh = rows.filter((r) => !(r.created_at === at.createdAt && at.ids.includes(r.id)));
         const taken = fresh.slice(0, budget);
-        // Only messages that carry files cost a lookup (attachment_count is written with the message).
-        const attachments = await deps.mediaStore.forMessages(taken.filter((r) => r.attachment_count > 0).map((r) => r.id));
+        // Only messages that may carry files cost a lookup (attachment_count is written with the message).
+        const attachments = await deps.mediaStore.forMessages(taken.filter(mayHaveAttachments).map((r) => r.id));
         const messages = taken.map((r) =>
           deps.messages.toDto(
             r,

@@ -4,7 +4,7 @@ import { toIso } from '../platform/time';
 import { runInTransaction } from '../db/transaction';
 import type { ConversationStore } from '../conversations/store';
 import type { MessageStore } from '../messages/store';
-import type { EventChannel, LiveSignal } from '../webhooks/channel';
+import type { EventChannel, LiveSignal } from '../delivery/channel';
 import type { InboxRecorder } from '../inbox/activity';
 import type { SeenStore } from './seen-store';
 import { createTypingThrottle, seenMovesForward } from './live-rules';

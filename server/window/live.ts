@@ -1,4 +1,4 @@
-import type { CommittedEvent, EventChannel, LiveSignal } from '../webhooks/channel';
+import type { CommittedEvent, EventChannel, LiveSignal } from '../delivery/channel';
 import type { EventStore } from '../webhooks/store';
 
 /** The event store's reads the hub's poll makes. */

@@ -211,7 +211,7 @@ export function windowRoutes(opts: WindowRouteOptions): Router {
       typeof given === 'string' && given !== ''
         ? await win.feed.checkPosition(v.siteId, v.visitorId, given, '/header/last-event-id')
         : await win.feed.tail(v.siteId, v.visitorId);
-    streams.open(req, res, {
+    await streams.open(req, res, {
       claims: v,
       from,
       feed: win.feed,

@@ -10,6 +10,7 @@ import { checkContent } from '../messages/service';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { Message, MessageFormat, MessageStore } from '../messages/store';
 import type { Outbox } from '../webhooks/outbox';
+import type { AgentAlerts } from '../agent-alerts/service';
 import type { MediaStore } from '../media/store';
 import type { VisitorFiles } from '../media/visitor-files';
 import { sha256Hex } from '../platform/crypto';
@@ -38,6 +39,8 @@ export function createWindowChat(deps: {
   window: WindowStore;
   now: () => number;
   outbox: Outbox;
+  /** Members away from the inbox are told of a waiting visitor, in the message's transaction. */
+  alerts?: Pick<AgentAlerts, 'onVisitorMessage'>;
 }) {
   const { db, conversations, messages, media, now } = deps;
 
@@ -146,6 +149,7 @@ export function createWindowChat(deps: {
                   appended.conversation.updated_at,
                 );
               }
+              await deps.alerts?.onVisitorMessage(trx, { siteId, conversationId: conversation.id, started, at: appended.conversation.updated_at });
               if (clientMessageId !== undefined) {
                 await deps.window.insertClientMessage(trx, {
                   site_id: siteId,

@@ -5,6 +5,7 @@ import type { WindowClaims } from './tokens';
 import { encodePosition, Feed, FeedEvent, FeedPosition } from './feed';
 import type { LiveHub } from './live';
 import { clientIpBucket } from '../http/rate-limit/client-ip';
+import { admitStream, Lease, LeaseKeys, SharedStreamCount, streamId } from './stream-leases';
 
 export interface StreamLimits {
   /** Streams one holder (a visitor, or a member for the inbox) may hold; a new one beyond this, once accepted, ends the holder's oldest (a reload leaves one behind). */
@@ -20,11 +21,15 @@ export interface StreamLimits {
 
 const DEFAULTS: StreamLimits = { perVisitor: 5, total: 500, perClientIp: 20, heartbeatMs: 15_000 };
 
-interface OpenStream {
-  holderKey: string;
-  clientIpKey: string;
+/** How long a stream counts across instances without a heartbeat renewing it: three beats, so a late beat loses nothing. */
+export const STREAM_LEASE_MS = 3 * DEFAULTS.heartbeatMs;
+
+interface OpenStream extends LeaseKeys {
   end(): void;
 }
+
+/** This process's streams as leases that never lapse: the local count follows the shared rule. */
+const asLeases = (streams: OpenStream[] | undefined): Lease[] => (streams ?? []).map((s) => ({ id: s.id, until: Infinity }));
 
 /** One event of a stream: its id is the position a reconnect resumes after (Last-Event-ID). */
 export interface StreamEvent {
@@ -71,40 +76,52 @@ export interface StreamSource<P> {
  * when its credential expires or is refused (the client renews it and reconnects with
  * Last-Event-ID) or when the client goes.
  */
-export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
+export function createStreamRegistry(limits: Partial<StreamLimits> & { shared?: SharedStreamCount } = {}) {
   const { perVisitor: perHolder, total, perClientIp, heartbeatMs } = { ...DEFAULTS, ...limits };
+  const shared = limits.shared;
   const open = new Set<OpenStream>();
   const byHolder = new Map<string, OpenStream[]>();
-  const byClientIp = new Map<string, number>();
+  const byClientIp = new Map<string, OpenStream[]>();
+  let seq = 0;
 
-  function remove(s: OpenStream) {
-    open.delete(s);
-    const n = (byClientIp.get(s.clientIpKey) ?? 1) - 1;
-    if (n > 0) byClientIp.set(s.clientIpKey, n);
-    else byClientIp.delete(s.clientIpKey);
-    const list = byHolder.get(s.holderKey);
+  const drop = (map: Map<string, OpenStream[]>, key: string, s: OpenStream) => {
+    const list = map.get(key);
     if (!list) return;
     const i = list.indexOf(s);
     if (i >= 0) list.splice(i, 1);
-    if (!list.length) byHolder.delete(s.holderKey);
+    if (!list.length) map.delete(key);
+  };
+  const add = (map: Map<string, OpenStream[]>, key: string, s: OpenStream) => map.set(key, [...(map.get(key) ?? []), s]);
+
+  function remove(s: OpenStream) {
+    open.delete(s);
+    drop(byClientIp, s.clientIpKey, s);
+    drop(byHolder, s.holderKey, s);
   }
 
-  function openSource<P>(req: Request, res: Response, source: StreamSource<P>) {
+  async function openSource<P>(req: Request, res: Response, source: StreamSource<P>) {
     const { holderKey } = source;
     const clientIpKey = clientIpBucket(req.ip ?? '');
-    const mine = byHolder.get(holderKey) ?? [];
+    const now = source.now();
+    const keys: LeaseKeys = { id: shared ? shared.newId(now) : streamId(now, 'local', seq++), holderKey, clientIpKey };
+    const busy = () => new ApiError('service_unavailable', source.busyMessage, undefined, { 'Retry-After': '10' });
     // The holder's oldest stream makes room only for a new one that will be accepted: its slot
     // counts as free in the checks, and it ends after them.
-    const replaced = mine.length >= perHolder ? mine[0] : undefined;
-    const totalAfter = open.size - (replaced ? 1 : 0);
-    const clientIpAfter = (byClientIp.get(clientIpKey) ?? 0) - (replaced?.clientIpKey === clientIpKey ? 1 : 0);
-    if (totalAfter >= total || clientIpAfter >= perClientIp) {
-      throw new ApiError('service_unavailable', source.busyMessage, undefined, { 'Retry-After': '10' });
-    }
+    const own = admitStream({ holder: asLeases(byHolder.get(holderKey)), clientIp: asLeases(byClientIp.get(clientIpKey)), now, perHolder, perClientIp });
+    let replaced = own.accept && own.replace ? byHolder.get(holderKey)?.find((s) => s.id === own.replace) : undefined;
+    if (open.size - (replaced ? 1 : 0) >= total) throw busy(); // this process's connections: counted here alone
+    // Every instance's streams when Redis answers (it ends the holder's oldest wherever it is);
+    // this process's alone when it does not, as without REDIS_URL.
+    const everywhere = shared ? await shared.admit(keys, { perHolder, perClientIp }, now) : null;
+    if (everywhere) replaced = undefined;
+    if (!(everywhere ?? own).accept) throw busy();
     // The client may have gone during the checks before this (their 'close' is past): not a stream.
     // Its connection tells, not `req.destroyed`: that is also true once a body (even an empty one
     // a GET sent with a Content-Type) has been read, and the client would wait for an answer forever.
-    if (res.destroyed || req.socket.destroyed) return;
+    if (res.destroyed || req.socket.destroyed) {
+      if (everywhere) shared?.release(keys);
+      return;
+    }
     replaced?.end();
 
     let position = source.from;
@@ -152,8 +169,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
     };
 
     const stream: OpenStream = {
-      holderKey,
-      clientIpKey,
+      ...keys,
       end() {
         if (ended) return;
         ended = true;
@@ -161,14 +177,17 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
         clearTimeout(expiry);
         unsubscribe();
         unsignal();
+        unreplaced();
+        shared?.release(keys);
         remove(stream);
         if (!res.writableEnded) res.end();
       },
     };
     open.add(stream);
-    byClientIp.set(clientIpKey, (byClientIp.get(clientIpKey) ?? 0) + 1);
-    mine.push(stream);
-    byHolder.set(holderKey, mine);
+    add(byClientIp, clientIpKey, stream);
+    add(byHolder, holderKey, stream);
+    // Another instance's admission may take this stream's slot: it then ends like one replaced here.
+    const unreplaced = shared?.onReplaced(keys.id, () => stream.end()) ?? (() => {});
 
     // The client answers this by renewing its credential (which may be refused) and reconnecting.
     const expire = () => {
@@ -188,6 +207,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       expire();
     };
     const heartbeat = setInterval(() => {
+      shared?.renew(keys, source.now());
       write(': ping\n\n');
       void recheck();
       void pump();
@@ -208,7 +228,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
     openSource,
 
     /** The chat window's stream of a visitor's feed. */
-    open(
+    async open(
       req: Request,
       res: Response,
       ctx: {
@@ -223,7 +243,7 @@ export function createStreamRegistry(limits: Partial<StreamLimits> = {}) {
       },
     ) {
       const { claims, feed } = ctx;
-      openSource<FeedPosition>(req, res, {
+      await openSource<FeedPosition>(req, res, {
         holderKey: `${claims.siteId}:${claims.visitorId}`,
         from: ctx.from,
         read: async (from, max) => {

@@ -207,6 +207,6 @@ describe('headers', () => {
 
   test('health and readiness', async () => {
     expect((await request(h.app).get('/healthz')).body).toEqual({ data: { status: 'ok' } });
-    expect((await request(h.app).get('/readyz')).body).toEqual({ data: { status: 'ready' } });
+    expect((await request(h.app).get('/readyz')).body).toEqual({ data: { status: 'ready', checks: { database: 'ok', migrations: 'ok' } } });
   });
 });

@@ -36,8 +36,11 @@ test('forgets old idempotency keys, stale spool files and orphaned media, and ke
     removedOrphans: 1,
     purgedRevocations: 0,
     removedDeliveryLog: { attempts: 0, deliveries: 0, events: 0 },
-    accounts: { sessions: 0, invitations: 0, audit: 0, securityLog: 0 },
+    removedMailLog: 0,
+    removedReplyNotices: 0,
+    accounts: { sessions: 0, invitations: 0, passwordResets: 0, emailLinks: 0, audit: 0, securityLog: 0 },
     inboxActivity: 0,
+    agentAlerts: 0,
     visitorContext: 0,
   });
   expect(fs.existsSync(path.join(mediaDir, kept.message.attachments[0].id))).toBe(true);

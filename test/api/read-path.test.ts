@@ -8,6 +8,12 @@ import request from 'supertest';
 import { createHarness, Harness, bearer } from '../helpers/harness';
 import { migrationSource } from '../../server/db/migrations';
 import { newId } from '../../server/platform/ids';
+import { recountUncounted } from '../../server/db/migrations/036_attachment_count_unknown';
+import { TEST_DB } from '../helpers/db';
+
+/** SQLite keeps 005's default 0: one process writes the embedded database, so no older code writes beside it. */
+const onMysql = TEST_DB === 'mysql' ? test : test.skip;
+const messageRow = (id: string) => h.runtime.db('messages').where({ id }).first();
 
 let h: Harness;
 let convId: string;
@@ -121,6 +127,31 @@ describe('attachment_count', () => {
     const counts = new Map(rows.map((r: { id: string; attachment_count: unknown }) => [r.id, Number(r.attachment_count)]));
     expect(counts.get(withFileId)).toBe(2);
     expect([...counts.values()].filter((n) => n > 0)).toEqual([2]);
+  });
+
+  onMysql('a message written without a count (by code older than 005, during a rolling upgrade) lists its files', async () => {
+    // Migration 036 leaves such a row NULL, "not counted"; the default 0 of 005 hid its files.
+    const { attachment_count: _counted, ...older } = await messageRow(withFileId);
+    const olderId = newId('msg');
+    await h.runtime.db('messages').insert({ ...older, id: olderId });
+    expect((await messageRow(olderId)).attachment_count).toBeNull();
+    await h.runtime.db('messages').where({ id: olderId }).del();
+    await h.runtime.db('messages').where({ id: withFileId }).update({ attachment_count: null });
+    try {
+      const r = await queriesOf(`${messagesUrl(convId)}?limit=5`);
+      expect(r.body.data.map((m: { attachments: { name: string }[] }) => m.attachments.map((a) => a.name))).toEqual([[], ['a.txt', 'b.txt'], [], [], []]);
+      expect(r.sql).toHaveLength(3); // the same round trips as a counted message with files
+      const none = await queriesOf(`${messagesUrl(convId)}?order=desc&limit=25`);
+      expect(none.sql).toHaveLength(2); // pages without such a row still look nothing up
+    } finally {
+      await h.runtime.db('messages').where({ id: withFileId }).update({ attachment_count: 2 });
+    }
+  });
+
+  test('migration 036 counts the files of messages an older instance wrote with 0', async () => {
+    await h.runtime.db('messages').where({ id: withFileId }).update({ attachment_count: 0 });
+    expect(await recountUncounted(h.runtime.db)).toBe(1);
+    expect(Number((await messageRow(withFileId)).attachment_count)).toBe(2);
   });
 
   test('migration 005 counts the files of existing messages, and rolls back', async () => {

@@ -8,7 +8,7 @@
  * mention on whichever page it is; a second agent, not mentioned, is not. No CSP violation, no page
  * error, no serious axe finding.
  */
-import { describeInChromium } from '../helpers/chromium';
+import { describeInChromium, waitForFocus } from '../helpers/chromium';
 import { allViolations, panelOf, startShop, type Shop } from './dashboard/shop';
 import { newMember } from '../manage/helpers';
 import { checkPage, DashboardHarness, dashboardHarness, provokeViolation, screenshot, violations } from './dashboard/harness';
@@ -123,8 +123,7 @@ describeInChromium('internal notes in the inbox, beside the chat window (SQLite 
     await history.focus();
     await inbox.keyboard.press('n');
     const field = inbox.getByRole('textbox', { name: 'Internal note (markdown)' });
-    await field.waitFor();
-    expect(await field.evaluate((el) => el === document.activeElement)).toBe(true);
+    await waitForFocus(field);
     await field.fill('Invoice resent from billing.');
     await inbox.getByRole('button', { name: 'Add note' }).click();
     await history.locator('li.msg-note', { hasText: 'Invoice resent' }).waitFor();

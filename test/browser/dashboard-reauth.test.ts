@@ -78,7 +78,7 @@ describeInChromium('re-authentication in Chromium (SQLite pass only)', () => {
     await page.getByRole('button', { name: 'Create token' }).click();
     await page.getByRole('textbox', { name: 'Management token' }).waitFor();
     await page.waitForTimeout(5); // the change must come at least a millisecond after the token
-    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByRole('form', { name: 'Change password' }).getByLabel('Current password').fill(PASSWORD);
     await page.getByLabel('New password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Change password' }).click();
     await page.getByText('Password changed.').waitFor();

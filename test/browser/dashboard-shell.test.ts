@@ -5,7 +5,8 @@
  * use and a phone-width layout. Screenshots go to test-artifacts/dashboard/.
  */
 import request from 'supertest';
-import { describeInChromium } from '../helpers/chromium';
+import type { Route } from 'playwright-core';
+import { describeInChromium, waitForFocus } from '../helpers/chromium';
 import { DashboardHarness, dashboardHarness, provokeViolation, violations, PASSWORD, checkPage } from './dashboard/harness';
 
 describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
@@ -181,7 +182,7 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
     await page.keyboard.press('Enter');
     await page.getByRole('heading', { name: 'Team', level: 1 }).waitFor();
     // Focus moved to the new page's heading.
-    expect(await page.evaluate(() => document.activeElement?.tagName)).toBe('H1');
+    await waitForFocus(page.getByRole('heading', { name: 'Team', level: 1 }));
     expect(await violations(page)).toEqual([]);
     await page.context().close();
   });
@@ -209,6 +210,28 @@ describeInChromium('the dashboard in Chromium (SQLite pass only)', () => {
     await page.getByRole('button', { name: 'Accept invitation' }).click();
     await page.getByRole('heading', { name: 'Inbox', level: 1 }).waitFor();
     await page.getByText('new@example.com').waitFor();
+    await page.context().close();
+  });
+
+  test('a page whose module cannot be fetched offers to try again, and trying again opens it', async () => {
+    const page = await d.signedIn(d.owner, `/sites/${d.site.id}/inbox`);
+    await page.getByRole('heading', { name: 'Inbox', level: 1 }).waitFor();
+    // The connection drops: the settings page's modules cannot be fetched.
+    const refused: string[] = [];
+    const drop = (route: Route) => {
+      refused.push(route.request().url());
+      return route.abort('internetdisconnected');
+    };
+    await page.route('**/dashboard/**/*.js', drop);
+    await page.getByRole('navigation', { name: 'Site pages' }).getByRole('link', { name: 'Settings' }).click();
+    const alert = page.getByRole('alert').filter({ hasText: 'This page could not be loaded' });
+    await alert.waitFor();
+    expect(refused.length).toBeGreaterThan(0);
+    await checkPage(page, 'lazy-page-failed');
+    await page.unroute('**/dashboard/**/*.js', drop); // and comes back
+    await alert.getByRole('button', { name: 'Try again' }).click();
+    await page.getByRole('heading', { name: 'Site name', level: 2 }).waitFor();
+    expect(await alert.count()).toBe(0);
     await page.context().close();
   });
 

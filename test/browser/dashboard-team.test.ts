@@ -326,13 +326,13 @@ describeInChromium('settings, team and account pages in Chromium (SQLite pass on
     await other.getByRole('heading', { name: 'Inbox', level: 1 }).waitFor();
     await page.reload();
     await sessions.getByRole('row').nth(2).waitFor();
-    await page.getByLabel('Current password').fill('not it at all');
+    await page.getByRole('form', { name: 'Change password' }).getByLabel('Current password').fill('not it at all');
     await page.getByLabel('New password').fill('a brand new password 42');
     await page.getByRole('button', { name: 'Change password' }).click();
     await page.getByRole('alert').getByText('The current password is wrong.').waitFor();
     expect(await page.getByRole('alert').innerText()).not.toMatch(/role/);
     expect(await statusFrom(other, '/manage/v1/me')).toBe(200); // nothing changed
-    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByRole('form', { name: 'Change password' }).getByLabel('Current password').fill(PASSWORD);
     await page.getByRole('button', { name: 'Change password' }).click();
     await page.getByText(/Every other session of your account was signed out; this one stays/).waitFor();
     expect(await statusFrom(other, '/manage/v1/me')).toBe(401);

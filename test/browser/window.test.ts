@@ -329,6 +329,27 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     }
   });
 
+  test('away: with no one at the inbox the window says so and takes an email for the replies, checked first in the browser', async () => {
+    await launcher(page).waitFor();
+    if ((await launcher(page).getAttribute('aria-expanded')) !== 'true') await launcher(page).click();
+    const panel = await panelOf(page);
+    await panel.locator('#cw-away:not([hidden])').waitFor({ timeout: ARRIVAL_MS });
+    expect(await panel.locator('#cw-away-title').innerText()).toBe('No one is online right now.');
+    await panel.locator('#cw-away-email').fill('not an email');
+    await panel.locator('#cw-away-form button').click();
+    await panel.locator('#cw-away-status', { hasText: 'valid email' }).waitFor();
+    await panel.locator('#cw-away-email').fill('shopper@example.test');
+    await panel.locator('#cw-away-form button').click();
+    await panel.locator('#cw-away-status', { hasText: 'tick the box' }).waitFor();
+    await panel.locator('#cw-away-consent').check();
+    await panel.locator('#cw-away-form button').click();
+    await panel.locator('#cw-away-status', { hasText: 'Thank you' }).waitFor();
+    expect(await panel.locator('#cw-away-form').isHidden()).toBe(true);
+    const [visitor] = await h.runtime.db('visitors').where({ site_id: h.site.id, email: 'shopper@example.test' });
+    expect(Boolean(visitor.email_verified)).toBe(false);
+    expect(visitor.reply_email_at).not.toBeNull();
+  });
+
   test('axe-core finds no serious or critical violation in the launcher or the open window', async () => {
     await launcher(page).waitFor();
     if ((await launcher(page).getAttribute('aria-expanded')) !== 'true') await launcher(page).click();

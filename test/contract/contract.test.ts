@@ -5,11 +5,14 @@
  */
 import request from 'supertest';
 import { createHarness, Harness, bearer } from '../helpers/harness';
+import { startS3rver } from '../helpers/s3';
 import { documentedOperations, assertMatchesDocument } from '../helpers/openapi';
 
 let h: Harness; // the main app
 let limited: Harness; // RATE_LIMIT_PER_MINUTE=1
 let broken: Harness; // its database has gone away
+let bucketed: Harness | undefined; // MEDIA_STORE=s3 on s3rver, downloads by redirect (made by its scenario)
+let s3: Awaited<ReturnType<typeof startS3rver>> | undefined;
 let convId: string;
 let closedId: string;
 let mediaId: string;
@@ -47,6 +50,8 @@ afterAll(async () => {
   await h.close();
   await limited.close();
   await broken.database.drop();
+  await bucketed?.close();
+  await s3?.close();
 });
 
 /** Sends a request to one of the apps, given how to build it. */
@@ -176,6 +181,16 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   },
   downloadMedia: {
     200: () => call(h.app, 'get', `/media/${mediaId}`, h.site.key),
+    302: async () => {
+      s3 = await startS3rver('contract-media');
+      bucketed = await createHarness({
+        env: { MEDIA_STORE: 's3', MEDIA_S3_BUCKET: 'contract-media', MEDIA_S3_ENDPOINT: s3.url, MEDIA_S3_FORCE_PATH_STYLE: 'true' },
+      });
+      const m = await bucketed.runtime.services.window.chat.visitorSay(bucketed.site.id, 'v', 'f', {
+        files: [{ buffer: Buffer.from('x'), originalName: 'x.txt', mimeType: 'text/plain' }],
+      });
+      return call(bucketed.app, 'get', `/media/${m.message.attachments[0].id}`, bucketed.site.key);
+    },
     304: async () => {
       const first = await call(h.app, 'get', `/media/${mediaId}`, h.site.key);
       return call(h.app, 'get', `/media/${mediaId}`, h.site.key).set('If-None-Match', first.headers.etag);

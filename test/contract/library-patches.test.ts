@@ -7,10 +7,20 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import express from 'express';
+import * as OpenApiValidator from 'express-openapi-validator';
 import knexFactory, { Knex } from 'knex';
 import request from 'supertest';
 import { createDb } from '../../server/db/knex';
-import { validateAgainst } from '../../server/http/openapi-document';
+import {
+  manageDocument,
+  openApiDocument,
+  resolveComponentSchemasDirectly,
+  type Preprocessor,
+  type ResolveSchema,
+  validateAgainst,
+  validatorModule,
+  windowDocument,
+} from '../../server/http/openapi-document';
 import { fastJson } from '../../server/http/json';
 import { createTestDatabase, TEST_DB } from '../helpers/db';
 
@@ -218,9 +228,9 @@ function validatedApp(answer: (id: string) => unknown) {
 
 test('5. the validator reads pathToRegexp through the module export at call time', async () => {
   const app = validatedApp((id) => ({ data: id }));
-  const module = require(require.resolve('path-to-regexp', { paths: [require.resolve('express-openapi-validator')] })) as {
+  const module = validatorModule<{
     pathToRegexp: (...args: unknown[]) => unknown;
-  };
+  }>('path-to-regexp');
   const installed = module.pathToRegexp;
   let calls = 0;
   module.pathToRegexp = (...args: unknown[]) => {
@@ -234,6 +244,90 @@ test('5. the validator reads pathToRegexp through the module export at call time
   } finally {
     module.pathToRegexp = installed;
   }
+});
+
+test('7. the validator builds its document checker through the module export, with validateApiSpec', async () => {
+  const module = validatorModule<{ OpenAPISchemaValidator: new (opts: { validateApiSpec?: boolean }) => unknown }>(
+    'express-openapi-validator/dist/framework/openapi.schema.validator',
+  );
+  const installed = module.OpenAPISchemaValidator;
+  const seen: { validateApiSpec?: boolean }[] = [];
+  module.OpenAPISchemaValidator = function spy(opts: { validateApiSpec?: boolean }) {
+    seen.push(opts);
+    return new installed(opts);
+  } as unknown as typeof installed;
+  try {
+    for (const validate of [false, true]) {
+      const app = express();
+      app.use(
+        OpenApiValidator.middleware({
+          apiSpec: structuredClone(DOC) as never,
+          validateApiSpec: validate,
+          validateRequests: true,
+        }) as unknown as express.RequestHandler[],
+      );
+      app.get('/things/:id', (_req, res) => res.json({ data: 'x' }));
+      expect((await request(app).get('/things/a1')).status).toBe(200);
+    }
+    expect(seen.map((o) => o.validateApiSpec)).toEqual([false, true]);
+  } finally {
+    module.OpenAPISchemaValidator = installed;
+  }
+});
+
+test('7. a document that breaks the OpenAPI schema is refused where answers are checked, and only there', async () => {
+  const broken = { ...structuredClone(DOC), info: { version: 1 } };
+  const quiet = jest.spyOn(console, 'error').mockImplementation(() => {}); // the validator prints the document's errors
+  const statusWith = async (checked: boolean) => {
+    const app = express();
+    app.use(validateAgainst(structuredClone(broken), checked));
+    app.get('/things/:id', (_req, res) => res.json({ data: 'x' }));
+    app.use((err: { status?: number }, _req: express.Request, res: express.Response, _next: express.NextFunction) => {
+      res.status(err.status ?? 500).send('refused');
+    });
+    return (await request(app).get('/things/a1')).status;
+  };
+  try {
+    expect(await statusWith(true)).toBe(500);
+    expect(await statusWith(false)).toBe(200);
+  } finally {
+    quiet.mockRestore();
+  }
+});
+
+test("8. the preprocessor's answer for a component reference is the document's own component object", async () => {
+  resolveComponentSchemasDirectly();
+  const module = validatorModule<{ SchemaPreprocessor: { prototype: { resolveSchema: ResolveSchema } } }>(
+    'express-openapi-validator/dist/middlewares/parsers/schema.preprocessor',
+  );
+  const proto = module.SchemaPreprocessor.prototype;
+  const installed = proto.resolveSchema;
+  const original = installed.unpatched;
+  expect(original).toBeDefined();
+  let compared = 0;
+  const mismatches: string[] = [];
+  // The library's own answer, for every reference the real documents make while a validator is set up.
+  proto.resolveSchema = function (this: Preprocessor, schema: unknown) {
+    const answer = original!.call(this, schema);
+    const ref = (schema as { $ref?: unknown } | null)?.$ref;
+    if (typeof ref === 'string' && ref.startsWith('#/components/schemas/')) {
+      compared++;
+      if (answer !== this.apiDoc.components?.schemas?.[ref.slice('#/components/schemas/'.length)]) mismatches.push(ref);
+    }
+    return answer;
+  };
+  try {
+    for (const doc of [openApiDocument(), manageDocument(), windowDocument()]) {
+      const app = express();
+      app.use(OpenApiValidator.middleware({ apiSpec: doc as never, validateApiSpec: false, validateRequests: true }) as unknown as express.RequestHandler[]);
+      app.use((_req, res) => res.status(204).end());
+      await request(app).get('/no-such-path'); // the set-up runs on the first request
+    }
+  } finally {
+    proto.resolveSchema = installed;
+  }
+  expect(compared).toBeGreaterThan(100);
+  expect(mismatches).toEqual([]);
 });
 
 describe("6. res.json on the app's response prototype", () => {

@@ -34,6 +34,7 @@ import { createMemoryLimiter, RateLimiter, RateDecision } from '../../server/htt
 import { deliveryEnv, Receiver, startReceiver } from '../webhooks/helpers';
 import { newMember, PASSWORD, TEST_HASHER } from '../manage/helpers';
 import { loadDocument } from '../../scripts/lib/openapi-doc';
+import { sha256Hex } from '../../server/platform/crypto';
 
 const PRISM_BIN = path.join(ROOT, 'node_modules/@stoplight/prism-cli/dist/index.js');
 const DOCUMENT = path.join(ROOT, 'openapi/openapi.yaml');
@@ -680,6 +681,14 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     await m('GET', `${base}/${conv}/visitor`, 200, { op: 'getInboxVisitor', ...t(agentToken) });
     await m('GET', `/sites/${site}/visitor-context`, 200, { op: 'getVisitorContextSettings', ...t(ownerToken) });
     await m('PATCH', `/sites/${site}/visitor-context`, 200, { op: 'updateVisitorContextSettings', json: { keepQuery: false }, ...t(ownerToken) });
+    const hours = {
+      enabled: true,
+      timeZone: 'Europe/Berlin',
+      week: { mon: [['09:00', '17:00']], tue: [], wed: [], thu: [], fri: [], sat: [], sun: [] },
+      awayMessage: null,
+    };
+    await m('PUT', `/sites/${site}/business-hours`, 200, { op: 'updateBusinessHours', json: hours, ...t(ownerToken) });
+    await m('GET', `/sites/${site}/business-hours`, 200, { op: 'getBusinessHours', ...t(ownerToken) });
     await m('POST', `/sites/${site}/visitor-deletions`, 200, { op: 'deleteVisitorData', json: { visitorId: 'prism-visitor' }, ...t(ownerToken) });
   });
 
@@ -736,6 +745,59 @@ describe('the management API through its proxies (manage.yaml, --errors)', () =>
     expect((await m('PUT', on, 200, { op: 'tagInboxConversation', ...t(agentToken) })).json.data).toEqual([{ id: made.json.data.id, name: 'Prism renamed' }]);
     await m('DELETE', on, 200, { op: 'untagInboxConversation', ...t(agentToken) });
     await m('DELETE', `${list}/${made.json.data.id}`, 204, { op: 'deleteTag', ...t(ownerToken) });
+  });
+
+  test('email: forgot password, the mail log, the test email', async () => {
+    await m('POST', '/password-resets', 202, { op: 'requestPasswordReset', json: { email: 'prism-owner@example.com' }, headers: SAME });
+    await m('POST', '/password-resets', 202, { op: 'requestPasswordReset', json: { email: 'nobody@example.com' }, headers: SAME });
+    // A link whose token is known here: written as the service writes it (only the hash is stored).
+    const account = await h.runtime.services.accounts.registry.create('prism-reset@example.com', PASSWORD);
+    const token = `prism${'R'.repeat(38)}`;
+    const at = Date.now();
+    await h.runtime
+      .db('password_resets')
+      .insert({ id: 'pwr_prism', account_id: account.id, token_hash: sha256Hex(token), created_at: at, expires_at: at + 3600_000, used_at: null });
+    const reset = '/password-resets/complete';
+    await m('POST', reset, 200, { op: 'completePasswordReset', json: { token, newPassword: 'a brand new passphrase' }, headers: SAME });
+    await m('POST', reset, 404, { op: 'completePasswordReset', code: 'not_found', json: { token, newPassword: 'a brand new passphrase' }, headers: SAME });
+    const log = `/sites/${site}/mail-log`;
+    await m('POST', `${log}/test`, 202, { op: 'sendTestEmail', ...t(ownerToken) });
+    await m('POST', `${log}/test`, 403, { op: 'sendTestEmail', code: 'forbidden', ...t(agentToken) });
+    await m('GET', `${log}?limit=5`, 200, { op: 'listMailLog', ...t(ownerToken) });
+    await m('GET', log, 403, { op: 'listMailLog', code: 'forbidden', ...t(agentToken) });
+  });
+
+  test('verified email, changing it, emails of waiting visitors, unsubscribe', async () => {
+    await m('POST', '/email-verifications', 202, { op: 'resendEmailVerification', ...t(ownerToken) });
+    await m('POST', '/email-changes', 202, {
+      op: 'requestEmailChange',
+      json: { newEmail: 'prism-moved@example.com', password: PASSWORD },
+      ...t(ownerToken),
+    });
+    // A verification link whose token is known here: written as the service writes it (only the hash is stored).
+    const account = await h.runtime.services.accounts.registry.create('prism-verify@example.com', PASSWORD);
+    const token = `prism${'V'.repeat(38)}`;
+    const at = Date.now();
+    await h.runtime.db('email_links').insert({
+      id: 'elk_prism',
+      account_id: account.id,
+      email: 'prism-verify@example.com',
+      token_hash: sha256Hex(token),
+      created_at: at,
+      expires_at: at + 24 * 3600_000,
+      used_at: null,
+    });
+    const complete = '/email-links/complete';
+    await m('POST', complete, 200, { op: 'completeEmailLink', json: { token }, headers: SAME });
+    await m('POST', complete, 404, { op: 'completeEmailLink', code: 'not_found', json: { token }, headers: SAME });
+    const alerts = `/sites/${site}/me/alerts`;
+    await m('GET', alerts, 200, { op: 'getMyAlerts', ...t(agentToken) });
+    await m('PUT', alerts, 200, { op: 'setMyAlerts', json: { mode: 'assigned', waitMinutes: 10 }, ...t(agentToken) });
+    const link = new URL(h.runtime.services.unsubscribe.url({ kind: 'member', siteId: site, accountId: ownerId })).pathname.replace(/^\/manage\/v1/, '');
+    await m('GET', link, 200, { op: 'showUnsubscribe' });
+    const form = { 'Content-Type': 'application/x-www-form-urlencoded' };
+    await m('POST', link, 200, { op: 'unsubscribe', body: 'List-Unsubscribe=One-Click', headers: form });
+    await m('POST', `${link.slice(0, -4)}AAAA`, 404, { op: 'unsubscribe', code: 'not_found', body: 'List-Unsubscribe=One-Click', headers: form });
   });
 
   test('event address, secrets, test delivery, delivery log, recovery', async () => {

@@ -10,6 +10,9 @@ import {
   listQuery,
   matches,
   mergeMessages,
+  tagOfEvent,
+  tagsAfter,
+  withRow,
   formatSize,
   searchFromUrl,
   visitorOf,
@@ -109,6 +112,35 @@ describe('live events on a row', () => {
     expect(applyToRow(conv({ unreadCount: 5 }), event('conversation.read', { ...read, accountId: OTHER }), ctx).unreadCount).toBe(5);
   });
 
+  test("a tag renamed or deleted changes the rows carrying it; a created one is on none; the site's list follows all three", () => {
+    const [a, b, c] = ['tag_01jd8x3r5k0000000000000001', 'tag_01jd8x3r5k0000000000000002', 'tag_01jd8x3r5k0000000000000003'];
+    const at = '2026-11-26T06:00:00.000Z';
+    const row = conv({
+      tags: [
+        { id: a, name: 'Angry' },
+        { id: b, name: 'Billing' },
+      ],
+    });
+    const renamed = (id: string, name: string) => event('tag.renamed', { tag: { id, name, createdAt: at }, by: ME });
+    // Renamed: the new name, in the API's order (by name, case aside).
+    expect(applyToRow(row, renamed(a, 'zzz'), ctx).tags).toEqual([
+      { id: b, name: 'Billing' },
+      { id: a, name: 'zzz' },
+    ]);
+    expect(applyToRow(row, event('tag.deleted', { tag: { id: b, name: 'Billing' }, by: null }), ctx).tags).toEqual([{ id: a, name: 'Angry' }]);
+    // Not on the row, the same name, or created: the same row.
+    for (const e of [renamed(c, 'Other'), renamed(a, 'Angry'), event('tag.created', { tag: { id: c, name: 'New', createdAt: at }, by: ME })])
+      expect(applyToRow(row, e, ctx)).toBe(row);
+    expect(applyToRow(row, event('tag.deleted', { tag: 'x' }), ctx)).toBe(row);
+    // The site's list gains a created tag too.
+    const site = [{ id: a, name: 'Angry', createdAt: at }];
+    const created = tagsAfter(site, event('tag.created', { tag: { id: c, name: 'billing', createdAt: at }, by: ME }), true);
+    expect(created.map((t) => t.name)).toEqual(['Angry', 'billing']);
+    expect(tagsAfter(created, renamed(a, 'Zebra'), true).map((t) => t.name)).toEqual(['billing', 'Zebra']);
+    expect(tagsAfter(created, event('tag.deleted', { tag: { id: c, name: 'billing' }, by: ME }), true)).toEqual(site);
+    expect(tagOfEvent(event('conversation.tagged', { conversationId: conv().id, tags: [], by: ME }))).toBeNull();
+  });
+
   test('malformed data changes nothing', () => {
     const row = conv();
     expect(applyToRow(row, event('message.created', null), ctx)).toBe(row);
@@ -168,9 +200,23 @@ describe('the search and the filters as the document types them', () => {
     expect(searchFromUrl('')).toBeUndefined();
   });
 
-  test('a conversation arriving live joins a searched or tagged list only when the server is asked again', () => {
+  test('a conversation arriving live joins a searched list only when the server is asked again; a tagged list when it carries the tag', () => {
     expect(matches(conv(), { ...DEFAULT_FILTERS, q: 'refund' }, ME)).toBe(false);
     expect(matches(conv(), { ...DEFAULT_FILTERS, tag: 'tag_x' }, ME)).toBe(false);
+    expect(matches(conv({ tags: [{ id: 'tag_x', name: 'X' }] }), { ...DEFAULT_FILTERS, tag: 'tag_x' }, ME)).toBe(true);
+    expect(matches(conv({ tags: [{ id: 'tag_x', name: 'X' }], state: 'closed' }), { ...DEFAULT_FILTERS, tag: 'tag_x' }, ME)).toBe(false);
     expect(matches(conv(), DEFAULT_FILTERS, ME)).toBe(true);
+  });
+
+  test("a row joins the loaded list in the list's order, or waits for the next page", () => {
+    const at = (createdAt: string, id: string) => conv({ id, createdAt });
+    const rows = [at('2026-11-26T09:00:00.000Z', 'conv_c'), at('2026-11-26T08:00:00.000Z', 'conv_b'), at('2026-11-26T07:00:00.000Z', 'conv_a')];
+    const ids = (list: Conversation[]) => list.map((c) => c.id);
+    expect(ids(withRow(rows, at('2026-11-26T10:00:00.000Z', 'conv_new'), true))).toEqual(['conv_new', 'conv_c', 'conv_b', 'conv_a']);
+    expect(ids(withRow(rows, at('2026-11-26T08:00:00.000Z', 'conv_bb'), true))).toEqual(['conv_c', 'conv_bb', 'conv_b', 'conv_a']);
+    // Older than every loaded row: the next page brings it, unless this is the last page.
+    expect(withRow(rows, at('2026-11-26T06:00:00.000Z', 'conv_old'), true)).toBe(rows);
+    expect(ids(withRow(rows, at('2026-11-26T06:00:00.000Z', 'conv_old'), false))).toEqual(['conv_c', 'conv_b', 'conv_a', 'conv_old']);
+    expect(withRow(rows, rows[1], false)).toBe(rows);
   });
 });

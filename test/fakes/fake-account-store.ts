@@ -91,6 +91,7 @@ export function fakeAccountStore() {
     },
     findAccount: async (id) => copy(accounts.get(id)),
     findAccountByEmail: async (email) => copy([...accounts.values()].find((a) => a.email === email)),
+    findVerifiedAccountByEmail: async (email) => copy([...accounts.values()].find((a) => a.email === email && a.email_verified_at !== null)),
     namesOf: async (ids) =>
       new Map(ids.filter((id) => accounts.has(id)).map((id) => [id, { displayName: accounts.get(id)!.display_name ?? null, email: emailOf(id) }])),
     setDisplayName: async (id, name) => {
@@ -134,9 +135,9 @@ export function fakeAccountStore() {
     insertSession: async (row) => {
       sessions.set(row.id, { ...row });
     },
-    findSessionByHash: async (hash) => {
+    findSessionByHash: async (hash, siteId = '') => {
       const s = [...sessions.values()].find((x) => x.token_hash === hash);
-      return s && { ...s, email: emailOf(s.account_id) };
+      return s && { ...s, email: emailOf(s.account_id), site_role: memberships.get(key(s.account_id, siteId))?.role ?? null };
     },
     findSessionOf: async (accountId, id) => {
       const s = sessions.get(id);
@@ -160,9 +161,9 @@ export function fakeAccountStore() {
     insertToken: async (row) => {
       tokens.set(row.id, { ...row });
     },
-    findTokenByFingerprint: async (fingerprint) => {
+    findTokenByFingerprint: async (fingerprint, siteId = '') => {
       const t = [...tokens.values()].find((x) => x.fingerprint === fingerprint);
-      return t && { ...t, email: emailOf(t.account_id) };
+      return t && { ...t, email: emailOf(t.account_id), site_role: memberships.get(key(t.account_id, siteId))?.role ?? null };
     },
     findToken: async (id) => copy(tokens.get(id)),
     listTokensOf: async (accountId) =>
@@ -213,6 +214,13 @@ export function fakeAccountStore() {
       const i = invitations.get(id);
       if (!i || i.attempts <= 0) return 0;
       i.attempts--;
+      return 1;
+    },
+    setEmail: async (id, email, at) => {
+      const a = accounts.get(id);
+      if (!a) return 0;
+      a.email = email;
+      a.email_verified_at = at;
       return 1;
     },
     markEmailVerified: async (id, at) => {

@@ -26,6 +26,8 @@ export interface Operation {
   security: string[];
   /** The operation's description (the management document opens owner-only ones with "Owners only"). */
   description: string;
+  /** Marked `x-cross-site: true`: a change another site may post (its credential is in its URL). */
+  crossSite: boolean;
 }
 
 export const DOCUMENT_FILE = path.resolve(__dirname, '../../openapi/openapi.yaml');
@@ -78,6 +80,7 @@ export function loadOperations(file = DOCUMENT_FILE): { operations: Operation[];
         scopes: apiKey ? (apiKey.apiKey as string[]) : null,
         security: [...new Set(security.flatMap((s) => Object.keys(s)))],
         description: String(op.description ?? ''),
+        crossSite: op['x-cross-site'] === true,
       });
     }
   }

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { chromium, Browser } from 'playwright-core';
+import { chromium, Browser, type Locator } from 'playwright-core';
 import { TEST_DB } from './db';
 
 /** Debian's Chromium, driven by playwright-core (CHROMIUM_PATH to use another). */
@@ -24,4 +24,14 @@ export const LAUNCH_ARGS = [
 
 export function launchChromium(options: { args?: string[]; ignoreDefaultArgs?: string[] } = {}): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: [...LAUNCH_ARGS, ...(options.args ?? [])], ignoreDefaultArgs: options.ignoreDefaultArgs });
+}
+
+/**
+ * Waits until the element has the focus. The dashboard moves the focus in effects and animation
+ * frames, after the element it focuses is visible; reading `document.activeElement` at once races
+ * them on a loaded machine. A focus that never arrives still fails, at the locator's time-out.
+ */
+export async function waitForFocus(target: Locator): Promise<void> {
+  const handle = await target.elementHandle();
+  await target.page().waitForFunction((el) => el === document.activeElement, handle);
 }

@@ -1,4 +1,5 @@
 import https from 'node:https';
+import { checkReadiness } from '../../server/platform/readiness';
 import type { AddressInfo } from 'node:net';
 import type { Express } from 'express';
 import { loadConfig, Config } from '../../server/config';
@@ -54,10 +55,7 @@ export async function createHarness(opts: HarnessOptions = {}): Promise<Harness>
     logger: createLogger('silent'),
     limiter,
     validateResponses: true,
-    ready: async () => {
-      await runtime.db.raw('select 1');
-      return true;
-    },
+    ready: () => checkReadiness({ db: runtime.db, blobs: runtime.services.blobs }),
   });
   const newKey = (siteId: string, scopes: Scope[]) => runtime.services.access.createKey(siteId, scopes);
   const newSite = async (name = 'Test site') => {

@@ -112,8 +112,8 @@ export interface Spawned {
  * as a loader, not the tsx CLI (which forks a child that a SIGKILL of tsx would leave running,
  * holding its port, its files and jest's pipes). So a kill, and /proc/<pid>, reach the program itself.
  */
-export function spawnTs(entry: string, args: string[], env: Record<string, string | undefined>): Spawned {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry), ...args], { cwd: ROOT, env: { ...process.env, ...env } });
+export function spawnTs(entry: string, args: string[], env: Record<string, string | undefined>, as: { uid?: number; gid?: number } = {}): Spawned {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, entry), ...args], { cwd: ROOT, env: { ...process.env, ...env }, ...as });
   let out = '';
   let err = '';
   child.stdout.on('data', (d) => (out += d));

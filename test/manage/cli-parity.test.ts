@@ -7,35 +7,19 @@
  * process on the same database. Both engines.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import request from 'supertest';
 import YAML from 'yaml';
 import type { Harness } from '../helpers/harness';
 import { M, manageHarness, memberWithToken, newAccount, PASSWORD, SAME_ORIGIN } from './helpers';
 import { deliveryEnv, answer, Receiver, startReceiver, waitFor, workerPool } from '../webhooks/helpers';
-import { parseArgs, Command } from '../../server/cli/args';
-import { siteCommands } from '../../server/cli/commands/sites';
-import { keyCommands } from '../../server/cli/commands/keys';
-import { chatCommands } from '../../server/cli/commands/chat';
-import { webhookCommands } from '../../server/cli/commands/webhooks';
-import { visitorCommands } from '../../server/cli/commands/visitors';
-import { accountCommands } from '../../server/cli/commands/accounts';
-import { tagCommands } from '../../server/cli/commands/tags';
+import { parseArgs } from '../../server/cli/args';
+import { commands as CLI } from '../../server/cli/commands';
 import { decrypt } from '../../server/platform/crypto';
 import { SWITCH_SETTLE_MS } from '../../server/webhooks/address-rules';
 
 const root = path.resolve(__dirname, '../..');
-/** Every command the operator CLI has (server/cli/admin.ts registers exactly these). */
-const CLI: Record<string, Command> = {
-  ...siteCommands,
-  ...keyCommands,
-  ...chatCommands,
-  ...webhookCommands,
-  ...visitorCommands,
-  ...accountCommands,
-  ...tagCommands,
-};
-
 interface Row {
   command: string;
   operations: string[];
@@ -120,7 +104,7 @@ async function op(operationId: string, c: Call = {}) {
 /** A CLI command run in this process on the same database, as `npm run admin -- <name> ...args --json` does. */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function cli(name: string, ...argv: string[]): Promise<any> {
-  return (await CLI[name](h.runtime, parseArgs(argv))).json;
+  return (await CLI[name].run(h.runtime, parseArgs(argv, CLI[name].options))).json;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -235,6 +219,31 @@ const cases: Record<string, () => Promise<void>> = {
     expect(listed.body.data.map((m: { id: string }) => m.id)).toContain(reply.id);
   },
 
+  'site hours': async () => {
+    const week = {
+      mon: [['09:00', '17:00']],
+      tue: [['09:00', '17:00']],
+      wed: [],
+      thu: [],
+      fri: [
+        ['10:00', '12:00'],
+        ['13:00', '16:00'],
+      ],
+      sat: [],
+      sun: [],
+    };
+    const set = { enabled: true, timeZone: 'Europe/Berlin', week, awayMessage: 'Back on Monday.' };
+    const byApi = (await op('updateBusinessHours', { body: set })).body.data;
+    expect(await cli('site hours', '--site', site)).toEqual(byApi);
+    const byCli = await cli('site hours', '--site', site, '--time-zone', 'America/New_York', '--week', 'mon-fri 08:00-18:00', '--away-message', 'Later.');
+    expect((await op('getBusinessHours')).body.data).toEqual(byCli);
+    expect(byCli).toMatchObject({ timeZone: 'America/New_York', awayMessage: 'Later.', week: { mon: [['08:00', '18:00']], sat: [] } });
+    // The switch alone keeps the hours; the API reads what the CLI set.
+    const apiOnly = await cli('site hours', '--site', site, '--away-when-no-agent-online', 'no');
+    expect(apiOnly).toEqual({ ...byCli, awayWhenNoAgentOnline: false });
+    expect((await op('getBusinessHours')).body.data).toEqual(apiOnly);
+  },
+
   'tag list': async () => {
     await op('createTag', { body: { name: 'Listed by both' } });
     const api = (await op('listTags')).body.data;
@@ -265,6 +274,63 @@ const cases: Record<string, () => Promise<void>> = {
     const ids = ((await cli('tag list', '--site', site)).tags as { id: string }[]).map((t) => t.id);
     expect(ids).not.toContain(one.id);
     expect(ids).not.toContain(two.id);
+  },
+
+  'shared-reply list': async () => {
+    await op('createSharedReply', { body: { title: 'Listed by both', body: 'Hello {visitor.name|there}.' } });
+    const api = (await op('listSharedReplies')).body.data;
+    expect((await cli('shared-reply list', '--site', site)).replies).toEqual(api);
+  },
+
+  'shared-reply add': async () => {
+    const api = (await op('createSharedReply', { body: { title: 'Made by API', body: 'One.' } })).body.data;
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cli-reply-')), 'body.md');
+    fs.writeFileSync(file, 'Two lines,\n**kept** as written.');
+    const byCli = await cli('shared-reply add', '--site', site, '--title', 'Made by CLI', '--body-file', file);
+    const listed = (await op('listSharedReplies')).body.data as { id: string; title: string; body: string; createdBy: string | null }[];
+    expect(listed.find((r) => r.id === byCli.id)).toEqual(byCli);
+    expect(byCli).toMatchObject({ body: 'Two lines,\n**kept** as written.', createdBy: null });
+    expect(listed.map((r) => r.id)).toContain(api.id);
+    // The same rules: a title the site has (without regard to case) is refused by both.
+    await expect(cli('shared-reply add', '--site', site, '--title', 'made by api', '--body', 'x')).rejects.toMatchObject({ code: 'conflict' });
+  },
+
+  'shared-reply edit': async () => {
+    const one = await cli('shared-reply add', '--site', site, '--title', 'Old API title', '--body', 'a');
+    const two = await cli('shared-reply add', '--site', site, '--title', 'Old CLI title', '--body', 'b');
+    await op('updateSharedReply', { params: { replyId: one.id }, body: { title: 'New API title' } });
+    await cli('shared-reply edit', '--site', site, '--reply', two.id, '--body', 'b, changed');
+    const listed = (await cli('shared-reply list', '--site', site)).replies as { id: string; title: string; body: string }[];
+    expect(listed.filter((r) => r.id === one.id || r.id === two.id).map((r) => [r.title, r.body])).toEqual([
+      ['New API title', 'a'],
+      ['Old CLI title', 'b, changed'],
+    ]);
+  },
+
+  'shared-reply remove': async () => {
+    const one = await cli('shared-reply add', '--site', site, '--title', 'Gone by API', '--body', 'a');
+    const two = await cli('shared-reply add', '--site', site, '--title', 'Gone by CLI', '--body', 'b');
+    await op('deleteSharedReply', { params: { replyId: one.id } });
+    await cli('shared-reply remove', '--site', site, '--reply', two.id);
+    const ids = ((await op('listSharedReplies')).body.data as { id: string }[]).map((r) => r.id);
+    expect(ids).not.toContain(one.id);
+    expect(ids).not.toContain(two.id);
+  },
+
+  'shared-reply import': async () => {
+    const api = (await op('importSharedReplies', { body: { replies: [{ title: 'Imported by API', body: 'a' }] } })).body.data;
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'cli-import-')), 'replies.json');
+    fs.writeFileSync(
+      file,
+      JSON.stringify([
+        { title: 'Imported by CLI', body: 'b' },
+        { title: 'imported BY api', body: 'c' },
+      ]),
+    );
+    const byCli = await cli('shared-reply import', '--site', site, '--file', file);
+    expect(api.imported.map((r: { title: string }) => r.title)).toEqual(['Imported by API']);
+    expect(byCli.imported.map((r: { title: string }) => r.title)).toEqual(['Imported by CLI']);
+    expect(byCli.skipped).toEqual([expect.objectContaining({ title: 'imported BY api', reason: 'duplicate' })]);
   },
 
   'account create': async () => {

@@ -13,6 +13,7 @@ import { listenHttps } from '../helpers/harness';
 import { openSse } from '../window/helpers';
 import { holdStatements } from '../helpers/held-statements';
 import { waitFor } from '../helpers/wait';
+import { sha256Hex } from '../../server/platform/crypto';
 
 const { documentedOperations, assertMatchesDocument } = documentChecks(manageDocument(), { requiredHeadersOnly: true });
 
@@ -188,10 +189,170 @@ async function invitation(email: string, role: 'owner' | 'agent' = 'agent') {
   return (await call('post', `/sites/${site}/invitations`, { cookie: owner.cookie, body: { email, role } })).body.data as { id: string; token: string };
 }
 
+/** The owner's unsubscribe link (their emails of waiting visitors on the main site), as a path under the entry. */
+const unsubscribePath = () => new URL(h.runtime.services.unsubscribe.url({ kind: 'member', siteId: site, accountId: owner.id })).pathname.slice(M.length);
+const FORGED_UNSUBSCRIBE = `${Buffer.from('["member","x","y"]').toString('base64url')}.${'A'.repeat(43)}`;
+/** RFC 8058's POST as a mail provider sends it: a form, no cookie, no Origin. */
+const oneClick = (path: string, form = 'List-Unsubscribe=One-Click', app = h.app) =>
+  request(app).post(`${M}${path}`).set('Content-Type', 'application/x-www-form-urlencoded').send(form);
+
 let counter = 0;
 const fresh = (prefix: string) => `${prefix}-${++counter}@example.com`;
 
+/**
+ * An email link of a new account of its own, to `to` (its own address by default), written here as
+ * the service writes it, so its token is known.
+ */
+async function emailLink(email: string, to = email): Promise<string> {
+  const account = await h.runtime.services.accounts.registry.create(email, PASSWORD);
+  const token = `contract${++counter}${'A'.repeat(30)}`;
+  const at = Date.now();
+  await h.runtime.db('email_links').insert({
+    id: `elk_contract${counter}`,
+    account_id: account.id,
+    email: to,
+    token_hash: sha256Hex(token),
+    created_at: at,
+    expires_at: at + 24 * 3600_000,
+    used_at: null,
+  });
+  return token;
+}
+
 const scenarios: Record<string, Record<string, Scenario>> = {
+  // Forgot password: public, the same answer for any email.
+  requestPasswordReset: {
+    202: () => call('post', '/password-resets', { body: { email: 'owner@example.com' } }),
+    400: () => call('post', '/password-resets', { body: {} }),
+    // Like every operation, it refuses a request that carries a wrong management token.
+    401: () => call('post', '/password-resets', { body: { email: 'owner@example.com' }, bearer: 'wcm_notarealtoken0000000000000000000000000000' }),
+    403: () => call('post', '/password-resets', { body: { email: 'owner@example.com' }, headers: CROSS_SITE }),
+    413: () => call('post', '/password-resets', { body: { email: 'x'.repeat(70 * 1024) } }),
+    415: () => call('post', '/password-resets', { body: 'email=owner@example.com' }),
+    429: async () => {
+      await call('post', '/password-resets', { app: limited.app, body: { email: 'a@example.com' } });
+      return call('post', '/password-resets', { app: limited.app, body: { email: 'a@example.com' } });
+    },
+    500: failing('passwordReset.request', () => call('post', '/password-resets', { body: { email: 'owner@example.com' } })),
+    503: () => call('post', '/password-resets', { app: broken.app, body: { email: 'owner@example.com' } }),
+  },
+  completePasswordReset: {
+    200: async () => {
+      // A link of an account of its own (the owner's sessions serve the other scenarios); its token
+      // is known here because the row is written here, as the service writes it.
+      const email = `reset-${++counter}@example.com`;
+      const account = await h.runtime.services.accounts.registry.create(email, PASSWORD);
+      const token = `contract${counter}${'A'.repeat(30)}`;
+      const at = Date.now();
+      await h.runtime.db('password_resets').insert({
+        id: `pwr_contract${counter}`,
+        account_id: account.id,
+        token_hash: sha256Hex(token),
+        created_at: at,
+        expires_at: at + 3600_000,
+        used_at: null,
+      });
+      return call('post', '/password-resets/complete', { body: { token, newPassword: 'a brand new passphrase' } });
+    },
+    400: () => call('post', '/password-resets/complete', { body: { token: 'A'.repeat(43) } }),
+    401: () =>
+      call('post', '/password-resets/complete', {
+        body: { token: 'A'.repeat(43), newPassword: PASSWORD },
+        bearer: 'wcm_notarealtoken0000000000000000000000000000',
+      }),
+    403: () => call('post', '/password-resets/complete', { body: { token: 'A'.repeat(43), newPassword: PASSWORD }, headers: CROSS_SITE }),
+    404: () => call('post', '/password-resets/complete', { body: { token: 'A'.repeat(43), newPassword: PASSWORD } }),
+    413: () => call('post', '/password-resets/complete', { body: { token: 'A'.repeat(43), newPassword: 'x'.repeat(70 * 1024) } }),
+    415: () => call('post', '/password-resets/complete', { body: 'token=x' }),
+    429: async () => {
+      await call('post', '/password-resets/complete', { app: limited.app, body: { token: 'A'.repeat(43), newPassword: PASSWORD } });
+      return call('post', '/password-resets/complete', { app: limited.app, body: { token: 'A'.repeat(43), newPassword: PASSWORD } });
+    },
+    500: failing('passwordReset.complete', () => call('post', '/password-resets/complete', { body: { token: 'A'.repeat(43), newPassword: PASSWORD } })),
+    503: () => call('post', '/password-resets/complete', { app: broken.app, body: { token: 'A'.repeat(43), newPassword: PASSWORD } }),
+  },
+  // Verified email and changing it: the owner's email is verified (made by the CLI's service).
+  resendEmailVerification: {
+    ...common('post', '/email-verifications', 'emailVerification.resend'),
+    202: () => call('post', '/email-verifications', { cookie: owner.cookie }),
+    403: () => call('post', '/email-verifications', { cookie: owner.cookie, headers: CROSS_SITE }),
+  },
+  requestEmailChange: {
+    ...common('post', '/email-changes', 'emailVerification.requestChange', { newEmail: 'moved@example.com', password: PASSWORD }),
+    ...writes('post', '/email-changes', { newEmail: 'moved@example.com', password: PASSWORD }),
+    // Nothing changes until the link is used: the owner keeps its email.
+    202: () => call('post', '/email-changes', { cookie: owner.cookie, body: { newEmail: fresh('moved'), password: PASSWORD } }),
+  },
+  completeEmailLink: {
+    200: async () => call('post', '/email-links/complete', { body: { token: await emailLink(fresh('verify')) } }),
+    400: () => call('post', '/email-links/complete', { body: {} }),
+    401: () => call('post', '/email-links/complete', { body: { token: 'A'.repeat(43) }, bearer: 'wcm_notarealtoken0000000000000000000000000000' }),
+    403: () => call('post', '/email-links/complete', { body: { token: 'A'.repeat(43) }, headers: CROSS_SITE }),
+    404: () => call('post', '/email-links/complete', { body: { token: 'A'.repeat(43) } }),
+    // A link to an address another account has by now.
+    409: async () => call('post', '/email-links/complete', { body: { token: await emailLink(fresh('mover'), 'owner@example.com') } }),
+    413: () => call('post', '/email-links/complete', { body: { token: 'x'.repeat(70 * 1024) } }),
+    415: () => call('post', '/email-links/complete', { body: 'token=x' }),
+    429: async () => {
+      await call('post', '/email-links/complete', { app: limited.app, body: { token: 'A'.repeat(43) } });
+      return call('post', '/email-links/complete', { app: limited.app, body: { token: 'A'.repeat(43) } });
+    },
+    500: failing('emailVerification.complete', () => call('post', '/email-links/complete', { body: { token: 'A'.repeat(43) } })),
+    503: () => call('post', '/email-links/complete', { app: broken.app, body: { token: 'A'.repeat(43) } }),
+  },
+  // One-click unsubscribe: public, from any origin, the token its credential.
+  showUnsubscribe: {
+    200: () => call('get', unsubscribePath(), { headers: {} }),
+    400: () => call('get', '/unsubscribe/not~a~token', { headers: {} }),
+    404: () => call('get', `/unsubscribe/${FORGED_UNSUBSCRIBE}`, { headers: {} }),
+    // A management token that is not valid is refused wherever it is presented, public operations included.
+    401: () => call('get', unsubscribePath(), { headers: {}, bearer: 'wcm_notarealtoken0000000000000000000000000000' }),
+    // The page is made from the token alone (no database: never 503); a fault in it is the envelope's 500.
+    500: async () => {
+      const spy = jest.spyOn(h.runtime.services.unsubscribe, 'verify').mockImplementation(() => {
+        throw new Error('boom: secret internal detail');
+      });
+      try {
+        return await call('get', unsubscribePath(), { headers: {} });
+      } finally {
+        spy.mockRestore();
+      }
+    },
+    429: async () => {
+      await call('get', `/unsubscribe/${FORGED_UNSUBSCRIBE}`, { app: limited.app, headers: {} });
+      return call('get', `/unsubscribe/${FORGED_UNSUBSCRIBE}`, { app: limited.app, headers: {} });
+    },
+  },
+  unsubscribe: {
+    200: () => oneClick(unsubscribePath()),
+    400: () => oneClick(unsubscribePath(), 'List-Unsubscribe=Yes'),
+    404: () => oneClick(`/unsubscribe/${FORGED_UNSUBSCRIBE}`),
+    401: () =>
+      request(h.app)
+        .post(`${M}${unsubscribePath()}`)
+        .set('Authorization', 'Bearer wcm_notarealtoken0000000000000000000000000000')
+        .set('Content-Type', 'application/x-www-form-urlencoded')
+        .send('List-Unsubscribe=One-Click'),
+    413: () => oneClick(unsubscribePath(), `List-Unsubscribe=${'x'.repeat(4096)}`),
+    415: () => call('post', unsubscribePath(), { headers: {}, body: { 'List-Unsubscribe': 'One-Click' } }),
+    500: failingAlerts('unsubscribe', () => oneClick(unsubscribePath())),
+    // A link of the broken app's own key: it verifies, then its database is away.
+    503: () =>
+      oneClick(
+        new URL(broken.runtime.services.unsubscribe.url({ kind: 'member', siteId: site, accountId: owner.id })).pathname.slice(M.length),
+        undefined,
+        broken.app,
+      ),
+    429: async () => {
+      await oneClick(`/unsubscribe/${FORGED_UNSUBSCRIBE}`, undefined, limited.app);
+      return oneClick(`/unsubscribe/${FORGED_UNSUBSCRIBE}`, undefined, limited.app);
+    },
+  },
+  // A site's mail log and test email, a member's emails of waiting visitors (mailScenarios).
+  getMyAlerts: {},
+  setMyAlerts: {},
+  listMailLog: {},
+  sendTestEmail: {},
   signIn: {
     ...common('post', '/session', 'signIn.signIn', { email: 'owner@example.com', password: PASSWORD }),
     200: () => call('post', '/session', { body: { email: 'owner@example.com', password: PASSWORD } }),
@@ -399,6 +560,8 @@ const scenarios: Record<string, Record<string, Scenario>> = {
   // The visitor in context (visitorScenarios).
   getVisitorContextSettings: {},
   updateVisitorContextSettings: {},
+  getBusinessHours: {},
+  updateBusinessHours: {},
   deleteVisitorData: {},
   getInboxVisitor: {},
 };
@@ -479,6 +642,7 @@ function siteScenarios() {
     404: () => call('get', `/sites/${OTHER_SITE}/audit-log`, { cookie: owner.cookie }),
     429: () => exhausted('get', (s) => `/sites/${s}/audit-log`),
   });
+  mailScenarios();
   ownerScenarios();
   eventScenarios();
   inboxScenarios();
@@ -833,13 +997,14 @@ let visitorCount = 0;
 /** A fresh open conversation of the fixture site. */
 const conversation = async () => (await h.visitorSay(site, `contract-visitor-${++visitorCount}`, 'hello')).conversation.id as string;
 
+/** The inbox's 500 is a fault in the session's read, which brings the caller's role with it (manage/entry.ts). */
 function inboxScenarios() {
   const inbox = `/sites/${site}/inbox/conversations`;
   const one = (id: string) => `${inbox}/${id}`;
   const missing = one(NO_CONVERSATION);
   const otherSite = `/sites/${OTHER_SITE}/inbox/conversations`;
   Object.assign(scenarios.listInboxConversations, {
-    ...common('get', inbox, 'members.requireRole'),
+    ...common('get', inbox, 'signIn.authenticate'),
     200: async () => {
       await conversation();
       return call('get', `${inbox}?assignee=unassigned&unread=true&limit=2`, { cookie: agent.cookie });
@@ -849,14 +1014,14 @@ function inboxScenarios() {
     429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations`),
   });
   Object.assign(scenarios.getInboxConversation, {
-    ...common('get', missing, 'members.requireRole'),
+    ...common('get', missing, 'signIn.authenticate'),
     200: async () => call('get', one(await conversation()), { cookie: agent.cookie }),
     400: () => call('get', one('not-a-conversation'), { cookie: owner.cookie }),
     404: () => call('get', missing, { cookie: owner.cookie }),
     429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}`),
   });
   Object.assign(scenarios.listInboxMessages, {
-    ...common('get', `${missing}/messages`, 'members.requireRole'),
+    ...common('get', `${missing}/messages`, 'signIn.authenticate'),
     200: async () => call('get', `${one(await conversation())}/messages?order=desc`, { cookie: agent.cookie }),
     400: () => call('get', `${missing}/messages?order=sideways`, { cookie: owner.cookie }),
     404: () => call('get', `${missing}/messages`, { cookie: owner.cookie }),
@@ -864,7 +1029,7 @@ function inboxScenarios() {
   });
   const reply = { content: 'Thanks, looking into it.' };
   Object.assign(scenarios.replyFromInbox, {
-    ...common('post', `${missing}/messages`, 'members.requireRole', reply),
+    ...common('post', `${missing}/messages`, 'signIn.authenticate', reply),
     ...writes('post', `${missing}/messages`, reply),
     201: async () => call('post', `${one(await conversation())}/messages`, { cookie: agent.cookie, body: reply }),
     400: () => call('post', `${missing}/messages`, { cookie: owner.cookie, body: { content: 'x', format: 'html' } }),
@@ -883,7 +1048,7 @@ function inboxScenarios() {
     429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/messages`, reply),
   });
   Object.assign(scenarios.closeInboxConversation, {
-    ...common('post', `${missing}/close`, 'members.requireRole'),
+    ...common('post', `${missing}/close`, 'signIn.authenticate'),
     200: async () => call('post', `${one(await conversation())}/close`, { cookie: agent.cookie }),
     400: () => call('post', `${one('nope')}/close`, { cookie: owner.cookie }),
     403: () => call('post', `${missing}/close`, { cookie: owner.cookie, headers: CROSS_SITE }),
@@ -891,7 +1056,7 @@ function inboxScenarios() {
     429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/close`),
   });
   Object.assign(scenarios.assignInboxConversation, {
-    ...common('post', `${missing}/assignee`, 'members.requireRole', { assigneeId: null }),
+    ...common('post', `${missing}/assignee`, 'signIn.authenticate', { assigneeId: null }),
     ...writes('post', `${missing}/assignee`, { assigneeId: null }),
     200: async () => call('post', `${one(await conversation())}/assignee`, { cookie: agent.cookie, body: { assigneeId: agent.id } }),
     400: () => call('post', `${missing}/assignee`, { cookie: owner.cookie, body: { assigneeId: 'someone' } }),
@@ -900,7 +1065,7 @@ function inboxScenarios() {
     429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/assignee`, { assigneeId: null }),
   });
   Object.assign(scenarios.markInboxConversationRead, {
-    ...common('post', `${missing}/read`, 'members.requireRole'),
+    ...common('post', `${missing}/read`, 'signIn.authenticate'),
     200: async () => call('post', `${one(await conversation())}/read`, { cookie: agent.cookie }),
     400: () => call('post', `${one('nope')}/read`, { cookie: owner.cookie }),
     403: () => call('post', `${missing}/read`, { cookie: owner.cookie, headers: CROSS_SITE }),
@@ -909,7 +1074,7 @@ function inboxScenarios() {
   });
   const typing = { typing: true };
   Object.assign(scenarios.reportAgentTyping, {
-    ...common('post', `${missing}/typing`, 'members.requireRole', typing),
+    ...common('post', `${missing}/typing`, 'signIn.authenticate', typing),
     ...writes('post', `${missing}/typing`, typing),
     204: async () => call('post', `${one(await conversation())}/typing`, { cookie: agent.cookie, body: typing }),
     400: () => call('post', `${missing}/typing`, { cookie: owner.cookie, body: { typing: 'yes' } }),
@@ -917,7 +1082,7 @@ function inboxScenarios() {
     429: () => exhausted('post', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/typing`, typing),
   });
   Object.assign(scenarios.getInboxSeen, {
-    ...common('get', `${missing}/seen`, 'members.requireRole'),
+    ...common('get', `${missing}/seen`, 'signIn.authenticate'),
     200: async () => call('get', `${one(await conversation())}/seen`, { cookie: agent.cookie }),
     400: () => call('get', `${one('nope')}/seen`, { cookie: owner.cookie }),
     404: () => call('get', `${missing}/seen`, { cookie: owner.cookie }),
@@ -925,7 +1090,7 @@ function inboxScenarios() {
   });
   const events = `/sites/${site}/inbox/events`;
   Object.assign(scenarios.streamInbox, {
-    ...common('get', events, 'members.requireRole'),
+    ...common('get', events, 'signIn.authenticate'),
     // A stream never ends by itself: read it until its first event, then hang up.
     200: async () => {
       const server = await listenHttps(h.app);
@@ -1132,14 +1297,14 @@ function noteScenarios() {
     return { conversationId: id, noteId: res.body.data.id as string };
   };
   Object.assign(scenarios.listInboxNotes, {
-    ...common('get', missing, 'members.requireRole'),
+    ...common('get', missing, 'signIn.authenticate'),
     200: async () => call('get', `${notes((await written()).conversationId)}?order=desc&limit=2`, { cookie: agent.cookie }),
     400: () => call('get', `${missing}?order=sideways`, { cookie: owner.cookie }),
     404: () => call('get', missing, { cookie: owner.cookie }),
     429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/notes`),
   });
   Object.assign(scenarios.createInboxNote, {
-    ...common('post', missing, 'members.requireRole', note),
+    ...common('post', missing, 'signIn.authenticate', note),
     ...writes('post', missing, note),
     201: async () => call('post', notes(await conversation()), { cookie: agent.cookie, body: { content: '@owner@example.com look', format: 'markdown' } }),
     400: () => call('post', missing, { cookie: owner.cookie, body: { content: '   ' } }),
@@ -1171,7 +1336,7 @@ function noteScenarios() {
   });
   const change = { content: 'Internal: refund sent.' };
   Object.assign(scenarios.updateInboxNote, {
-    ...common('patch', `${missing}/${NO_NOTE}`, 'members.requireRole', change),
+    ...common('patch', `${missing}/${NO_NOTE}`, 'signIn.authenticate', change),
     ...writes('patch', `${missing}/${NO_NOTE}`, change),
     200: async () => {
       const w = await written();
@@ -1191,7 +1356,7 @@ function noteScenarios() {
     429: () => exhausted('patch', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/notes/${NO_NOTE}`, change),
   });
   Object.assign(scenarios.deleteInboxNote, {
-    ...common('delete', `${missing}/${NO_NOTE}`, 'members.requireRole'),
+    ...common('delete', `${missing}/${NO_NOTE}`, 'signIn.authenticate'),
     204: async () => {
       const w = await written();
       return call('delete', `${notes(w.conversationId)}/${w.noteId}`, { cookie: agent.cookie });
@@ -1208,7 +1373,7 @@ function noteScenarios() {
 }
 
 /** A method of the visitors' context or deletion service throwing something unexpected while `send` runs. */
-function failingVisitors(part: 'context' | 'deletion', method: string, send: () => request.Test): Scenario {
+function failingVisitors(part: 'context' | 'deletion' | 'replyEmails', method: string, send: () => request.Test): Scenario {
   return async () => {
     const spy = jest
       .spyOn(h.runtime.services.visitors[part], method as never)
@@ -1244,6 +1409,23 @@ function visitorScenarios() {
     400: () => call('patch', settings, { cookie: owner.cookie, body: {} }),
     500: failingVisitors('context', 'updateSettings', () => call('patch', settings, { cookie: owner.cookie, body: TRACKING })),
   });
+  const hoursPath = `/sites/${site}/business-hours`;
+  const week = { mon: [['09:00', '17:00']], tue: [], wed: [], thu: [], fri: [], sat: [], sun: [] };
+  const HOURS = { enabled: true, timeZone: 'Europe/Berlin', week, awayMessage: null };
+  Object.assign(scenarios.getBusinessHours, {
+    ...common('get', hoursPath, 'signIn.me'),
+    ...ownerOnly('get', hoursPath, '/business-hours'),
+    200: () => call('get', hoursPath, { bearer: ownerToken }),
+    500: failingVisitors('replyEmails', 'hours', () => call('get', hoursPath, { cookie: owner.cookie })),
+  });
+  Object.assign(scenarios.updateBusinessHours, {
+    ...common('put', hoursPath, 'signIn.me', HOURS),
+    ...writes('put', hoursPath, HOURS),
+    ...ownerOnly('put', hoursPath, '/business-hours', HOURS),
+    200: () => call('put', hoursPath, { cookie: owner.cookie, body: HOURS }),
+    400: () => call('put', hoursPath, { cookie: owner.cookie, body: { ...HOURS, timeZone: 'Mars/Olympus' } }),
+    500: failingVisitors('replyEmails', 'updateHours', () => call('put', hoursPath, { cookie: owner.cookie, body: HOURS })),
+  });
   const deletions = `/sites/${site}/visitor-deletions`;
   const VISITOR = { visitorId: 'contract-erased' };
   Object.assign(scenarios.deleteVisitorData, {
@@ -1266,6 +1448,80 @@ function visitorScenarios() {
     404: () => call('get', missing, { cookie: owner.cookie }),
     429: () => exhausted('get', (s) => `/sites/${s}/inbox/conversations/${NO_CONVERSATION}/visitor`),
     500: failingVisitors('context', 'panel', () => call('get', missing, { cookie: owner.cookie })),
+  });
+}
+
+/** A mail-log method throwing something unexpected while `send` runs. */
+function failingMail(method: 'page' | 'sendTest', send: () => request.Test): Scenario {
+  return async () => {
+    const spy = jest.spyOn(h.runtime.services.mail.log, method).mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+    try {
+      return await send();
+    } finally {
+      spy.mockRestore();
+    }
+  };
+}
+
+/** A method of the agents' alerts service throwing something unexpected while `send` runs. */
+function failingAlerts(method: 'setting' | 'setSetting' | 'unsubscribe', send: () => request.Test): Scenario {
+  return async () => {
+    const spy = jest
+      .spyOn(h.runtime.services.agentAlerts.service, method)
+      .mockImplementation((() => Promise.reject(new Error('boom: secret internal detail'))) as never);
+    try {
+      return await send();
+    } finally {
+      spy.mockRestore();
+    }
+  };
+}
+
+function mailScenarios() {
+  const alerts = `/sites/${site}/me/alerts`;
+  const setting = { mode: 'assigned', waitMinutes: 10 };
+  Object.assign(scenarios.getMyAlerts, {
+    200: () => call('get', alerts, { cookie: agent.cookie }),
+    400: () => call('get', `${alerts}?unknown=1`, { cookie: agent.cookie }),
+    401: () => call('get', alerts),
+    404: () => call('get', `/sites/${OTHER_SITE}/me/alerts`, { cookie: agent.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/me/alerts`),
+    500: failingAlerts('setting', () => call('get', alerts, { cookie: agent.cookie })),
+    503: () => call('get', alerts, { app: broken.app, cookie: DEAD_COOKIE }),
+  });
+  Object.assign(scenarios.setMyAlerts, {
+    200: () => call('put', alerts, { cookie: agent.cookie, body: setting }),
+    400: () => call('put', alerts, { cookie: agent.cookie, body: { mode: 'sometimes', waitMinutes: 0 } }),
+    401: () => call('put', alerts, { body: setting }),
+    403: () => call('put', alerts, { cookie: agent.cookie, body: setting, headers: CROSS_SITE }),
+    404: () => call('put', `/sites/${OTHER_SITE}/me/alerts`, { cookie: agent.cookie, body: setting }),
+    413: () => call('put', alerts, { cookie: agent.cookie, body: TOO_BIG }),
+    415: () => call('put', alerts, { cookie: agent.cookie, body: 'mode=all' }),
+    429: () => exhausted('put', (s) => `/sites/${s}/me/alerts`, setting),
+    500: failingAlerts('setSetting', () => call('put', alerts, { cookie: agent.cookie, body: setting })),
+    503: () => call('put', alerts, { app: broken.app, cookie: DEAD_COOKIE, body: setting }),
+  });
+  const log = `/sites/${site}/mail-log`;
+  Object.assign(scenarios.listMailLog, {
+    200: () => call('get', `${log}?limit=2`, { cookie: owner.cookie }),
+    400: () => call('get', `${log}?limit=101`, { cookie: owner.cookie }),
+    401: () => call('get', log),
+    403: () => call('get', log, { cookie: agent.cookie }),
+    404: () => call('get', `/sites/${OTHER_SITE}/mail-log`, { cookie: owner.cookie }),
+    429: () => exhausted('get', (s) => `/sites/${s}/mail-log`),
+    500: failingMail('page', () => call('get', log, { cookie: owner.cookie })),
+    503: () => call('get', log, { app: broken.app, cookie: DEAD_COOKIE }),
+  });
+  const test = `${log}/test`;
+  Object.assign(scenarios.sendTestEmail, {
+    202: () => call('post', test, { cookie: owner.cookie }),
+    400: () => call('post', `${test}?unknown=1`, { cookie: owner.cookie }),
+    401: () => call('post', test),
+    403: () => call('post', test, { cookie: agent.cookie }),
+    404: () => call('post', `/sites/${OTHER_SITE}/mail-log/test`, { cookie: owner.cookie }),
+    429: () => exhausted('post', (s) => `/sites/${s}/mail-log/test`),
+    500: failingMail('sendTest', () => call('post', test, { cookie: owner.cookie })),
+    503: () => call('post', test, { app: broken.app, cookie: DEAD_COOKIE }),
   });
 }
 

@@ -165,7 +165,7 @@ test(`password checks sent at once still stop at ${MAX}`, async () => {
   expect((await auditActions()).filter((a: string) => a === `invitation.exhausted ${inv.id}`)).toHaveLength(1);
 }, 120_000);
 
-test('an account made through an invitation is unverified; the answer to an invitation tells nothing of accounts', async () => {
+test('an account made through an invitation is unverified and cannot be found by its email; the answer to an invitation tells nothing of accounts', async () => {
   const forKnown = await request(h.app)
     .post(`${M}/sites/${h.site.id}/invitations`)
     .set('Authorization', `Bearer ${owner.token}`)
@@ -183,9 +183,33 @@ test('an account made through an invitation is unverified; the answer to an invi
   const members = (await request(h.app).get(`${M}/sites/${h.site.id}/members`).set('Authorization', `Bearer ${owner.token}`)).body.data;
   const verified = Object.fromEntries(members.map((m: { email: string; emailVerified: boolean }) => [m.email, m.emailVerified]));
   expect(verified).toMatchObject({ 'owner@example.com': true, 'squatter@example.com': false });
-  // The operator adding it elsewhere by email is told (the CLI prints it; test/manage/cli.test.ts).
+  // Not found by its email until its link is used: the operator's `member add` answers as for no account.
   const other = await h.newSite('Elsewhere');
-  expect(await services().members.add({ manager: null, clientIp: null }, other.id, 'squatter@example.com', 'agent')).toMatchObject({ emailVerified: false });
+  const asUnknown = async (email: string) =>
+    services()
+      .members.add({ manager: null, clientIp: null }, other.id, email, 'agent')
+      .then(
+        () => 'added',
+        (err: ApiError) => `${err.code} ${err.message}`,
+      );
+  expect(await asUnknown('squatter@example.com')).toBe(await asUnknown('never-made@example.com'));
+
+  // Another site's invitation does not attach it either, even with its own password: the answer is
+  // that of a wrong password, so nothing tells an unverified account from a wrong guess.
+  const third = await h.newSite('Third');
+  const thirdOwner = await newMember(h, third.id, 'third-owner@example.com', 'owner');
+  const byThird: SignedActor = { manager: { accountId: thirdOwner.id, email: thirdOwner.email, via: 'session' }, clientIp: null };
+  const again = await services().invitations.create(byThird, third.id, 'squatter@example.com', 'agent');
+  const own = await accept({ token: again.token, email: 'squatter@example.com', password: PASSWORD });
+  const wrong = await accept({ token: again.token, email: 'squatter@example.com', password: 'not the password at all' });
+  expect([own.status, wrong.status]).toEqual([401, 401]);
+  expect([own.body.error.code, own.body.error.message]).toEqual([wrong.body.error.code, wrong.body.error.message]);
+  // Signed in as itself, it is told to verify first.
+  const squatter = await signIn(h, 'squatter@example.com');
+  const signed = await accept({ token: again.token }, squatter.cookie);
+  expect(signed.status).toBe(403);
+  expect(signed.body.error.message).toMatch(/Verify your email first/);
+  expect(await h.runtime.db('memberships').where({ site_id: third.id })).toHaveLength(1);
 }, 60_000);
 
 test("an owner invitation accepted by an agent is a role change: audited as one, and the account's sessions end", async () => {

@@ -5,7 +5,7 @@ import YAML from 'yaml';
 import { TEST_DB } from '../helpers/db';
 import { loadOperations, MANAGE_DOCUMENT_FILE, Operation, Schema } from '../fuzz/operations';
 import { valid } from '../fuzz/schema-arbitraries';
-import { credentialFreeMatcher, OPERATION_ROLES } from '../../server/manage/roles';
+import { credentialFreeMatcher, crossSiteMatcher, OPERATION_ROLES } from '../../server/manage/roles';
 import { M, manageHarness, memberWithToken, newAccount, signIn, newToken } from './helpers';
 import type { Harness } from '../helpers/harness';
 
@@ -38,7 +38,17 @@ test('site operations (member, owner) are exactly those under /sites/{siteId}; o
 test('the entry lets through without a credential exactly the x-role public operations', () => {
   const isCredentialFree = credentialFreeMatcher(document as never);
   const publicOnes = operations.filter((op) => roleOf(op) === 'public').map((op) => op.operationId);
-  expect(publicOnes.sort()).toEqual(['acceptInvitation', 'completeSetup', 'getSession', 'signIn']);
+  expect(publicOnes.sort()).toEqual([
+    'acceptInvitation',
+    'completeEmailLink',
+    'completePasswordReset',
+    'completeSetup',
+    'getSession',
+    'requestPasswordReset',
+    'showUnsubscribe',
+    'signIn',
+    'unsubscribe',
+  ]);
   for (const op of operations) {
     const path = op.template.replace(/\{[^}]+\}/g, 'x');
     expect([op.operationId, isCredentialFree({ method: op.method, path })]).toEqual([op.operationId, roleOf(op) === 'public']);
@@ -46,6 +56,20 @@ test('the entry lets through without a credential exactly the x-role public oper
   // A path no operation has is not credential-free (so it is 401 without a credential, as before).
   expect(isCredentialFree({ method: 'POST', path: '/session/extra' })).toBe(false);
   expect(isCredentialFree({ method: 'PUT', path: '/session' })).toBe(false);
+});
+
+test('only the operations marked x-cross-site skip the cross-site check, and the mark is refused off a public operation', () => {
+  const isCrossSite = crossSiteMatcher(document as never);
+  expect(operations.filter((op) => op.crossSite).map((op) => op.operationId)).toEqual(['unsubscribe']);
+  for (const op of operations) {
+    const path = op.template.replace(/\{[^}]+\}/g, 'x');
+    expect([op.operationId, isCrossSite({ method: op.method, path })]).toEqual([op.operationId, op.crossSite]);
+  }
+  // The GET of the same path (the confirm page) is not marked: only what the document marks passes.
+  expect(isCrossSite({ method: 'GET', path: '/unsubscribe/x' })).toBe(false);
+  const marked = (role: string) => ({ paths: { '/x': { post: { operationId: 'x', 'x-role': role, 'x-cross-site': true } } } });
+  expect(() => crossSiteMatcher(marked('account') as never)).toThrow('POST /x: x-cross-site must be true, on a public operation');
+  expect(crossSiteMatcher(marked('public') as never)({ method: 'POST', path: '/x' })).toBe(true);
 });
 
 describe(`over HTTP (${TEST_DB})`, () => {

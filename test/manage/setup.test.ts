@@ -169,9 +169,9 @@ test('a post from another site is refused before the link is looked at (login CS
 
 test("the CLI's `setup link` prints a fresh link (ending the one before) while no account exists, and refuses after", async () => {
   const older = tokenOf((await accounts().setup.issueLink())!);
-  const printed = (await accountCommands['setup link'](h.runtime, parseArgs([]))).json as { url: string };
+  const printed = (await accountCommands['setup link'].run(h.runtime, parseArgs([]))).json as { url: string };
   const fresh = tokenOf(printed);
   expect((await setup(older, 'a@example.com')).status).toBe(404);
   expect((await setup(fresh, 'a@example.com')).status).toBe(201);
-  await expect(accountCommands['setup link'](h.runtime, parseArgs([]))).rejects.toThrow(/an account exists already/);
+  await expect(accountCommands['setup link'].run(h.runtime, parseArgs([]))).rejects.toThrow(/an account exists already/);
 });

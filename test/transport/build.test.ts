@@ -166,7 +166,8 @@ onSqlite('one build for every process', () => {
       expect([f, fs.existsSync(path.join(dir, 'dist', f))]).toEqual([f, true]);
     }
     // The browser code is bundled into window/, not compiled for node; the server never loads esbuild.
-    expect(fs.existsSync(path.join(dir, 'dist/server/window/browser'))).toBe(false);
+    // One module is both: the window's markdown parser, which the emails render messages with.
+    expect(fs.readdirSync(path.join(dir, 'dist/server/window/browser')).filter((f) => f.endsWith('.js'))).toEqual(['markdown.js']);
     // The dashboard's TSX likewise: bundled into dashboard/ as two content-hashed files with their variants.
     expect(fs.existsSync(path.join(dir, 'dist/server/dashboard/browser'))).toBe(false);
     const dashboard = JSON.parse(fs.readFileSync(path.join(dir, 'dist/dashboard/manifest.json'), 'utf8'));
@@ -207,8 +208,11 @@ onSqlite('one build for every process', () => {
     const ca = fs.readFileSync(path.join(data, 'tls/localhost.crt'), 'utf8');
     const before = await get(port, ca, '/window/v1/loader.js');
     expect(before.body.equals(fs.readFileSync(path.join(dir, `.dist/${first.id}/window/loader.js`)))).toBe(true);
+    const documentBefore = (await get(port, ca, '/openapi.yaml')).body;
 
     fs.appendFileSync(loaderFile, '\n// a change\nconsole.info("[chat window] v2");\n');
+    // A document is a source too: the build carries it, as written and parsed.
+    fs.appendFileSync(path.join(dir, 'openapi/openapi.yaml'), '\n# a change\n');
     const second = await ensureBuild({ root: dir, ifStale: true });
     expect(second.built).toBe(true);
     expect(second.id).not.toBe(first.id);
@@ -219,9 +223,53 @@ onSqlite('one build for every process', () => {
     // The running server loaded its modules and files from its own build: unchanged, still whole.
     const after = await get(port, ca, '/window/v1/loader.js');
     expect(after.body.equals(before.body)).toBe(true);
-    expect((await get(port, ca, '/openapi.yaml')).status).toBe(200);
+    expect((await get(port, ca, '/openapi.yaml')).body.equals(documentBefore)).toBe(true);
+    expect(fs.readFileSync(path.join(dir, 'dist/openapi/openapi.yaml'), 'utf8')).toContain('# a change');
     process.kill(nodeOf(server, 'dist/server/main.js'), 'SIGTERM');
     expect(await server.closed).toBe(0);
+  }, 90_000);
+
+  test('a production start from a build loads neither the YAML parser, the certificate maker, the mailer nor the S3 client, and compiles no schema', async () => {
+    // What a start costs, counted: the documents come parsed with the build, a certificate made once
+    // is read, the document is checked against the OpenAPI schema only where answers are checked
+    // (development, tests), and each request's schemas are compiled when first needed.
+    const data = dataDir();
+    const loaded = path.join(data, 'start.json');
+    const hook = path.join(data, 'hook.js');
+    fs.writeFileSync(
+      hook,
+      `const ajv = require(require.resolve('ajv/dist/core', { paths: [require.resolve('express-openapi-validator', { paths: [${JSON.stringify(ROOT)}] })] })).default.prototype;
+      let compiled = 0;
+      for (const name of ['compile', '_compileSchemaEnv']) { const original = ajv[name]; ajv[name] = function (...args) { compiled++; return original.apply(this, args); }; }
+      process.on('exit', () => require('fs').writeFileSync(${JSON.stringify(loaded)}, JSON.stringify({ modules: Object.keys(require.cache), compiled })));`,
+    );
+    const startOnce = async () => {
+      const port = await freePort();
+      const env = { DATA_DIR: data, PORT: String(port), DATABASE_URL: '', NODE_ENV: 'production', LOG_LEVEL: 'warn', EMBEDDED_WORKER: 'false' };
+      const child = spawn(process.execPath, ['--require', hook, 'dist/server/main.js'], { cwd: ROOT, env: { ...process.env, ...env } });
+      const p: Proc = { child, out: () => out, closed: new Promise((resolve) => child.on('close', resolve)) };
+      let out = '';
+      child.stdout.on('data', (d) => (out += d));
+      child.stderr.on('data', (d) => (out += d));
+      procs.push(p);
+      await waitFor(p, /dashboard\/setup#token=/);
+      while (
+        !fs.existsSync(path.join(data, 'tls/localhost.crt')) ||
+        (await get(port, fs.readFileSync(path.join(data, 'tls/localhost.crt'), 'utf8'), '/healthz').catch(() => null))?.status !== 200
+      )
+        await new Promise((r) => setTimeout(r, 50));
+      child.kill('SIGTERM');
+      expect(await p.closed).toBe(0);
+      const start = JSON.parse(fs.readFileSync(loaded, 'utf8')) as { modules: string[]; compiled: number };
+      return { modules: start.modules.map((f) => path.relative(ROOT, f)), compiled: start.compiled };
+    };
+    const first = await startOnce(); // makes the certificate
+    expect(first.modules.some((f) => f.startsWith('node_modules/selfsigned/'))).toBe(true);
+    const second = await startOnce();
+    expect(second.modules.filter((f) => /^node_modules\/(yaml|selfsigned|nodemailer|@aws-sdk)\//.test(f))).toEqual([]);
+    // The validators were set up (the counter saw their ajv), yet compiled nothing.
+    expect(second.modules.some((f) => f.startsWith('node_modules/express-openapi-validator/'))).toBe(true);
+    expect(second.compiled).toBe(0);
   }, 90_000);
 
   test('a builder killed mid-build leaves nothing in the way: its lock and half-written directory are passed over', async () => {

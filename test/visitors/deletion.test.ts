@@ -187,8 +187,8 @@ test('a visitor id of 128 characters fits the audit log; bad ids are 400', async
 test('the CLI deletes the same way, audited as the operator; an unknown site is an error', async () => {
   const { visitorId, conversations } = await busyVisitor();
   const run = (line: string[]) => {
-    const args = parseArgs(line);
-    return visitorCommands['visitor delete'](h.runtime, { ...args, positional: args.positional.slice(2) });
+    const args = parseArgs(line, visitorCommands['visitor delete'].options);
+    return visitorCommands['visitor delete'].run(h.runtime, { ...args, positional: args.positional.slice(2) });
   };
   const out = await run(['visitor', 'delete', '--site', site, '--visitor', visitorId]);
   expect(out.json).toMatchObject({ siteId: site, visitorId, removed: { conversations: 2, visitor: 1 } });

@@ -5,7 +5,7 @@
  * redis-server on its own port, never the shared one. The pure parts: channel.unit.test.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { CommittedEvent, createEventChannel, EventChannel } from '../../server/webhooks/channel';
+import { CommittedEvent, createEventChannel, EventChannel } from '../../server/delivery/channel';
 import { freePort } from '../helpers/spawn';
 import { waitFor } from '../helpers/wait';
 import { PrivateRedis, startPrivateRedis, stopPrivateRedis } from '../helpers/redis';

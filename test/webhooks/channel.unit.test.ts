@@ -13,7 +13,7 @@ import {
   encodeNotice,
   InboxNotice,
   LiveSignal,
-} from '../../server/webhooks/channel';
+} from '../../server/delivery/channel';
 
 const event = (n: number, visitorId = `vis_${n}`): CommittedEvent => ({
   kind: 'event',

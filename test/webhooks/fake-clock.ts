@@ -1,4 +1,4 @@
-import type { Timers } from '../../server/webhooks/result-batcher';
+import type { Timers } from '../../server/delivery/result-batcher';
 
 /** A clock that moves only when the test says so, with the timers that fire as it moves. */
 export function fakeClock(start = 1_000_000) {

@@ -8,7 +8,7 @@ import type { Knex } from 'knex';
 import { createHarness, Harness, bearer } from '../helpers/harness';
 import { runInTransaction } from '../../server/db/transaction';
 import { createOutbox, EmitInput } from '../../server/webhooks/outbox';
-import type { CommittedEvent } from '../../server/webhooks/channel';
+import type { CommittedEvent } from '../../server/delivery/channel';
 import request from 'supertest';
 
 let h: Harness;

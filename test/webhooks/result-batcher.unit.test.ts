@@ -1,4 +1,4 @@
-import { createResultBatcher } from '../../server/webhooks/result-batcher';
+import { createResultBatcher } from '../../server/delivery/result-batcher';
 import { fakeClock } from './fake-clock';
 
 /** The result batcher with a fake clock: flush after the gathering time, at a full group, and on stop. No database. */

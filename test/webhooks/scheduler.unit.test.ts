@@ -1,4 +1,4 @@
-import { addressesLeftOut, createScheduler, heldPerAddress, LEAVE_OUT_EVERY_MS, ScheduledRow, takeWithinAllowance } from '../../server/webhooks/scheduler';
+import { addressesLeftOut, createScheduler, heldPerAddress, LEAVE_OUT_EVERY_MS, ScheduledRow, takeWithinAllowance } from '../../server/delivery/scheduler';
 import { fakeClock } from './fake-clock';
 
 /** The per-address scheduler with a fake clock: caps, round-robin, fairness, claiming ahead. No database. */

@@ -14,7 +14,7 @@ const { api, messageEvent, pool } = suite;
 
 /** The CLI's `webhook deliveries` as the operator runs it (in process: the same command function). */
 async function cliDeliveries(...argv: string[]) {
-  const out = await webhookCommands['webhook deliveries'](suite.h.runtime, parseArgs(argv));
+  const out = await webhookCommands['webhook deliveries'].run(suite.h.runtime, parseArgs(argv, webhookCommands['webhook deliveries'].options));
   return out as {
     json: { deliveries: { eventId: string; attempt: number; status: number | null; error: string | null; deliveryStatus: string }[] };
     text: string;

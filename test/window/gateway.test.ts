@@ -35,9 +35,9 @@ describe('allowed origins', () => {
   test('site update sets them and the identity mode; site list shows them; the secret is shown once', async () => {
     const site = await h.runtime.services.access.createSite('CLI site');
     const run = (line: string[]) => {
-      const args = parseArgs(line);
-      const name = args.positional.slice(0, 2).join(' ');
-      return siteCommands[name](h.runtime, { ...args, positional: args.positional.slice(2) });
+      const name = line.slice(0, 2).join(' ');
+      const args = parseArgs(line.slice(2), siteCommands[name].options);
+      return siteCommands[name].run(h.runtime, args);
     };
     const updated = await run([
       'site',

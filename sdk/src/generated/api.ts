@@ -113,6 +113,10 @@ export interface paths {
          *     (`MEDIA_RETENTION_DAYS`) answers `404 not_found`. Opens either with a key holding `media:read`, or without
          *     a key through the signed link given in `attachments[].url` (parameters `expires` and
          *     `signature`; valid for one hour). A bad or expired signature answers `401 unauthorized`.
+         *     Where the operator keeps files in an S3-compatible bucket with `MEDIA_DOWNLOAD=redirect`, the
+         *     answer is instead `302` to a presigned URL of the bucket, valid for 60 seconds, that serves the
+         *     file with the same inert `Content-Type` and `Content-Disposition`; follow it as any redirect. A
+         *     media store that does not answer gives `503` with `Retry-After`.
          */
         get: operations["downloadMedia"];
         put?: never;
@@ -686,9 +690,11 @@ export interface components {
                 "application/json": components["schemas"]["ErrorResponse"];
             };
         };
-        /** @description `service_unavailable`: the database cannot be reached; retry later. */
+        /** @description `service_unavailable`: the database, or the media store that keeps attachments, cannot be reached; retry after `Retry-After` seconds. */
         ServiceUnavailable: {
             headers: {
+                /** @description Whole seconds to wait before trying again. */
+                "Retry-After"?: number;
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
@@ -1084,6 +1090,24 @@ export interface operations {
                     "*/*": unknown;
                     "application/octet-stream": unknown;
                 };
+            };
+            /**
+             * @description Only with `MEDIA_DOWNLOAD=redirect` (files in an S3-compatible bucket): the file is at
+             *     `Location`, a presigned URL of the bucket valid for 60 seconds that answers the same bytes,
+             *     inert `Content-Type` and `Content-Disposition` as the `200`. Not cached (`Cache-Control: no-store`).
+             */
+            302: {
+                headers: {
+                    ETag: components["headers"]["ETag"];
+                    /** @description The presigned URL of the file in the bucket. */
+                    Location: string;
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Not modified; the `ETag` in `If-None-Match` still matches. */
             304: {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Command, required } from '../args';
+import { Command, required, SITE_OPTION } from '../args';
 import type { IncomingFile } from '../../media/service';
 
 const MIME_BY_EXT: Record<string, string> = {
@@ -25,18 +25,34 @@ function readFiles(paths: string[]): IncomingFile[] {
 
 export const chatCommands: Record<string, Command> = {
   /** The chat window's own path (services.window.chat): starts a conversation exactly as a visitor does. */
-  'visitor say': async (rt, args) => {
-    const result = await rt.services.window.chat.visitorSay(required(args, 'site'), required(args, 'visitor'), String(args.flags.content ?? ''), {
-      files: readFiles(args.lists.file ?? []),
-    });
-    const { conversation, message } = result;
-    return {
-      json: { conversation, message },
-      text: `${result.started ? 'started' : 'continued'} ${conversation.id}; message ${message.id}`,
-    };
+  'visitor say': {
+    summary: "Sends a visitor's message through the chat window's own path (starts a conversation if none is open).",
+    options: [
+      SITE_OPTION,
+      { name: 'visitor', value: 'V', help: "the visitor's id" },
+      { name: 'content', value: 'C', help: 'the text of the message' },
+      { name: 'file', value: 'F', help: 'a file to attach', repeats: true },
+    ],
+    run: async (rt, args) => {
+      const result = await rt.services.window.chat.visitorSay(required(args, 'site'), required(args, 'visitor'), String(args.flags.content ?? ''), {
+        files: readFiles(args.lists.file ?? []),
+      });
+      const { conversation, message } = result;
+      return {
+        json: { conversation, message },
+        text: `${result.started ? 'started' : 'continued'} ${conversation.id}; message ${message.id}`,
+      };
+    },
   },
-  'agent say': async (rt, args) => {
-    const { conversation, message } = await rt.services.window.chat.agentSay(required(args, 'conversation'), required(args, 'content'));
-    return { json: { conversation, message }, text: `message ${message.id} in ${conversation.id}` };
+  'agent say': {
+    summary: 'Replies in a conversation as an agent (origin messenger).',
+    options: [
+      { name: 'conversation', value: 'C', help: 'the conversation (conv_...)' },
+      { name: 'content', value: 'C', help: 'the text of the reply' },
+    ],
+    run: async (rt, args) => {
+      const { conversation, message } = await rt.services.window.chat.agentSay(required(args, 'conversation'), required(args, 'content'));
+      return { json: { conversation, message }, text: `message ${message.id} in ${conversation.id}` };
+    },
   },
 };

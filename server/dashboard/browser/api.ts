@@ -22,12 +22,20 @@ export type MySite = Schemas['MySite'];
 export type Role = Schemas['Role'];
 
 /** A call that failed, with the envelope's code and message (or ours for a network failure). */
+/** One problem the service named in a request (the envelope's `details`): where, and what. */
+export interface FailureDetail {
+  /** A JSON pointer into the request, e.g. `/body/week/tue/0`. */
+  path: string;
+  message: string;
+}
+
 export class ApiFailure extends Error {
   constructor(
     readonly status: number,
     readonly code: ErrorCode | 'network_error' | 'unexpected_answer',
     message: string,
     readonly requestId: string | null = null,
+    readonly details: readonly FailureDetail[] = [],
   ) {
     super(message);
     this.name = 'ApiFailure';
@@ -50,10 +58,13 @@ export interface CallOptions {
 }
 
 function failureOf(answer: Answer<unknown>): ApiFailure {
-  const envelope = answer.error as { error?: { code?: ErrorCode; message?: string } } | undefined;
+  const envelope = answer.error as { error?: { code?: ErrorCode; message?: string; details?: FailureDetail[] } } | undefined;
   const { status } = answer.response;
   const requestId = answer.response.headers.get('X-Request-Id');
-  if (envelope?.error?.code) return new ApiFailure(status, envelope.error.code, envelope.error.message ?? '', requestId);
+  if (envelope?.error?.code) {
+    const details = (envelope.error.details ?? []).filter((d) => typeof d?.path === 'string' && typeof d?.message === 'string');
+    return new ApiFailure(status, envelope.error.code, envelope.error.message ?? '', requestId, details);
+  }
   return new ApiFailure(status, 'unexpected_answer', `The service answered ${status} without an explanation.`, requestId);
 }
 

@@ -6,7 +6,7 @@
  * stays), and the calls that met the ended session are sent again after sign-in. It tells
  * session.ts of this tab's sign-ins and sign-outs, and follows the other tabs' (session.ts relays them).
  */
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { ApiFailure, call, client, type Me, type MySite } from './api';
 import { gaveUp, registerSessionView, sessionKnown, signedIn, signingOut } from './session';
 import { matchSitePath, navigate, usePath } from './router';
@@ -24,6 +24,9 @@ import { ReauthHost } from './components/ReauthDialog';
 // Pages few accounts open, and rarely: loaded on first visit.
 const AcceptInvitationPage = lazyPage(() => import('./pages/accept-invitation').then((m) => m.AcceptInvitationPage));
 const SetupPage = lazyPage(() => import('./pages/setup').then((m) => m.SetupPage));
+const ForgotPasswordPage = lazyPage(() => import('./pages/forgot-password').then((m) => m.ForgotPasswordPage));
+const ResetPasswordPage = lazyPage(() => import('./pages/forgot-password').then((m) => m.ResetPasswordPage));
+const VerifyEmailPage = lazyPage(() => import('./pages/verify-email').then((m) => m.VerifyEmailPage));
 const AccountPage = lazyPage(() => import('./pages/account').then((m) => m.AccountPage));
 const NewSitePage = lazyPage(() => import('./pages/new-site').then((m) => m.NewSitePage));
 
@@ -97,6 +100,9 @@ export function App() {
     );
   else if (path === '/accept-invitation') content = <AcceptInvitationPage me={session.kind === 'signed-in' ? session.me : null} onJoined={joined} />;
   else if (path === '/setup') content = <SetupPage onDone={joined} />;
+  else if (path === '/forgot-password') content = <ForgotPasswordPage />;
+  else if (path === '/reset-password') content = <ResetPasswordPage onSignedIn={joined} />;
+  else if (path === '/verify-email') content = <VerifyEmailPage onDone={() => refresh()} />;
   else if (session.kind === 'signed-out') content = <SignInPage onSignedIn={joined} />;
   else content = <SignedInShell me={session.me} path={path} onSignOut={signOut} onSitesChanged={() => refresh()} />;
 
@@ -138,7 +144,9 @@ function SignedInShell({ me, path, onSignOut, onSitesChanged }: { me: Me; path: 
   const title = account ? 'Account' : newSite ? 'New site' : (route?.title ?? (path === '/' ? 'Dashboard' : 'Not found'));
   const heading = useRef<HTMLHeadingElement>(null);
   const firstRender = useRef(true);
-  useEffect(() => {
+  // A layout effect: the heading takes the focus in the same task that shows it, so nothing (a key
+  // pressed, a screen reader's read-out) sees the new page with the focus still on the old link.
+  useLayoutEffect(() => {
     document.title = site ? `${title} · ${site.name} · Dashboard` : `${title} · Dashboard`;
     // After a navigation, focus goes to the new page's heading, so a screen reader announces it.
     if (!firstRender.current) heading.current?.focus();
@@ -182,6 +190,8 @@ function SignedInShell({ me, path, onSignOut, onSitesChanged }: { me: Me; path: 
         )}
         <LiveStatus siteId={site?.id} />
         <span class="account">
+          {/* Swagger UI is on the service's origin, outside the dashboard's router: a plain link. */}
+          <a href="/docs/">API docs</a>
           <span class="account-email">{me.account.email}</span>
           <Link to="/account" aria-current={account ? 'page' : undefined}>
             Account

@@ -104,6 +104,13 @@ export function gaveUp(): void {
   end('gave-up');
 }
 
+/**
+ * Whether this tab's session is in doubt: it met an ended session and is asking (the dialog open or
+ * its answer pending), or the person closed the dialog and the tab is parked. Fire-and-forget calls
+ * (typing reports) are skipped meanwhile rather than meet the 401 and wait on the dialog.
+ */
+export const sessionInDoubt = (): boolean => episode !== undefined || gaveUpAt === generation;
+
 /** Calls `listener` after every sign-in, in this tab or another (live/hub.ts resumes a parked stream). */
 export function onSignedIn(listener: () => void): () => void {
   signInListeners.add(listener);

@@ -24,6 +24,15 @@ import * as m024 from './024_shared_replies';
 import * as m023 from './023_visitor_context';
 import * as m026 from './026_search';
 import * as m027 from './027_rows';
+import * as m028 from './028_master_key_check';
+import * as m029 from './029_site_feed_rows';
+import * as m030 from './030_mail';
+import * as m031 from './031_password_resets';
+import * as m032 from './032_email_links';
+import * as m033 from './033_agent_alerts';
+import * as m034 from './034_away';
+import * as m037 from './037_away_presence';
+import * as m036 from './036_attachment_count_unknown';
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -57,6 +66,15 @@ const migrations: Record<string, Migration> = {
   '025_seen': m025,
   '026_search': m026,
   '027_rows': m027,
+  '028_master_key_check': m028,
+  '029_site_feed_rows': m029,
+  '030_mail': m030,
+  '031_password_resets': m031,
+  '032_email_links': m032,
+  '033_agent_alerts': m033,
+  '034_away': m034,
+  '036_attachment_count_unknown': m036,
+  '037_away_presence': m037,
 };
 
 export const migrationSource: Knex.MigrationSource<string> = {

@@ -5,6 +5,81 @@
  */
 
 export interface paths {
+    "/email-changes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change my email
+         * @description Needs the current password (`403 forbidden` when it is wrong; limited per account like
+         *     `changePassword`, `429`). A link (24 hours, single use) goes to the new address, and the old
+         *     address is told that the email is being changed (the new one masked, no link). Nothing
+         *     changes until the link is used (`completeEmailLink`); the answer is the same whether or not
+         *     another account has the new address. Sessions and tokens are kept, as GitHub keeps them:
+         *     the change needed the password and the new mailbox, and the old address is told.
+         */
+        post: operations["requestEmailChange"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/email-links/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Use an emailed link that verifies an address
+         * @description The token of a link sent by `resendEmailVerification` (or when the account was made) or by
+         *     `requestEmailChange`. A link to the account's own address verifies it (`account.email_verified`
+         *     in its security log); a link to a new address makes it the account's email, verified
+         *     (`account.email_changed`), and ends the account's open password-reset links, which went to the
+         *     old address. The link works once, for 24 hours: an unknown, used or expired one is `404`. When
+         *     another account has the new address by then, `409 conflict` and nothing changes. No session is
+         *     needed: the link is the proof. Limited per client address like the password-reset link.
+         */
+        post: operations["completeEmailLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/email-verifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send me the link that verifies my email
+         * @description An account made by an invitation or the setup link starts unverified and is emailed a link
+         *     (`/dashboard/verify-email#token=…`, 24 hours, single use; only its hash is stored). This sends
+         *     it again; asked again within a minute, the link already on its way is the answer. Until it
+         *     is verified, the account cannot be found by its email: an invitation cannot attach it and
+         *     `member add --email` does not find it. `emailVerified` says whether there was anything to send.
+         */
+        post: operations["resendEmailVerification"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/invitations/accept": {
         parameters: {
             query?: never;
@@ -78,6 +153,53 @@ export interface paths {
          *     per account (10 in 15 minutes, `429`), never by the sign-in budgets.
          */
         post: operations["changePassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/password-resets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forgot password: ask for a link
+         * @description Answers `202` the same whether or not the email has an account. When it has, a link is emailed to it
+         *     (`/dashboard/reset-password#token=…`) that sets a new password once, within one hour; only the link's
+         *     hash is stored. Limited like sign-in (10 an email and 100 a client IP in 15 minutes, `429`), on
+         *     budgets of its own, so asking for links never locks anyone out of signing in.
+         */
+        post: operations["requestPasswordReset"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/password-resets/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Forgot password: set the new password
+         * @description The token of the emailed link and the new password (the password rules of sign-up, `400`). Sets it,
+         *     ends every session of the account, verifies its email (the link proved the mailbox) and writes
+         *     `account.password_reset` (and `sessions.ended.password_reset`) to its security log. The link works
+         *     once: an unknown, used or expired one is `404`, and using one ends the account's other open links.
+         *     No session is started: sign in with the new password.
+         */
+        post: operations["completePasswordReset"];
         delete?: never;
         options?: never;
         head?: never;
@@ -385,6 +507,36 @@ export interface paths {
          */
         get: operations["listAuditLog"];
         put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/business-hours": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A site's business hours and away message
+         * @description Owners only. `enabled` false (a site never set): no hours, the window is away only when no member
+         *     has the inbox open. Otherwise `week` lists each day's opening ranges (`HH:MM` to `HH:MM` in
+         *     `timeZone`, the end excluded, `24:00` for midnight; an empty day is a day off). Outside them, or
+         *     when no member has the inbox open, the chat window says when the hours next open, shows
+         *     `awayMessage`, and offers to email the replies. See docs/window.md, Away.
+         */
+        get: operations["getBusinessHours"];
+        /**
+         * Set a site's business hours and away message
+         * @description Owners only. Replaces the hours. `timeZone` must be an IANA zone (`Europe/Berlin`); a day's ranges
+         *     must not overlap, and each ends after it starts (a night shift is two ranges on two days). Each
+         *     problem is one `details` entry of the `400`. Audited as `site.business_hours_changed`.
+         */
+        put: operations["updateBusinessHours"];
         post?: never;
         delete?: never;
         options?: never;
@@ -1081,7 +1233,9 @@ export interface paths {
          *     visitor was shown the replies up to one; `conversation.typing` (`InboxTyping`, without an
          *     `id`: never stored, never replayed) that the visitor or another member is typing;
          *     `conversation.tagged` (`InboxConversationTaggedEvent`) a conversation's tags after a member
-         *     changed them. Each event is one of `InboxStreamEvent`. The first event is `ready` with
+         *     changed them; `tag.created` and `tag.renamed` (`InboxTagChanged`) and `tag.deleted`
+         *     (`InboxTagDeleted`) a change of the site's tags, which every conversation carrying the tag
+         *     follows. Each event is one of `InboxStreamEvent`. The first event is `ready` with
          *     the position the stream starts after (`lastEventId`), the feed's newest position (`tail`:
          *     on a resume, the events up to it are the catch-up) and `gap` (true when feed rows after
          *     `Last-Event-ID` were purged, so the resume is not exact and lists should be reloaded).
@@ -1197,6 +1351,79 @@ export interface paths {
          *     Audited as `key.revoked`.
          */
         delete: operations["revokeKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/mail-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Read the mail log of a site
+         * @description Owners only. The emails the site sent or tries to send (invitations, notifications, test emails),
+         *     newest first by (`createdAt`, `id`): recipient, template, status, attempts and the relay's last
+         *     complaint. No bodies are kept. Entries stay 30 days after the email was sent or given up.
+         */
+        get: operations["listMailLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/mail-log/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test email to yourself
+         * @description Owners only. Queues a test email to the signed-in owner's own address (never another), sent by the
+         *     worker like every email: the answer comes at once, and the mail log shows it `queued`, then `sent`
+         *     or `failed`. `destination` says where emails go: the relay's host, or the directory where each is
+         *     written as an `.eml` file when no `SMTP_URL` is set. Audited as `mail.test_queued`.
+         */
+        post: operations["sendTestEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/sites/{siteId}/me/alerts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * My emails of waiting visitors on a site
+         * @description Every member, their own setting. While none of their inbox streams of the site is open (on any
+         *     instance), a member is emailed when a visitor starts a conversation (`mode: all`) and when a
+         *     visitor has waited `waitMinutes` unanswered (`all`: any open conversation; `assigned`: those
+         *     assigned to them); `none`: never. At most one email of one conversation to one member in 15
+         *     minutes. Default: `all` after 5 minutes. The emails' one-click unsubscribe sets `none`. See docs/email.md.
+         */
+        get: operations["getMyAlerts"];
+        /**
+         * Choose my emails of waiting visitors on a site
+         * @description Every member, their own setting only. Audited as `member.alerts_changed`.
+         */
+        put: operations["setMyAlerts"];
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -1368,7 +1595,7 @@ export interface paths {
          * Add a tag
          * @description Owners only. `name`: one line, 1 to 50 characters once trimmed, unique in the site without
          *     regard to case (a taken one is `409 conflict`). A site keeps at most 200 (`400` beyond).
-         *     Audited as `tag.created`.
+         *     Goes to the members' live streams as `tag.created` and is audited as `tag.created`.
          */
         post: operations["createTag"];
         delete?: never;
@@ -1389,9 +1616,9 @@ export interface paths {
         post?: never;
         /**
          * Delete a tag
-         * @description Owners only. The tag is taken off every conversation that carries it (no live event per
-         *     conversation: lists show it gone when next read). Another site's tag is `404`. Audited as
-         *     `tag.deleted`.
+         * @description Owners only. The tag is taken off every conversation that carries it: one `tag.deleted` on
+         *     the members' live streams (not one event per conversation), and lists filtered by it stop
+         *     filtering. Another site's tag is `404`. Audited as `tag.deleted`.
          */
         delete: operations["deleteTag"];
         options?: never;
@@ -1399,7 +1626,8 @@ export interface paths {
         /**
          * Rename a tag
          * @description Owners only, with the rules of `createTag`; the conversations carrying the tag show the new
-         *     name. Another site's tag is `404`. Audited as `tag.renamed`.
+         *     name: one `tag.renamed` on the members' live streams (not one event per conversation).
+         *     Another site's tag is `404`. Audited as `tag.renamed`.
          */
         patch: operations["renameTag"];
         trace?: never;
@@ -1560,6 +1788,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/unsubscribe/{token}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The signed token of the email's List-Unsubscribe URL (its subject and an HMAC of it). */
+                token: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Unsubscribe link: the confirm page
+         * @description What a person who clicks the unsubscribe line of a notification sees: a small server-rendered page
+         *     (no script, no style, CSP `default-src 'none'; form-action 'self'`) with one button that posts the
+         *     one-click form below. A GET never unsubscribes: mail scanners and link previews fetch links. A
+         *     token this service did not make (changed or cut short) is `404`.
+         */
+        get: operations["showUnsubscribe"];
+        put?: never;
+        /**
+         * Unsubscribe: one click (RFC 8058)
+         * @description The POST a mail program sends for its unsubscribe button (`List-Unsubscribe-Post:
+         *     List-Unsubscribe=One-Click`), and the confirm page's button. No session: the token is the
+         *     credential, so it is accepted from any origin. Stops the emails the token names (a member's emails
+         *     of waiting visitors on one site: their setting becomes `none`). Done again, it answers the same.
+         *     A browser's form post (`Accept: text/html`) gets a page back; anything else the JSON answer. A
+         *     token this service did not make is `404`.
+         */
+        post: operations["unsubscribe"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -1583,6 +1846,8 @@ export interface components {
             /** @description The display name the account chose (`updateMe`); `null` when none. */
             displayName: components["schemas"]["DisplayName"] | null;
             email: components["schemas"]["Email"];
+            /** @description Whether a link proved the mailbox (or the operator made the account). An unverified account cannot be found by its email. */
+            emailVerified: boolean;
             id: components["schemas"]["AccountIdValue"];
             /** @description What shows for the account: its display name, else the part of its email before the `@`. */
             name: string;
@@ -1599,6 +1864,21 @@ export interface components {
         AgentNamesSetting: {
             /** @description `true`: replies show their agent's display name in the chat window; `false`: the site's name. */
             shown: boolean;
+        };
+        AlertSetting: {
+            /**
+             * @description Every conversation, only those assigned to me, or no emails.
+             * @enum {string}
+             */
+            mode: "all" | "assigned" | "none";
+            /**
+             * Format: int32
+             * @description How long a visitor waits unanswered before the email.
+             */
+            waitMinutes: number;
+        };
+        AlertSettingResponse: {
+            data: components["schemas"]["AlertSetting"];
         };
         ApiKey: {
             createdAt: components["schemas"]["Timestamp"];
@@ -1691,6 +1971,28 @@ export interface components {
             data: components["schemas"]["AuditEntry"][];
             page: components["schemas"]["PageInfo"];
         };
+        BusinessHours: {
+            /** @description Shown in the window while away (plain text); null for none. */
+            awayMessage: string | null;
+            /** @description Away while no member has the inbox open, inside the hours too (the default, `true`). Turn it off for a site whose replies come through the API (a CRM), where no member is ever online: its window is then away only outside the hours. Always in answers; left out of a `PUT`, the site's is kept. */
+            awayWhenNoAgentOnline?: boolean;
+            /** @description Off: no hours (only whether a member has the inbox open counts). */
+            enabled: boolean;
+            /** @description IANA time zone of the hours, for example Europe/Berlin. */
+            timeZone: string;
+            week: {
+                fri: components["schemas"]["OpeningDay"];
+                mon: components["schemas"]["OpeningDay"];
+                sat: components["schemas"]["OpeningDay"];
+                sun: components["schemas"]["OpeningDay"];
+                thu: components["schemas"]["OpeningDay"];
+                tue: components["schemas"]["OpeningDay"];
+                wed: components["schemas"]["OpeningDay"];
+            };
+        };
+        BusinessHoursResponse: {
+            data: components["schemas"]["BusinessHours"];
+        };
         ChangePasswordRequest: {
             currentPassword: components["schemas"]["PresentedPassword"];
             newPassword: components["schemas"]["Password"];
@@ -1699,6 +2001,13 @@ export interface components {
         };
         ChangeRoleRequest: {
             role: components["schemas"]["Role"];
+        };
+        CompleteEmailLinkRequest: {
+            token: string;
+        };
+        CompletePasswordResetRequest: {
+            newPassword: components["schemas"]["Password"];
+            token: string;
         };
         /** @example conv_01jd8x3r5k0000000000000000 */
         ConversationIdValue: string;
@@ -1824,6 +2133,23 @@ export interface components {
          * @example ana@example.com
          */
         Email: string;
+        EmailChangeRequest: {
+            newEmail: components["schemas"]["Email"];
+            password: components["schemas"]["PresentedPassword"];
+        };
+        EmailLinkDoneResponse: {
+            data: {
+                /** @description The link moved the account to this address (else it verified the account's own). */
+                changed: boolean;
+                email: components["schemas"]["Email"];
+            };
+        };
+        EmailVerificationResponse: {
+            data: {
+                /** @description Verified already: no link was sent. */
+                emailVerified: boolean;
+            };
+        };
         EmbedCheckProblem: {
             /**
              * @description Stable, for programs. Not reachable: `blocked_address` (the host resolves to a private or
@@ -2162,7 +2488,7 @@ export interface components {
          *     `conversation.typing`. The `event` of each variant tells them apart (a `const` or an `enum`
          *     of names no other variant has). The dashboard's types of the stream are generated from this.
          */
-        InboxStreamEvent: components["schemas"]["InboxStreamPublicEvent"] | components["schemas"]["InboxStreamAssigned"] | components["schemas"]["InboxStreamRead"] | components["schemas"]["InboxStreamNote"] | components["schemas"]["InboxStreamNoteDeleted"] | components["schemas"]["InboxStreamNoteMentioned"] | components["schemas"]["InboxStreamVisitorContext"] | components["schemas"]["InboxStreamSeen"] | components["schemas"]["InboxStreamTyping"] | components["schemas"]["InboxStreamTagged"];
+        InboxStreamEvent: components["schemas"]["InboxStreamPublicEvent"] | components["schemas"]["InboxStreamAssigned"] | components["schemas"]["InboxStreamRead"] | components["schemas"]["InboxStreamNote"] | components["schemas"]["InboxStreamNoteDeleted"] | components["schemas"]["InboxStreamNoteMentioned"] | components["schemas"]["InboxStreamVisitorContext"] | components["schemas"]["InboxStreamSeen"] | components["schemas"]["InboxStreamTyping"] | components["schemas"]["InboxStreamTagged"] | components["schemas"]["InboxStreamTagChanged"] | components["schemas"]["InboxStreamTagDeleted"];
         /** @description The site feed position: what `Last-Event-ID` resumes after. */
         InboxStreamId: string;
         InboxStreamNote: {
@@ -2204,6 +2530,20 @@ export interface components {
             event: "conversation.seen";
             id: components["schemas"]["InboxStreamId"];
         };
+        /** @description An owner added or renamed one of the site's tags; rows, filters and pickers show its name. */
+        InboxStreamTagChanged: {
+            data: components["schemas"]["InboxTagChanged"];
+            /** @enum {string} */
+            event: "tag.created" | "tag.renamed";
+            id: components["schemas"]["InboxStreamId"];
+        };
+        /** @description An owner deleted one of the site's tags; it is off every conversation, and a list filtered by it shows it gone. */
+        InboxStreamTagDeleted: {
+            data: components["schemas"]["InboxTagDeleted"];
+            /** @constant */
+            event: "tag.deleted";
+            id: components["schemas"]["InboxStreamId"];
+        };
         /** @description A member changed a conversation's tags; `data` has the tags as they are now. */
         InboxStreamTagged: {
             data: components["schemas"]["InboxConversationTaggedEvent"];
@@ -2221,6 +2561,16 @@ export interface components {
             /** @constant */
             event: "visitor.context";
             id: components["schemas"]["InboxStreamId"];
+        };
+        /** @description `data` of the inbox stream's `tag.created` and `tag.renamed`: the tag as it is now, and the owner who changed it (null: the operator CLI). */
+        InboxTagChanged: {
+            by: components["schemas"]["AccountIdValue"] | null;
+            tag: components["schemas"]["Tag"];
+        };
+        /** @description `data` of the inbox stream's `tag.deleted`: the tag as it was (it is off every conversation now), and the owner who deleted it (null: the operator CLI). */
+        InboxTagDeleted: {
+            by: components["schemas"]["AccountIdValue"] | null;
+            tag: components["schemas"]["TagRef"];
         };
         /**
          * @description The `data` of `conversation.typing` on the inbox's live stream (no `id`: never stored, never
@@ -2266,6 +2616,11 @@ export interface components {
             pagesInConversation: number;
             /** @description The site's setting now: off, the window reports no pages. */
             pageTracking: boolean;
+            /**
+             * @description `subscribed`: the visitor left its email in the window's away form and is emailed replies it did not see; `unsubscribed`: it stopped them with one click (the email stays); `none`: it never asked.
+             * @enum {string}
+             */
+            replyEmails: "none" | "subscribed" | "unsubscribed";
             visitorId: string;
         };
         /** @description `data` of the inbox stream's `visitor.context`: the visitor of a conversation moved to another page or said more of itself. */
@@ -2308,6 +2663,28 @@ export interface components {
         KeyIdValue: string;
         /** @description A name people recognise the token by. */
         Label: string;
+        /** @description One email of the mail log. No body, no link and no value of its template is kept. */
+        MailLogEntry: {
+            /** Format: int32 */
+            attempts: number;
+            createdAt: components["schemas"]["Timestamp"];
+            id: string;
+            /** @description The relay's last complaint (or why it was not sent); `null` once sent. */
+            lastError: string | null;
+            recipient: components["schemas"]["Email"];
+            /**
+             * @description `queued` until the relay takes it (retried after 1 min, 5 min, 30 min, 2 h and 6 h), then `sent`; `failed` when the relay refused it for good or every retry failed.
+             * @enum {string}
+             */
+            status: "queued" | "sent" | "failed";
+            /** @description Which email it is: `test`, `notification`, and the account emails. */
+            template: string;
+            updatedAt: components["schemas"]["Timestamp"];
+        };
+        MailLogList: {
+            data: components["schemas"]["MailLogEntry"][];
+            page: components["schemas"]["PageInfo"];
+        };
         ManagedSite: {
             /** @description The origins whose pages may embed the chat window, sorted; empty, the window is off. */
             allowedOrigins: string[];
@@ -2431,6 +2808,13 @@ export interface components {
         NoteResponse: {
             data: components["schemas"]["Note"];
         };
+        OneClickUnsubscribe: {
+            /** @enum {string} */
+            "List-Unsubscribe": "One-Click";
+        };
+        OpeningDay: components["schemas"]["OpeningRange"][];
+        /** @description `[from, to]`, local `HH:MM`; `to` excluded, `24:00` for midnight. */
+        OpeningRange: string[];
         /**
          * @description `https://host[:port]` (`http://` only for localhost, 127.0.0.1 and [::1]); no path, no wildcard. Stored as browsers send it in `Origin`.
          * @example https://shop.example
@@ -2446,6 +2830,19 @@ export interface components {
         };
         /** @description 12 to 256 characters, any Unicode; no composition rules. */
         Password: string;
+        PasswordResetDoneResponse: {
+            data: {
+                email: components["schemas"]["Email"];
+            };
+        };
+        PasswordResetRequest: {
+            email: components["schemas"]["Email"];
+        };
+        PasswordResetRequestedResponse: {
+            data: {
+                message: string;
+            };
+        };
         PendingInvitation: {
             createdAt: components["schemas"]["Timestamp"];
             createdBy: components["schemas"]["AccountIdValue"];
@@ -2538,7 +2935,9 @@ export interface components {
              * @description `session.signed_in`, `session.sign_in_failed` (a wrong password for this account),
              *     `session.signed_out`, `session.ended` (one session, by the account), `sessions.ended.owner`,
              *     `sessions.ended.password_change`, `sessions.ended.role_change`, `sessions.ended.removal`
-             *     (every session at once), `account.password_changed`, `token.created`, `token.revoked`,
+             *     (every session at once), `account.password_changed`, `account.password_reset`,
+             *     `sessions.ended.password_reset`, `account.email_verified`, `account.email_change_requested`,
+             *     `account.email_changed`, `token.created`, `token.revoked`,
              *     `sudo.granted`, `sudo.refused` (password confirmations). A later version may add actions.
              * @example session.signed_in
              */
@@ -2723,6 +3122,16 @@ export interface components {
                 status: components["schemas"]["HttpStatusOrNull"];
             };
         };
+        TestEmailResponse: {
+            data: {
+                /** @description Where emails go: the relay's `host:port`, or the directory of `.eml` files when no `SMTP_URL` is set. */
+                destination: string;
+                id: string;
+                recipient: components["schemas"]["Email"];
+                /** @enum {string} */
+                status: "queued";
+            };
+        };
         /** @description One entry of a conversation's timeline, by `type`. */
         TimelineEntry: {
             at: components["schemas"]["Timestamp"];
@@ -2835,6 +3244,13 @@ export interface components {
         TypingRequest: {
             /** @description `true` while the member types, `false` once they paused or sent. */
             typing: boolean;
+        };
+        UnsubscribedResponse: {
+            data: {
+                message: string;
+                /** @enum {boolean} */
+                unsubscribed: true;
+            };
         };
         UpdatedSite: {
             allowedOrigins: string[];
@@ -2955,6 +3371,19 @@ export interface components {
          *     `idempotency_key_in_use`: the first request with this `Idempotency-Key` is still running; retry later.
          */
         Conflict: {
+            headers: {
+                "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorResponse"];
+            };
+        };
+        /** @description `conflict`: another account has this address now; the email stays as it was. */
+        EmailTaken: {
             headers: {
                 "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
                 "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
@@ -3348,6 +3777,107 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    requestEmailChange: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EmailChangeRequest"];
+            };
+        };
+        responses: {
+            /** @description The link is on its way to the new address. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordResetRequestedResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    completeEmailLink: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompleteEmailLinkRequest"];
+            };
+        };
+        responses: {
+            /** @description The address is verified (and, for a change, the account's email). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailLinkDoneResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["EmailTaken"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    resendEmailVerification: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A link is on its way, unless the email is verified already. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["EmailVerificationResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     acceptInvitation: {
         parameters: {
             query?: never;
@@ -3480,6 +4010,73 @@ export interface operations {
             400: components["responses"]["InvalidRequest"];
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    requestPasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordResetRequest"];
+            };
+        };
+        responses: {
+            /** @description If the email has an account, a link is on its way. */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordResetRequestedResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    completePasswordReset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompletePasswordResetRequest"];
+            };
+        };
+        responses: {
+            /** @description The new password is set. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PasswordResetDoneResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
@@ -4253,6 +4850,153 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getBusinessHours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The hours. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "enabled": true,
+                     *         "timeZone": "Europe/Berlin",
+                     *         "week": {
+                     *           "mon": [
+                     *             [
+                     *               "09:00",
+                     *               "12:00"
+                     *             ],
+                     *             [
+                     *               "13:00",
+                     *               "17:00"
+                     *             ]
+                     *           ],
+                     *           "tue": [
+                     *             [
+                     *               "09:00",
+                     *               "17:00"
+                     *             ]
+                     *           ],
+                     *           "wed": [
+                     *             [
+                     *               "09:00",
+                     *               "17:00"
+                     *             ]
+                     *           ],
+                     *           "thu": [
+                     *             [
+                     *               "09:00",
+                     *               "17:00"
+                     *             ]
+                     *           ],
+                     *           "fri": [
+                     *             [
+                     *               "09:00",
+                     *               "15:00"
+                     *             ]
+                     *           ],
+                     *           "sat": [],
+                     *           "sun": []
+                     *         },
+                     *         "awayMessage": "We answer on weekdays from 9 to 5."
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["BusinessHoursResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateBusinessHours: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "enabled": true,
+                 *       "timeZone": "Europe/Berlin",
+                 *       "week": {
+                 *         "mon": [
+                 *           [
+                 *             "09:00",
+                 *             "17:00"
+                 *           ]
+                 *         ],
+                 *         "tue": [
+                 *           [
+                 *             "09:00",
+                 *             "17:00"
+                 *           ]
+                 *         ],
+                 *         "wed": [],
+                 *         "thu": [],
+                 *         "fri": [],
+                 *         "sat": [],
+                 *         "sun": []
+                 *       },
+                 *       "awayMessage": "We answer on weekdays from 9 to 5."
+                 *     }
+                 */
+                "application/json": components["schemas"]["BusinessHours"];
+            };
+        };
+        responses: {
+            /** @description The hours as stored. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["BusinessHoursResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -6030,6 +6774,166 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    listMailLog: {
+        parameters: {
+            query?: {
+                /** @description `page.nextCursor` of the previous page, unchanged. */
+                cursor?: components["parameters"]["Cursor"];
+                /** @description Page size. */
+                limit?: components["parameters"]["Limit"];
+            };
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description One page of the mail log. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MailLogList"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    sendTestEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The test email is queued. */
+            202: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestEmailResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getMyAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The setting. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "mode": "all",
+                     *         "waitMinutes": 5
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["AlertSettingResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setMyAlerts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Site identifier (the `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "mode": "assigned",
+                 *       "waitMinutes": 10
+                 *     }
+                 */
+                "application/json": components["schemas"]["AlertSetting"];
+            };
+        };
+        responses: {
+            /** @description The setting as it is now. */
+            200: {
+                headers: {
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlertSettingResponse"];
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     listMembers: {
         parameters: {
             query?: never;
@@ -6896,6 +7800,72 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    showUnsubscribe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The signed token of the email's List-Unsubscribe URL (its subject and an HMAC of it). */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page with the confirm button. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    unsubscribe: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The signed token of the email's List-Unsubscribe URL (its subject and an HMAC of it). */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": components["schemas"]["OneClickUnsubscribe"];
+            };
+        };
+        responses: {
+            /** @description Unsubscribed. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UnsubscribedResponse"];
+                    "text/html": string;
+                };
+            };
+            400: components["responses"]["InvalidRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

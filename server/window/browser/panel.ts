@@ -16,6 +16,7 @@ import { setStatus } from './panel/view';
 import { createContextReporter } from './panel/context';
 import { toParent } from './panel/host';
 import { wireLiveSignals } from './panel/live-signals';
+import { wireAway } from './panel/away';
 
 const panel = createPanel(document, createStorage());
 const tokens = createTokenClient(panel, {
@@ -30,6 +31,8 @@ panel.conversationWatchers.add(context.conversation);
 // Typing both ways and "seen" (panel/live-signals.ts).
 const signals = wireLiveSignals(panel, tokens);
 listenToHost(panel, sessions, context, signals);
+// When no one can answer now: when they will, and the email form (panel/away.ts).
+wireAway(panel, tokens);
 
 if (window.parent === window) {
   setStatus(panel, 'This is the chat window of a website: open it from the site.');

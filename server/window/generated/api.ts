@@ -5,6 +5,30 @@
  */
 
 export interface paths {
+    "/sites/{siteId}/availability": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Whether someone can answer now
+         * @description `online`: inside the site's business hours and a member has the inbox open. Otherwise `away`,
+         *     with `reason` (`closed`: outside the hours; `no_agent_online`), `nextOpenAt` when the hours next
+         *     open (null when open now or never), the site's `awayMessage`, and `replyEmails`: whether this
+         *     visitor's replies are emailed (see `leaveReplyEmail`). The window asks when it opens and every
+         *     minute while open.
+         */
+        get: operations["getAvailability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/context": {
         parameters: {
             query?: never;
@@ -212,6 +236,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sites/{siteId}/reply-email": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Leave an email to be told of replies
+         * @description The away form: the visitor's email, kept unverified as the visitor's email (agents see it), and
+         *     `consent: true`, the visitor's own tick for "email me the replies". From then on an agent's reply
+         *     that the window has not shown within five minutes is emailed, with the conversation's last
+         *     messages and a link back to the page; each email has a one-click unsubscribe. A bad email, or
+         *     `consent` not true, answers `400` naming the field.
+         */
+        post: operations["leaveReplyEmail"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sites/{siteId}/token": {
         parameters: {
             query?: never;
@@ -292,6 +340,19 @@ export interface components {
              * @description Signed link that opens the file for one hour.
              */
             url: string;
+        };
+        Availability: {
+            /** @description The site's away message while away (plain text, never markup). */
+            awayMessage: string | null;
+            /** @description When the business hours next open (UTC); null when open now or never. */
+            nextOpenAt: string | null;
+            reason: ("closed" | "no_agent_online") | null;
+            replyEmails: components["schemas"]["ReplyEmails"];
+            /** @enum {string} */
+            state: "online" | "away";
+        };
+        AvailabilityResponse: {
+            data: components["schemas"]["Availability"];
         };
         /** @description The window's own id for this message (a UUID), unique per visitor. */
         ClientMessageId: string;
@@ -378,6 +439,21 @@ export interface components {
             hasMore: boolean;
             nextCursor: components["schemas"]["Cursor"] | null;
         };
+        ReplyEmailRequest: {
+            /** @description The visitor ticked "Email me the replies". */
+            consent: boolean;
+            email: string;
+        };
+        ReplyEmailResponse: {
+            data: {
+                replyEmails: components["schemas"]["ReplyEmails"];
+            };
+        };
+        /**
+         * @description Whether this visitor's missed replies are emailed.
+         * @enum {string}
+         */
+        ReplyEmails: "none" | "subscribed" | "unsubscribed";
         /** @description The newest reply of the conversation the visitor was shown, and when the window said so. */
         SeenMark: {
             conversationId: components["schemas"]["ConversationIdValue"];
@@ -594,6 +670,40 @@ export interface components {
 }
 export type $defs = Record<string, never>;
 export interface operations {
+    getAvailability: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The site (its `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The state. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AvailabilityResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
+        };
+    };
     getContextSettings: {
         parameters: {
             query?: never;
@@ -961,6 +1071,46 @@ export interface operations {
             500: components["responses"]["Error"];
             503: components["responses"]["Error"];
             507: components["responses"]["InsufficientStorage"];
+        };
+    };
+    leaveReplyEmail: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The site (its `workspaceKey`). */
+                siteId: components["parameters"]["SiteId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplyEmailRequest"];
+            };
+        };
+        responses: {
+            /** @description Kept. */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin": components["headers"]["Access-Control-Allow-Origin"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReplyEmailResponse"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["Error"];
+            503: components["responses"]["Error"];
         };
     };
     issueWindowToken: {

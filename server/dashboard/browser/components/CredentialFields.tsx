@@ -1,7 +1,7 @@
 import { TextInput } from './Field';
 
 /** The server's shortest password (PASSWORD_MIN_LENGTH in server/accounts/passwords.ts): told before the call. */
-const NEW_PASSWORD_MIN_LENGTH = 12;
+export const NEW_PASSWORD_MIN_LENGTH = 12;
 
 export interface CredentialFieldsProps {
   email: string;

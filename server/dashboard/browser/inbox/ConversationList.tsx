@@ -1,12 +1,12 @@
-import { useEffect, useRef, useState } from 'preact/hooks';
+import { useEffect, useRef } from 'preact/hooks';
 import { Button } from '../components/Button';
 import { EmptyState } from '../components/EmptyState';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { RelativeTime } from '../components/RelativeTime';
 import { BASE } from '../router';
 import { visitorOf, type Conversation, type Filters } from './model';
-import { TagChips, tagsOf } from './TagPicker';
-import type { Schemas } from '../api';
+import { TagChips } from './TagPicker';
+import { useSiteTags } from './site-tags';
 
 export interface ConversationListProps {
   siteId: string;
@@ -15,6 +15,8 @@ export interface ConversationListProps {
   selectedId: string | null;
   filters: Filters;
   onFilters: (f: Filters) => void;
+  /** Said under the filters when they changed without the member (a filtered tag deleted). */
+  notice?: string | null;
   hasMore: boolean;
   loading: boolean;
   error: unknown;
@@ -30,18 +32,8 @@ export function ConversationList(p: ConversationListProps) {
   const more = useRef(p.onLoadMore);
   more.current = p.onLoadMore;
   const canLoad = p.hasMore && !p.loading && !p.error;
-  // The site's tags for the tag filter; a site with none shows no tag filter. A failed read leaves it out too.
-  const [tags, setTags] = useState<Schemas['Tag'][]>([]);
-  useEffect(() => {
-    let live = true;
-    tagsOf(p.siteId).then(
-      (t) => live && setTags(t),
-      () => live && setTags([]),
-    );
-    return () => {
-      live = false;
-    };
-  }, [p.siteId]);
+  // The site's tags for the tag filter, kept live; a site with none shows no tag filter. A failed read leaves it out too.
+  const tags = useSiteTags(p.siteId).tags ?? [];
 
   // The next page loads when the end of the list scrolls into view (the button does it without scrolling).
   useEffect(() => {
@@ -93,6 +85,9 @@ export function ConversationList(p: ConversationListProps) {
           </label>
         )}
       </div>
+      <p class="status-line inbox-filter-notice" role="status">
+        {p.notice}
+      </p>
       <ErrorBanner error={p.error} />
       {p.items === null ? (
         !p.error && <p class="loading">Loading conversations…</p>

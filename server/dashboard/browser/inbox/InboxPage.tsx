@@ -27,6 +27,8 @@ import {
   matches,
   messageOf,
   searchFromUrl,
+  tagOfEvent,
+  withRow,
   type Conversation,
   type Filters,
   type Member,
@@ -61,11 +63,13 @@ export function InboxPage({ site, me }: PageProps) {
   const [editingCanned, setEditingCanned] = useState(false);
   const [cannedVersion, setCannedVersion] = useState(0);
   const [resyncTick, setResyncTick] = useState(0);
+  /** Why the list's filters changed without the member (its tag deleted by an owner). */
+  const [filterNotice, setFilterNotice] = useState<string | null>(null);
   const replyField = useRef<HTMLTextAreaElement>(null);
 
   // The newest state for the live handler and the key handler, which are registered once.
-  const now = useRef({ filters, items, selectedId, open });
-  now.current = { filters, items, selectedId, open };
+  const now = useRef({ filters, items, selectedId, open, cursor });
+  now.current = { filters, items, selectedId, open, cursor };
 
   // Each list load is numbered: an answer for filters changed meanwhile is dropped.
   const generation = useRef(0);
@@ -207,6 +211,11 @@ export function InboxPage({ site, me }: PageProps) {
       // The tab title's count and the notifications are the header's (live/status.tsx), on every page.
       setItems((rows) => rows?.map((c) => applyToRow(c, e, ctx)) ?? rows);
       setOpen((o) => (o ? applyToRow(o, e, ctx) : o));
+      const gone = e.name === 'tag.deleted' ? tagOfEvent(e) : null;
+      if (gone && now.current.filters.tag === gone.id) {
+        setFilters((f) => ({ ...f, tag: undefined }));
+        setFilterNotice(`The tag “${gone.name}” was deleted: the list no longer filters by it.`);
+      }
       const id = conversationIdOf(e);
       // What a row says of the last message is the server's (the preview's rules live there): read
       // again; a message arriving during the read asks for one more read after it.
@@ -214,12 +223,14 @@ export function InboxPage({ site, me }: PageProps) {
         if (summaries.current.has(id)) summaries.current.set(id, true);
         else void readSummary(id);
       }
-      if (e.name === 'conversation.started' && id && !now.current.items?.some((c) => c.id === id)) {
+      // A conversation not in the list may join it: a new one, or one given the tag the list is filtered by.
+      const tagged = e.name === 'conversation.tagged' && Array.isArray(e.data.tags) && e.data.tags.some((t) => t.id === now.current.filters.tag);
+      if ((e.name === 'conversation.started' || tagged) && id && !now.current.items?.some((c) => c.id === id)) {
         try {
           const c = await call(() =>
             client.GET('/sites/{siteId}/inbox/conversations/{conversationId}', { params: { path: { siteId: site.id, conversationId: id } } }),
           );
-          if (matches(c, now.current.filters, myId)) setItems((rows) => (rows && !rows.some((r) => r.id === c.id) ? [c, ...rows] : rows));
+          if (matches(c, now.current.filters, myId)) setItems((rows) => rows && withRow(rows, c, now.current.cursor !== null));
         } catch {
           // Not readable (gone, or no longer a member): the list stays as it is.
         }
@@ -329,7 +340,11 @@ export function InboxPage({ site, me }: PageProps) {
           items={items}
           selectedId={selectedId}
           filters={filters}
-          onFilters={setFilters}
+          onFilters={(f) => {
+            setFilterNotice(null);
+            setFilters(f);
+          }}
+          notice={filterNotice}
           hasMore={cursor !== null}
           loading={loading}
           error={listError}

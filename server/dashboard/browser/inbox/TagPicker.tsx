@@ -1,22 +1,10 @@
-import { useEffect, useState } from 'preact/hooks';
+import { useState } from 'preact/hooks';
 import { call, client, type Schemas } from '../api';
 import { Button } from '../components/Button';
 import { ErrorBanner } from '../components/ErrorBanner';
+import { useSiteTags } from './site-tags';
 
 type TagRef = Schemas['TagRef'];
-
-/** The site's tags, read once a site per page load (settings/tags.tsx forgets them when an owner changes them). */
-const siteTags = new Map<string, Promise<Schemas['Tag'][]>>();
-export const forgetSiteTags = (siteId: string) => void siteTags.delete(siteId);
-export function tagsOf(siteId: string) {
-  let tags = siteTags.get(siteId);
-  if (!tags) {
-    tags = call(() => client.GET('/sites/{siteId}/tags', { params: { path: { siteId } } }));
-    tags.catch(() => forgetSiteTags(siteId));
-    siteTags.set(siteId, tags);
-  }
-  return tags;
-}
 
 /** A conversation's tags as chips, each with a button to take it off; a row shows the same chips without buttons. */
 export function TagChips({ tags, onRemove }: { tags: TagRef[]; onRemove?: (t: TagRef) => void }) {
@@ -43,13 +31,10 @@ export function TagChips({ tags, onRemove }: { tags: TagRef[]; onRemove?: (t: Ta
  * change answers the conversation's tags, which the row and the view then show.
  */
 export function TagPicker(p: { siteId: string; conversationId: string; tags: TagRef[]; onTags: (tags: TagRef[]) => void }) {
-  const [all, setAll] = useState<Schemas['Tag'][] | null>(null);
+  const { tags: all, error: readError } = useSiteTags(p.siteId);
   const [chosen, setChosen] = useState('');
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(null);
-  useEffect(() => {
-    tagsOf(p.siteId).then(setAll, setError);
-  }, [p.siteId]);
   const change = async (method: 'PUT' | 'DELETE', tagId: string) => {
     setBusy(true);
     setError(null);
@@ -66,6 +51,8 @@ export function TagPicker(p: { siteId: string; conversationId: string; tags: Tag
   };
   const on = new Set(p.tags.map((t) => t.id));
   const offered = (all ?? []).filter((t) => !on.has(t.id));
+  // A tag chosen and then deleted by an owner is no longer offered: the choice goes with it.
+  const choice = offered.some((t) => t.id === chosen) ? chosen : '';
   return (
     <div class="tag-picker">
       <TagChips tags={p.tags} onRemove={(t) => !busy && void change('DELETE', t.id)} />
@@ -74,13 +61,13 @@ export function TagPicker(p: { siteId: string; conversationId: string; tags: Tag
           class="line-row"
           onSubmit={(e) => {
             e.preventDefault();
-            if (chosen) void change('PUT', chosen);
+            if (choice) void change('PUT', choice);
           }}
         >
           <label for="tag-picker-select" class="sr-only">
             Tag to add
           </label>
-          <select id="tag-picker-select" value={chosen} onChange={(e) => setChosen(e.currentTarget.value)}>
+          <select id="tag-picker-select" value={choice} onChange={(e) => setChosen(e.currentTarget.value)}>
             <option value="">Add a tag…</option>
             {offered.map((t) => (
               <option key={t.id} value={t.id}>
@@ -88,12 +75,12 @@ export function TagPicker(p: { siteId: string; conversationId: string; tags: Tag
               </option>
             ))}
           </select>
-          <Button submit busy={busy} disabled={!chosen}>
+          <Button submit busy={busy} disabled={!choice}>
             Add tag
           </Button>
         </form>
       )}
-      <ErrorBanner error={error} />
+      <ErrorBanner error={error ?? readError} />
     </div>
   );
 }

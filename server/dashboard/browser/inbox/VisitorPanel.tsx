@@ -157,6 +157,9 @@ export function VisitorPanel({ siteId, conversationId, owner, onDeleted }: Visit
                   <dt>Email</dt>
                   <dd>
                     {v.email} <Verified verified={v.emailVerified} />
+                    {v.replyEmails !== 'none' && (
+                      <span class="muted"> ({v.replyEmails === 'subscribed' ? 'replies emailed' : 'unsubscribed from reply emails'})</span>
+                    )}
                   </dd>
                 </>
               )}

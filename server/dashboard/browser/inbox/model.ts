@@ -10,6 +10,8 @@ import type { InboxLiveEvent } from '../live/inbox-stream';
 export type Conversation = Schemas['InboxConversation'];
 export type Message = Schemas['Message'];
 export type Member = Schemas['Member'];
+export type Tag = Schemas['Tag'];
+type TagRef = Schemas['TagRef'];
 
 /** The inbox list's query as the document defines it (generated from openapi/manage.yaml). */
 export type InboxQuery = NonNullable<operations['listInboxConversations']['parameters']['query']>;
@@ -45,16 +47,31 @@ export function inboxUrl(base: string, conversationId: string | null, q: string 
 }
 
 /**
- * Whether the list under `f` would hold `c` (for a conversation that arrives live). A search or a
- * tag is the server's to judge: a conversation arriving live joins such a list when it is asked again.
+ * Whether the list under `f` would hold `c` (for a conversation that arrives live: started, or
+ * given the filtered tag). A search is the server's to judge: a conversation arriving live joins a
+ * searched list when it is asked again.
  */
 export function matches(c: Conversation, f: Filters, me: string): boolean {
-  if (f.q || f.tag) return false;
+  if (f.q) return false;
+  if (f.tag && !c.tags.some((t) => t.id === f.tag)) return false;
   if (c.state !== f.state) return false;
   if (f.assignee === 'me' && c.assigneeId !== me) return false;
   if (f.assignee === 'unassigned' && c.assigneeId !== null) return false;
   if (f.unread && c.unreadCount === 0) return false;
   return true;
+}
+
+/**
+ * The loaded rows with `c` in its place in the list's order (newest first by `createdAt`, then
+ * `id`); the same rows when it is there already, or when it sorts past the last loaded row while
+ * more pages remain (the next page brings it).
+ */
+export function withRow(rows: Conversation[], c: Conversation, hasMore: boolean): Conversation[] {
+  if (rows.some((r) => r.id === c.id)) return rows;
+  const after = (r: Conversation) => r.createdAt > c.createdAt || (r.createdAt === c.createdAt && r.id > c.id);
+  const at = rows.findIndex((r) => !after(r));
+  if (at < 0) return hasMore ? rows : [...rows, c];
+  return [...rows.slice(0, at), c, ...rows.slice(at)];
 }
 
 /** The public card the stream's conversation events carry. */
@@ -129,6 +146,11 @@ export function applyToRow(c: Conversation, e: InboxLiveEvent, ctx: LiveContext)
       if (d.conversationId !== c.id || !Array.isArray(d.tags)) return c;
       return { ...c, tags: d.tags as Conversation['tags'] };
     }
+    case 'tag.renamed':
+    case 'tag.deleted': {
+      const tags = tagsAfter(c.tags, e);
+      return tags === c.tags ? c : { ...c, tags };
+    }
     case 'conversation.read': {
       const d = e.data as { conversationId?: unknown; accountId?: unknown; lastReadAt?: unknown };
       if (d.conversationId !== c.id || d.accountId !== ctx.me) return c;
@@ -137,6 +159,37 @@ export function applyToRow(c: Conversation, e: InboxLiveEvent, ctx: LiveContext)
     default:
       return c;
   }
+}
+
+/** Tags in the API's order: by name without regard to case, then id. */
+const byName = (a: TagRef, b: TagRef) => {
+  const x = a.name.toLowerCase();
+  const y = b.name.toLowerCase();
+  return x === y ? (a.id < b.id ? -1 : 1) : x < y ? -1 : 1;
+};
+
+/** The tag a `tag.*` event is about, as it came off the wire; null for any other event. */
+export function tagOfEvent(e: InboxLiveEvent): TagRef | null {
+  if (e.name !== 'tag.created' && e.name !== 'tag.renamed' && e.name !== 'tag.deleted') return null;
+  const data: unknown = e.data;
+  if (!isObject(data) || !isObject(data.tag)) return null;
+  const { id, name } = data.tag;
+  return typeof id === 'string' && typeof name === 'string' ? (data.tag as unknown as TagRef) : null;
+}
+
+/**
+ * A list of tags after a change of the site's tags (the same array when nothing changed): the
+ * site's own list (`site`: the picker's, the filter's) gains a created tag; a conversation's keeps
+ * the tags it carries, renamed, less a deleted one.
+ */
+export function tagsAfter<T extends TagRef>(tags: T[], e: InboxLiveEvent, site = false): T[] {
+  const tag = tagOfEvent(e);
+  if (!tag) return tags;
+  const at = tags.findIndex((t) => t.id === tag.id);
+  if (e.name === 'tag.deleted') return at < 0 ? tags : tags.filter((t) => t.id !== tag.id);
+  if (at < 0) return site ? [...tags, tag as T].sort(byName) : tags;
+  if (tags[at].name === tag.name) return tags;
+  return tags.map((t, i) => (i === at ? { ...t, name: tag.name } : t)).sort(byName);
 }
 
 /** Messages merged by id, oldest first: a page loaded, a reply sent and the same reply arriving live meet once. */

@@ -36,6 +36,9 @@ export const INBOX_LIVE_EVENT_NAMES: ReadonlySet<string> = new Set(
     'conversation.seen': 1,
     'conversation.typing': 1,
     'conversation.tagged': 1,
+    'tag.created': 1,
+    'tag.renamed': 1,
+    'tag.deleted': 1,
   } satisfies Record<InboxLiveEventName, 1>),
 );
 

@@ -5,6 +5,7 @@
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { client } from '../api';
+import { sessionInDoubt } from '../session';
 import { createTypingIndicator, createTypingReporter } from '../../../browser-shared/typing';
 import { subscribeInbox } from './inbox-stream';
 import type { components } from '../../../manage/generated/api';
@@ -17,6 +18,7 @@ export function useTypingReport(siteId: string, conversationId: string) {
     () =>
       createTypingReporter((typing) => {
         // Fire and forget: a lost report is only a typing line that shows late or expires by itself.
+        if (sessionInDoubt()) return;
         void client
           .POST('/sites/{siteId}/inbox/conversations/{conversationId}/typing', { params: { path: { siteId, conversationId } }, body: { typing } })
           .catch(() => {});

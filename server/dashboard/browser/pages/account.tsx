@@ -1,6 +1,6 @@
 /**
  * The signed-in person's own account, whatever their role on any site (`/dashboard/account`):
- * their display name, change the password, see and end their sessions, make, list and revoke management tokens for
+ * their display name, their email (verify it, change it), change the password, see and end their sessions, make, list and revoke management tokens for
  * scripts (a token made before the last password change is called out), and read the account's
  * security log. Every call is /manage/v1 on the person's own resources (no site in the path).
  */
@@ -17,6 +17,8 @@ import { Table } from '../components/Table';
 import { useAction } from '../use-action';
 import { usePagedList } from '../use-paged-list';
 import { LoadMore } from '../components/LoadMore';
+import { MyAlerts } from '../settings/my-alerts';
+import { SubmitRow } from '../components/SubmitRow';
 
 type Session = Schemas['Session'];
 type Token = Schemas['Token'];
@@ -34,6 +36,8 @@ export function AccountPage({ me }: { me: Me }) {
         Signed in as <strong>{me.account.email}</strong>. Password last changed <RelativeTime at={changedAt} />.
       </p>
       <DisplayName me={me} />
+      <Email me={me} />
+      <MyAlerts me={me} />
       <ChangePassword
         onChanged={() => {
           setSessionsVersion((v) => v + 1);
@@ -76,15 +80,100 @@ function DisplayName({ me }: { me: Me }) {
         autocomplete="name"
         hint={`What your team sees, and visitors on your replies unless a site turns agents’ names off. Empty: “${local}”, from your email.`}
       />
-      <div class="line-row">
-        <Button variant="primary" submit busy={busy} disabled={value.trim() === saved}>
-          Save name
-        </Button>
-        <span class="copy-status" role="status">
-          {said}
-        </span>
-      </div>
+      <SubmitRow busy={busy} disabled={value.trim() === saved} status={said}>
+        Save name
+      </SubmitRow>
     </form>
+  );
+}
+
+/** The server's words when the current password is wrong (403 here is that, not a missing right); other failures are thrown on. */
+async function withCurrentPassword(send: () => Promise<unknown>, wrong: (message: string) => void): Promise<boolean> {
+  try {
+    await send();
+    return true;
+  } catch (err) {
+    if (err instanceof ApiFailure && err.code === 'forbidden') {
+      wrong(err.message);
+      return false;
+    }
+    throw err;
+  }
+}
+
+/**
+ * The account's email: whether it is verified (with the link sent again on request; until then no
+ * site can add the account by its email), and a change, which needs the current password and
+ * happens when the link sent to the new address is used.
+ */
+function Email({ me }: { me: Me }) {
+  const [resent, setResent] = useState('');
+  const [next, setNext] = useState('');
+  const [password, setPassword] = useState('');
+  const [asked, setAsked] = useState('');
+  const [wrong, setWrong] = useState<string | null>(null);
+  const resend = useAction(async () => {
+    const { emailVerified } = await call(() => client.POST('/email-verifications'));
+    setResent(emailVerified ? 'Your email is verified already.' : `A link is on its way to ${me.account.email}. It works once, for 24 hours.`);
+  });
+  const change = useAction(async () => {
+    setAsked('');
+    setWrong(null);
+    const sent = await withCurrentPassword(() => call(() => client.POST('/email-changes', { body: { newEmail: next, password } })), setWrong);
+    if (!sent) return;
+    setAsked(`A link is on its way to ${next}: your email changes when you open it (within 24 hours). ${me.account.email} was told.`);
+    setNext('');
+    setPassword('');
+  });
+  return (
+    <section class="card stack" aria-labelledby="email-title">
+      <h2 id="email-title">Email</h2>
+      {!me.account.emailVerified && (
+        <div class="banner banner-warning" role="status">
+          <p>
+            <strong>Verify your email.</strong> Until you open the link sent to {me.account.email}, no site can add you by your email and you cannot accept
+            another invitation.
+          </p>
+          <ErrorBanner error={resend.error} />
+          <div class="line-row">
+            <Button onClick={() => void resend.run()} busy={resend.busy}>
+              Send the link again
+            </Button>
+            <span class="copy-status" role="status">
+              {resent}
+            </span>
+          </div>
+        </div>
+      )}
+      <form class="stack" onSubmit={change.submit} aria-label="Change email">
+        <ErrorBanner error={change.error} />
+        {wrong && (
+          <div class="banner banner-error" role="alert">
+            <p>{wrong}</p>
+          </div>
+        )}
+        {asked && (
+          <div class="banner banner-info" role="status">
+            <p>{asked}</p>
+          </div>
+        )}
+        <TextInput
+          label="New email"
+          type="email"
+          value={next}
+          onValue={setNext}
+          required
+          autocomplete="email"
+          hint="A link goes to it; the old address is told."
+        />
+        <TextInput label="Current password" type="password" value={password} onValue={setPassword} required autocomplete="current-password" />
+        <div>
+          <Button variant="primary" submit busy={change.busy}>
+            Change email
+          </Button>
+        </div>
+      </form>
+    </section>
   );
 }
 
@@ -97,13 +186,13 @@ function ChangePassword({ onChanged }: { onChanged: () => void }) {
   const { busy, error, submit } = useAction(async () => {
     setDone(false);
     setWrong(null);
-    try {
-      await call(() => client.POST('/password', { body: { currentPassword: current, newPassword: next, revokeTokens } }));
-    } catch (err) {
-      // 403 here means the current password is wrong, not a missing right: the server's words say so.
-      if (err instanceof ApiFailure && err.code === 'forbidden') return setWrong(err.message);
-      throw err;
-    }
+    if (
+      !(await withCurrentPassword(
+        () => call(() => client.POST('/password', { body: { currentPassword: current, newPassword: next, revokeTokens } })),
+        setWrong,
+      ))
+    )
+      return;
     setCurrent('');
     setNext('');
     setDone(true);
@@ -347,6 +436,11 @@ const ACTIONS: Record<string, string> = {
   'sessions.ended.role_change': 'Every session ended by a role change',
   'sessions.ended.removal': 'Every session ended by a removal from a site',
   'account.password_changed': 'Password changed',
+  'account.password_reset': 'Password set through a forgot-password link',
+  'sessions.ended.password_reset': 'Every session ended by a forgot-password link',
+  'account.email_verified': 'Email verified',
+  'account.email_change_requested': 'Email change asked for',
+  'account.email_changed': 'Email changed',
   'token.created': 'Management token created',
   'token.revoked': 'Management token revoked',
   'sudo.granted': 'Password confirmed',

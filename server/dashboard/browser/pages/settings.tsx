@@ -1,7 +1,7 @@
 /**
  * A site's settings (owners): its name, the origins whose pages may open the chat window, identity
  * verification (mode and secret), the embed snippet with a check that a page carries it, whose
- * name visitors see on replies, and the tags agents put on conversations. The sections are in
+ * name visitors see on replies, the tags agents put on conversations, and the mail log with its test email. The sections are in
  * settings/; this page reads the site once and hands each its part (a section with a resource of
  * its own reads that itself).
  */
@@ -15,7 +15,9 @@ import { IdentityVerification } from '../settings/identity';
 import { EmbedSnippet } from '../settings/embed';
 import { AgentNames } from '../settings/agent-names';
 import { VisitorContextSettings } from '../settings/visitor-context';
+import { BusinessHoursSettings } from '../settings/business-hours';
 import { TagSettings } from '../settings/tags';
+import { MailSettings } from '../settings/mail';
 
 export type ManagedSite = Schemas['ManagedSite'];
 
@@ -39,9 +41,11 @@ export function SettingsPage({ site }: PageProps) {
         onChange={(identityMode, identitySecretSet) => update({ identityMode, identitySecretSet })}
       />
       <VisitorContextSettings siteId={site.id} />
+      <BusinessHoursSettings siteId={site.id} />
       <EmbedSnippet siteId={site.id} origins={settings.allowedOrigins} />
       <AgentNames siteId={site.id} siteName={settings.name} />
       <TagSettings siteId={site.id} />
+      <MailSettings siteId={site.id} />
     </div>
   );
 }

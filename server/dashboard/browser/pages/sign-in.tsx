@@ -3,6 +3,7 @@ import { call, client, type Schemas } from '../api';
 import { Button } from '../components/Button';
 import { CredentialFields } from '../components/CredentialFields';
 import { ErrorBanner } from '../components/ErrorBanner';
+import { Link } from '../components/Link';
 import { useAction } from '../use-action';
 
 export type SignedIn = Schemas['SignInResponse']['data'];
@@ -42,6 +43,9 @@ export function SignInPage({ onSignedIn }: { onSignedIn: () => Promise<void> }) 
     <main id="main" class="narrow">
       <h1>Sign in</h1>
       <SignInForm onSignedIn={onSignedIn} />
+      <p>
+        <Link to="/forgot-password">Forgot your password?</Link>
+      </p>
       <p class="muted">No account? An owner of a site invites you by a link.</p>
     </main>
   );

@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, client } from '../api';
-import { Button } from '../components/Button';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAction } from '../use-action';
+import { SubmitRow } from '../components/SubmitRow';
 
 /**
  * Whether visitors see who answers: each agent's display name on their replies in the chat window
@@ -45,14 +45,9 @@ export function AgentNames({ siteId, siteName }: { siteId: string; siteName: str
             </label>
           </fieldset>
           <p class="hint">Replies from an integration (the public API) always show the site’s name. Older replies follow the choice too.</p>
-          <div class="line-row">
-            <Button variant="primary" submit busy={save.busy} disabled={chosen === shown}>
-              Save
-            </Button>
-            <span class="copy-status" role="status">
-              {saved}
-            </span>
-          </div>
+          <SubmitRow busy={save.busy} disabled={chosen === shown} status={saved}>
+            Save
+          </SubmitRow>
         </form>
       )}
     </section>

@@ -5,6 +5,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { ShownOnce } from '../components/ShownOnce';
 import { useAction } from '../use-action';
+import { SubmitRow } from '../components/SubmitRow';
 
 type Mode = Schemas['IdentityMode'];
 
@@ -66,14 +67,9 @@ export function IdentityVerification({
             </label>
           ))}
         </fieldset>
-        <div class="line-row">
-          <Button variant="primary" submit busy={save.busy} disabled={chosen === mode}>
-            Save mode
-          </Button>
-          <span class="copy-status" role="status">
-            {saved}
-          </span>
-        </div>
+        <SubmitRow busy={save.busy} disabled={chosen === mode} status={saved}>
+          Save mode
+        </SubmitRow>
       </form>
       <div class="stack">
         <p class="hint">

@@ -1,9 +1,9 @@
 import { useState } from 'preact/hooks';
 import { call, client } from '../api';
-import { Button } from '../components/Button';
 import { TextInput } from '../components/Field';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAction } from '../use-action';
+import { SubmitRow } from '../components/SubmitRow';
 
 /** Renames the site (the members see the new name at their next load of the dashboard). */
 export function SiteName({ siteId, name, onSaved }: { siteId: string; name: string; onSaved: (name: string) => void }) {
@@ -21,14 +21,9 @@ export function SiteName({ siteId, name, onSaved }: { siteId: string; name: stri
       <h2 id="site-name-title">Site name</h2>
       <ErrorBanner error={error} />
       <TextInput label="Name" value={value} onValue={setValue} required maxLength={200} hint="How the site is named in the dashboard and to its members." />
-      <div class="line-row">
-        <Button variant="primary" submit busy={busy} disabled={value.trim() === name || !value.trim()}>
-          Save name
-        </Button>
-        <span class="copy-status" role="status">
-          {saved}
-        </span>
-      </div>
+      <SubmitRow busy={busy} disabled={value.trim() === name || !value.trim()} status={saved}>
+        Save name
+      </SubmitRow>
     </form>
   );
 }

@@ -5,7 +5,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { TextInput } from '../components/Field';
 import { useAction } from '../use-action';
-import { forgetSiteTags } from '../inbox/TagPicker';
+import { forgetSiteTags } from '../inbox/site-tags';
 
 type Tag = Schemas['Tag'];
 const byName = (a: Tag, b: Tag) => a.name.toLowerCase().localeCompare(b.name.toLowerCase());

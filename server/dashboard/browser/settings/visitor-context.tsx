@@ -1,8 +1,8 @@
 import { useEffect, useState } from 'preact/hooks';
 import { call, client, type Schemas } from '../api';
-import { Button } from '../components/Button';
 import { ErrorBanner } from '../components/ErrorBanner';
 import { useAction } from '../use-action';
+import { SubmitRow } from '../components/SubmitRow';
 
 type Settings = Schemas['VisitorContextSettings'];
 
@@ -58,14 +58,9 @@ export function VisitorContextSettings({ siteId }: { siteId: string }) {
               browser, since queries often carry search words, emails or tokens.
             </span>
           </label>
-          <div class="line-row">
-            <Button variant="primary" submit busy={save.busy} disabled={chosen.pageTracking === saved.pageTracking && chosen.keepQuery === saved.keepQuery}>
-              Save
-            </Button>
-            <span class="copy-status" role="status">
-              {status}
-            </span>
-          </div>
+          <SubmitRow busy={save.busy} disabled={chosen.pageTracking === saved.pageTracking && chosen.keepQuery === saved.keepQuery} status={status}>
+            Save
+          </SubmitRow>
         </form>
       )}
     </section>

@@ -36,7 +36,6 @@ export function strippedUrl(raw: string, keepQuery: boolean): string {
   }
 }
 
-// eslint-disable-next-line no-control-regex
 const CONTROLS = /[\u0000-\u001f\u007f]/g;
 
 /** The report of a page as the entry takes it (openapi/window.yaml, ContextReport); null when the page is no http(s) page. */

@@ -45,15 +45,23 @@ export interface LiveSignal {
   data: Record<string, unknown>;
 }
 
+/** A committed email of the mail queue: mail workers look for due rows when told of one. */
+export interface MailNotice {
+  kind: 'mail';
+  id: string;
+}
+
 /** What travels on the channel; each listener hears only the kinds it asked for. */
-export type ChannelMessage = CommittedEvent | InboxNotice | LiveSignal;
+export type ChannelMessage = CommittedEvent | InboxNotice | LiveSignal | MailNotice;
 export type ChannelKind = ChannelMessage['kind'];
 
 /** What a delivery worker listens for: only the outbox's events can make a delivery due. */
 export const DELIVERY_KINDS: readonly ChannelKind[] = ['event'];
-const ALL_KINDS: readonly ChannelKind[] = ['event', 'inbox', 'signal'];
+/** What a mail worker listens for: only a queued email can make one due. */
+export const MAIL_KINDS: readonly ChannelKind[] = ['mail'];
+const ALL_KINDS: readonly ChannelKind[] = ['event', 'inbox', 'signal', 'mail'];
 /** Kinds that stand for rows in the database: a listener of one looks there when messages may have been missed. */
-const STORED_KINDS: ReadonlySet<ChannelKind> = new Set(['event', 'inbox']);
+const STORED_KINDS: ReadonlySet<ChannelKind> = new Set(['event', 'inbox', 'mail']);
 
 /**
  * Told of the messages of its kinds, or `null` when stored changes may have been committed that
@@ -106,6 +114,8 @@ function wireOf(m: ChannelMessage): ChannelMessage {
       return { kind: m.kind, siteId: m.siteId, visitorId: m.visitorId, position: m.position, createdAt: m.createdAt };
     case 'signal':
       return { kind: m.kind, siteId: m.siteId, visitorId: m.visitorId, conversationId: m.conversationId, to: m.to, event: m.event, data: m.data };
+    case 'mail':
+      return { kind: m.kind, id: m.id };
   }
 }
 
@@ -115,6 +125,8 @@ const isString = (v: unknown): v is string => typeof v === 'string';
 function readItem(item: unknown): ChannelMessage | null | undefined {
   if (typeof item !== 'object' || item === null) return undefined;
   const c = item as Record<string, unknown>;
+  // An email belongs to no visitor: its notice names the email alone.
+  if (c.kind === 'mail') return isString(c.id) ? { kind: 'mail', id: c.id } : undefined;
   if (!isString(c.siteId) || !isString(c.visitorId)) return undefined;
   // Without a kind: an outbox event of an older release.
   const kind = c.kind ?? 'event';
@@ -231,12 +243,14 @@ export function createEventChannel(opts: EventChannelOptions = {}): EventChannel
     batch = [];
     if (!messages.length) return;
     tell(messages);
-    // Signals go in a Redis message of their own: an older release reads a message holding anything
-    // it does not know as "look yourself", and kept apart the events still reach it as events.
+    // Signals and emails go in Redis messages of their own: an older release reads a message holding
+    // anything it does not know as "look yourself", and kept apart the events still reach it as events.
     const signals = messages.filter((m) => m.kind === 'signal');
-    const stored = messages.filter((m) => m.kind !== 'signal');
+    const mail = messages.filter((m) => m.kind === 'mail');
+    const stored = messages.filter((m) => m.kind === 'event' || m.kind === 'inbox');
     if (stored.length) sendOut(stored);
     if (signals.length) sendOut(signals);
+    if (mail.length) sendOut(mail);
   }
   const publish = (messages: readonly ChannelMessage[]) => {
     if (!messages.length) return;
