@@ -6,7 +6,8 @@ import type { Position } from '../platform/cursor';
 import { toIso, toIsoRequired } from '../platform/time';
 import type { components } from '../../sdk/src/generated/api';
 import { joinReadMarks, whereUnread, type ReadMarkColumns } from '../inbox/store';
-import { joinVisitorNames, type VisitorNameColumns } from '../visitors/store';
+import { joinVisitorNames, replyEmailColumns, replyEmailSubscriberOf, type ReplyEmailColumns, type VisitorNameColumns } from '../visitors/store';
+import type { ReplyEmailSubscriber } from '../visitors/reply-email-rules';
 import { searchStep } from '../search/plan';
 import { createSearchStore } from '../search/store';
 import { whereTagged } from '../tags/filter';
@@ -95,6 +96,13 @@ const mapWithMarks = (row: InboxRow): InboxRow => {
   for (const c of INBOX_NUMERIC) r[c] = r[c] === null || r[c] === undefined ? null : Number(r[c]);
   return row;
 };
+/** A conversation locked for a reply, with what the reply's transaction needs of its site and visitor (findForReply). */
+export interface ReplyLock {
+  conversation: ConversationRow;
+  eventAddress: EventAddress | null;
+  visitor: ReplyEmailSubscriber;
+}
+
 export function createConversationStore(db: Knex) {
   const search = createSearchStore(db);
   /** The joins of an inbox row beside the card: the member's read mark and the visitor's name. */
@@ -237,23 +245,29 @@ export function createConversationStore(db: Knex) {
     },
 
     /**
-     * findForUpdate with the site's event address beside it, in the same statement: a writer that
-     * will emit an event learns where it goes without a read of its own (the webhooks store's
-     * columns, which lock nothing).
+     * findForUpdate for a reply, with what its transaction reads of others beside it in the same
+     * statement: the site's event address (where its event goes) and its visitor's reply-email
+     * subscription (whether the reply starts a notice), each the owning store's columns, which
+     * lock nothing.
      */
-    async findForUpdateWithEventAddress(
-      trx: Knex.Transaction,
-      siteId: string,
-      id: string,
-    ): Promise<{ conversation: ConversationRow; eventAddress: EventAddress | null } | undefined> {
+    async findForReply(trx: Knex.Transaction, siteId: string, id: string): Promise<ReplyLock | undefined> {
       const query = trx<ConversationRow>('conversations')
         .where({ site_id: siteId, id })
-        .first([...COLUMNS, ...eventAddressColumns(trx, siteId)]);
-      const row = (await forUpdate(trx, query)) as (ConversationRow & { event_address_id: string | null; event_address_events: string | null }) | undefined;
+        .first([...COLUMNS, ...eventAddressColumns(trx, siteId), ...replyEmailColumns(trx)]);
+      const row = (await forUpdate(trx, query)) as
+        (ConversationRow & { event_address_id: string | null; event_address_events: string | null } & ReplyEmailColumns) | undefined;
       if (!row) return undefined;
       const eventAddress = eventAddressOf(row);
-      const { event_address_id: _id, event_address_events: _events, ...conversation } = row;
-      return { conversation: normalise(conversation)!, eventAddress };
+      const visitor = replyEmailSubscriberOf(row);
+      const {
+        event_address_id: _id,
+        event_address_events: _events,
+        visitor_email: _email,
+        visitor_reply_email_at: _at,
+        visitor_reply_email_unsubscribed_at: _unsubscribed,
+        ...conversation
+      } = row;
+      return { conversation: normalise(conversation)!, eventAddress, visitor };
     },
 
     /** One conversation of the site with `accountId`'s read mark and its visitor's name (the inbox and visitors stores' joins), in one read. */

@@ -9,8 +9,7 @@ import type { ConversationStore, ConversationRow } from '../conversations/store'
 import { conversationToDto } from '../conversations/store';
 import type { MediaService, IncomingFile } from '../media/service';
 import type { MediaStore, AttachmentRow } from '../media/store';
-import type { Outbox } from '../webhooks/outbox';
-import type { EventAddress } from '../webhooks/store';
+import type { EmitInput, Outbox } from '../webhooks/outbox';
 import type { SearchIndex } from '../search/service';
 import { messagePreview } from '../inbox/preview';
 import { mayHaveAttachments, type Message, type MessageFormat, type MessageRow, type MessageStore } from './store';
@@ -117,8 +116,8 @@ export function createMessageService(deps: Deps) {
       conversation: ConversationRow,
       input: NewMessage,
       files: AttachmentRow[],
-      /** The site's event address when the caller read it in `trx` already (EmitInput.eventAddress). */
-      eventAddress?: EventAddress | null,
+      /** What the caller read with its lock in `trx` already (EmitInput's eventAddress and visitor). */
+      read?: Pick<EmitInput, 'eventAddress' | 'visitor'>,
     ) {
       const at = Math.max(now(), conversation.updated_at);
       const row: MessageRow = {
@@ -147,7 +146,7 @@ export function createMessageService(deps: Deps) {
       const updated: ConversationRow = { ...conversation, updated_at: at, last_message_at: at };
       const message = toDto(row, linked);
       const conversationDto = conversationToDto(updated);
-      await deps.outbox.emit(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message, eventAddress }, at);
+      await deps.outbox.emit(trx, { siteId: conversation.site_id, name: 'message.created', conversation: conversationDto, message, ...read }, at);
       return { conversation: updated, conversationDto, message };
     },
 
@@ -160,11 +159,11 @@ export function createMessageService(deps: Deps) {
       const files = await media.persist(siteId, input.files);
       try {
         return await runInTransaction(db, async (trx) => {
-          const locked = await conversations.findForUpdateWithEventAddress(trx, siteId, conversationId);
+          const locked = await conversations.findForReply(trx, siteId, conversationId);
           if (!locked) throw notFound('Conversation');
-          const { conversation, eventAddress } = locked;
+          const { conversation, eventAddress, visitor } = locked;
           if (conversation.state === 'closed') throw new ApiError('conversation_closed', 'The conversation is closed; it takes no reply.');
-          const appended = await service.appendInTransaction(trx, conversation, input, files, eventAddress);
+          const appended = await service.appendInTransaction(trx, conversation, input, files, { eventAddress, visitor });
           if (withinTransaction) await withinTransaction(trx, appended.message);
           return appended;
         });

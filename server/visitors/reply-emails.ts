@@ -210,7 +210,8 @@ export function withReplyNotices(
       const event = await outbox.emit(trx, input, at);
       if (input.name === 'message.created' && input.message?.direction === 'outgoing') {
         const { id: conversationId, visitorId } = input.conversation;
-        if (subscribed(await deps.visitors.find(input.siteId, visitorId, trx))) {
+        const visitor = input.visitor ?? (await deps.visitors.find(input.siteId, visitorId, trx));
+        if (subscribed(visitor)) {
           await deps.notices.start(trx, { siteId: input.siteId, conversationId, visitorId }, at, noticeDueAt(at, delayMs));
         }
       }

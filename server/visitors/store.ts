@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import { withNumericColumns } from '../db/knex';
 import type { StoreContract } from '../db/store-contract';
 import type { KnownName } from './display-name';
+import type { ReplyEmailSubscriber } from './reply-email-rules';
 
 /** What the site knows of a visitor (018_people.ts); a visitor who never said who it is has no row. */
 export interface VisitorRow {
@@ -84,6 +85,39 @@ export function joinVisitorNames(q: Knex.QueryBuilder): Knex.QueryBuilder {
   return q
     .leftJoin('visitors', (j) => j.on('visitors.site_id', '=', 'conversations.site_id').andOn('visitors.id', '=', 'conversations.visitor_id'))
     .select('visitors.name as visitor_name', 'visitors.name_verified as visitor_name_verified');
+}
+
+/**
+ * Beside a statement on `conversations`, what the reply-email rules read of its visitor
+ * (ReplyEmailSubscriber) as three scalar subqueries: a reply's lock of its conversation learns
+ * whether the visitor takes reply emails without a read of its own. Subqueries, not a join: inside
+ * a locking read (FOR UPDATE) MariaDB reads them without locking, so a visitor leaving or
+ * withdrawing its email never waits for a reply's commit.
+ */
+export function replyEmailColumns(db: Knex): Knex.Raw[] {
+  const of = (column: string, as: string) =>
+    db.raw(`(SELECT ${column} FROM visitors WHERE visitors.site_id = conversations.site_id AND visitors.id = conversations.visitor_id) AS ${as}`);
+  return [
+    of('email', 'visitor_email'),
+    of('reply_email_at', 'visitor_reply_email_at'),
+    of('reply_email_unsubscribed_at', 'visitor_reply_email_unsubscribed_at'),
+  ];
+}
+
+/** replyEmailColumns' columns of a row as the reply-email rules take them (null columns: no row, or never subscribed). */
+export function replyEmailSubscriberOf(row: ReplyEmailColumns): ReplyEmailSubscriber {
+  const numeric = withNumericColumns(row, ['visitor_reply_email_at', 'visitor_reply_email_unsubscribed_at']);
+  return {
+    email: numeric.visitor_email ?? null,
+    replyEmailAt: numeric.visitor_reply_email_at ?? null,
+    replyEmailUnsubscribedAt: numeric.visitor_reply_email_unsubscribed_at ?? null,
+  };
+}
+
+export interface ReplyEmailColumns {
+  visitor_email?: string | null;
+  visitor_reply_email_at?: number | null;
+  visitor_reply_email_unsubscribed_at?: number | null;
 }
 
 /** The joined name as the display-name rules take it (server/visitors/display-name.ts); undefined for a visitor without a row. */

@@ -5,6 +5,7 @@ import { toIsoRequired } from '../platform/time';
 import type { components } from '../../sdk/src/generated/api';
 import { findEndpointOfSite, insertEvent, insertPendingDelivery, subscribedEvents, type EventAddress } from './store';
 import type { CommittedEvent, EventChannel } from '../delivery/channel';
+import type { ReplyEmailSubscriber } from '../visitors/reply-email-rules';
 
 import type { EventName } from './event-names';
 export { EVENT_NAMES, type EventName } from './event-names';
@@ -22,6 +23,11 @@ export interface EmitInput {
    * has none); absent, it is read here.
    */
   eventAddress?: EventAddress | null;
+  /**
+   * The conversation's visitor's reply-email subscription when the caller read it in this
+   * transaction already (withReplyNotices); absent, it is read where it is needed.
+   */
+  visitor?: ReplyEmailSubscriber;
 }
 
 /**

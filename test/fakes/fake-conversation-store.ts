@@ -18,10 +18,10 @@ export function fakeConversationStore(initial: ConversationRow[] = []) {
   const store: ConversationStore = {
     find: async (siteId, id) => copy([...rows.values()].find((r) => r.site_id === siteId && r.id === id)),
     findForUpdate: async (_trx, siteId, id) => copy([...rows.values()].find((r) => r.site_id === siteId && r.id === id)),
-    // No event addresses in memory: a site without one.
-    findForUpdateWithEventAddress: async (_trx, siteId, id) => {
+    // No event addresses nor visitors in memory: a site without an address, a visitor without an email.
+    findForReply: async (_trx, siteId, id) => {
       const conversation = copy([...rows.values()].find((r) => r.site_id === siteId && r.id === id));
-      return conversation && { conversation, eventAddress: null };
+      return conversation && { conversation, eventAddress: null, visitor: { email: null, replyEmailAt: null, replyEmailUnsubscribedAt: null } };
     },
     findById: async (id) => copy(rows.get(id)),
     findOfVisitor: async (siteId, visitorId, id) => copy([...rows.values()].find((r) => r.site_id === siteId && r.visitor_id === visitorId && r.id === id)),

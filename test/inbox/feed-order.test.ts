@@ -139,7 +139,6 @@ test('a reply with an Idempotency-Key completes its record once, in its own tran
     'update conversations',
     'insert search_entries',
     'insert events',
-    'select visitors',
     'update idempotency_keys',
     'update inbox_positions',
     'insert inbox_activity',

@@ -210,6 +210,16 @@ describe('replies by email', () => {
     expect(raw).toMatch(/^List-Unsubscribe-Post: List-Unsubscribe=One-Click\r?$/m);
   });
 
+  test('a reply to a visitor who left no email starts no notice; leaving one, the very next reply does', async () => {
+    const t = await getToken(h.app, site);
+    const conversation = await say(t, 'no email yet');
+    await apiReply(conversation, 'answer before the email');
+    expect(await noticesOf(conversation)).toHaveLength(0);
+    expect((await leaveEmail(t, { email: 'later@example.test', consent: true })).status).toBe(200);
+    await apiReply(conversation, 'answer after the email');
+    expect(await noticesOf(conversation)).toHaveLength(1);
+  });
+
   test('a reply the window marked seen is not emailed', async () => {
     const { t, conversation } = await subscribedVisitor('reader@example.test', 'question');
     const reply = await apiReply(conversation, 'answer you saw');
