@@ -16,6 +16,7 @@ import { BenchRow, formatTable } from './measure';
 import { BenchOptions, parseOptions } from './options';
 import { REPO_ROOT, entryPoint } from './processes';
 import { runReadPart } from './read';
+import { runSoakPart } from './soak';
 import { runDepthPart } from './depth';
 import { runWritesPart } from './writes';
 import { runScaleOutPart } from './scaleout';
@@ -119,6 +120,7 @@ async function main() {
   const has = (part: string) => options.parts.includes(part as never);
   for (const dataset of engineSets) {
     if (has('read') || has('memory')) rows.push(...(await runReadPart(ctx, dataset, { read: has('read'), memory: has('memory') })));
+    if (has('soak')) rows.push(...(await runSoakPart(ctx, dataset)));
   }
   if (has('depth')) {
     for (const dataset of [ctx.mysql, ctx.sqlite]) {

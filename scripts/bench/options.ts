@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- [flags]` (each flag also as an environment variable, e.g. BENCH_ROUNDS=5):
- *   --parts=read,depth,writes,memory,scaleout,delivery,live,cross-live,inbox,inbox-live,markdown,search,start,media,agent-alerts,visitor   which parts to run (default: all);
+ *   --parts=read,depth,writes,memory,scaleout,delivery,live,cross-live,inbox,inbox-live,markdown,search,start,media,agent-alerts,visitor,soak   which parts to run (default: all);
  *                                `--parts=dataset` only builds (or checks) the cached data sets
  *   --engine=mysql|sqlite|both   where the read, write, scale-out, live, inbox and search parts run (default mysql; depth runs on both)
  *   --rounds=3                   alternated rounds of service and baseline; medians are reported
@@ -11,6 +11,7 @@
  *   --database-url=mysql://root@127.0.0.1:3306   the MariaDB server (no database name)
  *   --out=bench-results.md       where the results table is written besides stdout
  *   --quiet-wait=30              seconds to wait for a quiet machine before each timed run
+ *   --soak-minutes=10            length of the soak part (reads held without a pause, one window a minute)
  *   --quick                      shorter delivery runs (scripts/bench/delivery.ts) and fewer inbox live messages (scripts/bench/inbox.ts)
  */
 export type Part =
@@ -30,7 +31,8 @@ export type Part =
   | 'start'
   | 'media'
   | 'agent-alerts'
-  | 'visitor';
+  | 'visitor'
+  | 'soak';
 export type Engine = 'mysql' | 'sqlite';
 export const ALL_PARTS: Part[] = [
   'read',
@@ -49,6 +51,7 @@ export const ALL_PARTS: Part[] = [
   'media',
   'agent-alerts',
   'visitor',
+  'soak',
 ];
 
 export interface BenchOptions {
@@ -64,6 +67,7 @@ export interface BenchOptions {
   out: string;
   quietWaitSeconds: number;
   quick: boolean;
+  soakMinutes: number;
 }
 
 function flagValue(argv: string[], name: string): string | undefined {
@@ -83,7 +87,7 @@ function positiveInt(text: string | undefined, fallback: number, name: string): 
 }
 
 export function parseOptions(argv: string[] = process.argv.slice(2)): BenchOptions {
-  const known = ['parts', 'engine', 'rounds', 'seconds', 'warmup-seconds', 'messages', 'depth-pages', 'rebuild', 'database-url', 'out', 'quiet-wait', 'quick'];
+  const known = ['parts', 'engine', 'rounds', 'seconds', 'warmup-seconds', 'messages', 'depth-pages', 'rebuild', 'database-url', 'out', 'quiet-wait', 'quick', 'soak-minutes'];
   for (const arg of argv) {
     const name = arg.replace(/^--/, '').split('=')[0];
     if (!arg.startsWith('--') || !known.includes(name)) throw new Error(`unknown argument "${arg}"; known: ${known.map((k) => `--${k}`).join(' ')}`);
@@ -108,5 +112,6 @@ export function parseOptions(argv: string[] = process.argv.slice(2)): BenchOptio
     out: flagValue(argv, 'out') ?? 'bench-results.md',
     quietWaitSeconds: positiveInt(flagValue(argv, 'quiet-wait'), 30, 'quiet-wait'),
     quick: ['true', '1'].includes(flagValue(argv, 'quick') ?? ''),
+    soakMinutes: positiveInt(flagValue(argv, 'soak-minutes'), 10, 'soak-minutes'),
   };
 }

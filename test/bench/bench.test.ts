@@ -6,6 +6,7 @@ import { clientIp, STREAM_COUNTS } from '../../scripts/bench/live';
 import { pauseBefore } from '../../scripts/bench/inbox';
 import { runMarkdownPart } from '../../scripts/bench/markdown';
 import type { BenchContext } from '../../scripts/bench/context';
+import { drift, trend } from '../../scripts/bench/soak';
 
 // The benchmark's own arithmetic and options; the timed runs are exercised by `npm run bench`.
 describe('bench harness', () => {
@@ -41,6 +42,19 @@ describe('bench harness', () => {
     const combos = filterCombinations({ createdFrom: 0, createdTo: 365 * 24 * 3600 * 1000 } as Dataset);
     expect(combos).toHaveLength(32);
     expect(new Set(combos.map((c) => Object.keys(c).sort().join(','))).size).toBe(32);
+  });
+
+  it("tells a soak's decline from its noise: the last three windows against the first three, and a fitted trend", () => {
+    expect(drift([100, 100, 100, 100, 100, 100])).toBe(0);
+    expect(drift([100, 102, 98, 91, 90, 89])).toBeCloseTo(-0.1, 5);
+    // One slow window in the middle moves neither the drift nor much of the trend.
+    expect(drift([100, 100, 100, 40, 100, 100, 100])).toBe(0);
+    expect(Math.abs(trend([100, 100, 100, 40, 100, 100, 100]))).toBeLessThan(0.01);
+    // A steady decline of 1 % a window over ten windows: about -9 % over the soak.
+    const declining = Array.from({ length: 10 }, (_, i) => 100 - i);
+    expect(trend(declining)).toBeCloseTo(-9 / 95.5, 5);
+    expect(parseOptions(['--parts=soak', '--soak-minutes=3']).soakMinutes).toBe(3);
+    expect(parseOptions([]).soakMinutes).toBe(10);
   });
 
   it('refuses unknown flags and parts', () => {
