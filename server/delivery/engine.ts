@@ -181,6 +181,8 @@ const RESULT_GATHER_MS = 20;
  * one indexed single-row read per period (20 a second) instead of a claim's transaction.
  */
 export const PROBE_MS = 50;
+/** After a failed claim (the database away or busy), the least wait before the next, so a due retry does not make a busy loop of it. */
+export const CLAIM_FAILED_PAUSE_MS = 1_000;
 
 /** A worker's default name: the host and process, unique per worker. */
 export function workerOwner(owner?: string): string {
@@ -243,6 +245,11 @@ export function createDeliveryEngine<C extends EngineClaim, Result, Row>(opts: E
   let again = false;
   let timer: NodeJS.Timeout | undefined;
   let retryTimes: number[] = []; // our own scheduled retries, so pauses are kept to the millisecond, not the poll
+  // The `now` of the last claim that ran to its end: a retry due by then was looked for. A retry is
+  // forgotten once a claim has looked at or after its time, not when its time passes: a claim that
+  // started just before it (woken by something else) and ended after it did not see it due.
+  let claimedUpTo = 0;
+  let claimFailed = false; // the last claim failed: wait a moment before the next, however due a retry is
   let leaveOutTimer: NodeJS.Timeout | undefined;
   let probeTimer: NodeJS.Timeout | undefined;
   let pollAt = 0; // when the next regular look runs
@@ -257,8 +264,9 @@ export function createDeliveryEngine<C extends EngineClaim, Result, Row>(opts: E
     clearTimeout(timer);
     if (stopped) return;
     const now = Date.now();
-    retryTimes = retryTimes.filter((t) => t > now);
-    const delay = Math.max(0, Math.min(pollDelay, ...retryTimes.map((t) => t - now)));
+    retryTimes = retryTimes.filter((t) => t > claimedUpTo);
+    let delay = Math.max(0, Math.min(pollDelay, ...retryTimes.map((t) => t - now)));
+    if (claimFailed) delay = Math.max(delay, Math.min(pollDelay, CLAIM_FAILED_PAUSE_MS));
     pollAt = now + delay;
     timer = setTimeout(() => {
       probeMuted = false;
@@ -340,6 +348,8 @@ export function createDeliveryEngine<C extends EngineClaim, Result, Row>(opts: E
           leaveOut: leaveOut ? filledUp : undefined,
           exclude: heldButDue(now),
         });
+        claimedUpTo = now;
+        claimFailed = false;
         if (claimed.length > 0) foundWork = true;
         const taken = claimed.map(take);
         pump();
@@ -359,12 +369,13 @@ export function createDeliveryEngine<C extends EngineClaim, Result, Row>(opts: E
         }
       } while (again && !stopped);
     })()
-      .catch((err) =>
+      .catch((err) => {
+        claimFailed = true;
         logger.error(
           { err: { message: (err as Error).message, code: (err as { code?: string }).code } },
           `${label}: claiming failed; retrying at the next poll`,
-        ),
-      )
+        );
+      })
       .finally(() => {
         ticking = null;
         if (again && !stopped) return tick(); // woken after the last claim: look again now
