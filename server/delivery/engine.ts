@@ -335,8 +335,13 @@ export function createDeliveryEngine<C extends EngineClaim, Result, Row>(opts: E
       do {
         again = false;
         const limit = scheduler.claimLimit(held.size);
-        if (limit <= 0) break;
         const now = Date.now();
+        if (limit <= 0) {
+          // No room for a row: the retries due by now are claimed when a slot frees (refill), so
+          // their timer is done; kept, it would wake us at once, again and again, until then.
+          claimedUpTo = now;
+          break;
+        }
         const { claimed, filled } = await provider.claimDue({
           owner,
           now,

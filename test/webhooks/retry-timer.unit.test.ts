@@ -16,7 +16,7 @@ function retryingProvider() {
   const rows = new Map<string, { dueAt: number; attempt: number }>();
   const sent: { key: string; attempt: number; at: number }[] = [];
   const retries: number[] = [];
-  const state = { failClaims: 0, claims: 0, hold: null as Promise<void> | null };
+  const state = { failClaims: 0, claims: 0, hold: null as Promise<void> | null, slowSend: null as Promise<void> | null };
   const provider: DeliveryProvider<EngineClaim, { ok: boolean }, null> = {
     label: 'test delivery',
     kinds: ['event'],
@@ -64,16 +64,21 @@ function retryingProvider() {
     unsentReason: () => null,
     async send(claim, startedAt) {
       sent.push({ key: claim.key, attempt: claim.attempt, at: startedAt });
+      if (claim.key === 'slow' && state.slowSend) await state.slowSend; // an address that takes its time
+      if (claim.key === 'slow') return { result: { ok: true }, row: () => null, summary: {} };
       return { result: { ok: claim.attempt > 1 }, row: () => null, summary: {} };
     },
   };
   return { provider, rows, sent, retries, state };
 }
 
-function engineOf(provider: DeliveryProvider<EngineClaim, { ok: boolean }, null>) {
+function engineOf(
+  provider: DeliveryProvider<EngineClaim, { ok: boolean }, null>,
+  size: { concurrency: number; leaseMs: number } = { concurrency: 8, leaseMs: 60_000 },
+) {
   // A channel that says it is live: no adaptive poll and no probes, so nothing but the retry timer looks.
   const channel = { subscribe: () => () => {}, live: () => true };
-  return createDeliveryEngine({ provider, logger: silent, concurrency: 8, perAddress: 4, attemptTimeoutMs: 5000, leaseMs: 60_000, pollMs: POLL_MS, channel });
+  return createDeliveryEngine({ provider, logger: silent, perAddress: 4, attemptTimeoutMs: 5000, pollMs: POLL_MS, channel, ...size });
 }
 
 describe("the worker's retry timer", () => {
@@ -123,6 +128,37 @@ describe("the worker's retry timer", () => {
     // not a claim per millisecond.
     expect(state.claims - claimsBefore).toBeLessThanOrEqual(4);
     expect(sent[1].at - dueAt).toBeGreaterThanOrEqual(2 * CLAIM_FAILED_PAUSE_MS);
+    await worker.stop();
+  });
+
+  test('a retry due while every slot is taken waits for a free slot without spinning, then goes at once', async () => {
+    const { provider, rows, sent, retries, state } = retryingProvider();
+    // One slot and no rows claimed ahead (the lease leaves no time to wait for a slot).
+    const worker = engineOf(provider, { concurrency: 1, leaseMs: 10_000 });
+    rows.set('e1', { dueAt: Date.now(), attempt: 1 });
+    worker.start();
+    await jest.advanceTimersByTimeAsync(100);
+    const dueAt = retries[0];
+    let release!: () => void;
+    state.slowSend = new Promise<void>((r) => (release = r));
+    rows.set('slow', { dueAt: Date.now(), attempt: 1 });
+    worker.wake();
+    await jest.advanceTimersByTimeAsync(50);
+    expect(sent.map((s) => s.key)).toEqual(['e1', 'slow']);
+
+    // The retry comes due while the slot is taken: a few looks at most, not one a millisecond.
+    const timers = jest.spyOn(global, 'setTimeout');
+    await jest.advanceTimersByTimeAsync(dueAt - Date.now() + 2_000);
+    expect(timers.mock.calls.length).toBeLessThan(20);
+    timers.mockRestore();
+    expect(sent.map((s) => s.key)).toEqual(['e1', 'slow']);
+
+    // The slot frees: the retry goes at once.
+    const freedAt = Date.now();
+    release();
+    await jest.advanceTimersByTimeAsync(200);
+    expect(sent.map((s) => `${s.key}#${s.attempt}`)).toEqual(['e1#1', 'slow#1', 'e1#2']);
+    expect(sent[2].at - freedAt).toBeLessThanOrEqual(100);
     await worker.stop();
   });
 });
