@@ -7,7 +7,8 @@
  *   tsx scripts/bench/reply-cpu.ts [--engine=mysql|sqlite] [--replies=2000] [--warmup=300] [--levels=silent,info] [--rounds=3] [--builds=dist,other]
  *
  * Runs dist/ (`npm run build`), as the bench does; `--builds` names several builds (a copy of an
- * earlier dist/ under the repository, so it finds node_modules) and runs every build and level
+ * earlier dist/ under `.bench/`, which git ignores and `npm run build` leaves alone, inside the
+ * repository so that it finds node_modules) and runs every build and level
  * once per round, in turn, so a change of the machine's load between them is shared. MariaDB at
  * BENCH_MYSQL_URL (default mysql://root@127.0.0.1:3306).
  */
