@@ -87,7 +87,21 @@ function positiveInt(text: string | undefined, fallback: number, name: string): 
 }
 
 export function parseOptions(argv: string[] = process.argv.slice(2)): BenchOptions {
-  const known = ['parts', 'engine', 'rounds', 'seconds', 'warmup-seconds', 'messages', 'depth-pages', 'rebuild', 'database-url', 'out', 'quiet-wait', 'quick', 'soak-minutes'];
+  const known = [
+    'parts',
+    'engine',
+    'rounds',
+    'seconds',
+    'warmup-seconds',
+    'messages',
+    'depth-pages',
+    'rebuild',
+    'database-url',
+    'out',
+    'quiet-wait',
+    'quick',
+    'soak-minutes',
+  ];
   for (const arg of argv) {
     const name = arg.replace(/^--/, '').split('=')[0];
     if (!arg.startsWith('--') || !known.includes(name)) throw new Error(`unknown argument "${arg}"; known: ${known.map((k) => `--${k}`).join(' ')}`);

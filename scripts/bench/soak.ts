@@ -48,7 +48,10 @@ export function drift(values: number[]): number {
   return median(values.slice(-k)) / median(values.slice(0, k)) - 1;
 }
 
-async function timedWindow(pid: number, opts: { target: string; seconds: number; warmupSeconds: number; request: (c: number, n: number) => LoadRequest }): Promise<Window> {
+async function timedWindow(
+  pid: number,
+  opts: { target: string; seconds: number; warmupSeconds: number; request: (c: number, n: number) => LoadRequest },
+): Promise<Window> {
   let sampler: ReturnType<typeof sampleProcess> | undefined;
   let usage = { cpuMs: 0, peakRssMiB: 0, rssMiB: 0 };
   const result = await runLoad({
@@ -87,9 +90,16 @@ export async function runSoakPart(ctx: BenchContext, dataset: Dataset): Promise<
       return { path: `${prefix}/conversations/${t.conversationId}/messages?limit=25`, headers: { authorization: `Bearer ${t.key}` } };
     };
     const busy = await ctx.quiet();
-    ctx.log(`soak on ${engine}: ${minutes} one-minute windows of reads${bare ? `, each followed by ${BARE_WINDOW_SECONDS} s of the bare page query` : ''}${busy ? ' (machine busy)' : ''}`);
+    ctx.log(
+      `soak on ${engine}: ${minutes} one-minute windows of reads${bare ? `, each followed by ${BARE_WINDOW_SECONDS} s of the bare page query` : ''}${busy ? ' (machine busy)' : ''}`,
+    );
     for (let i = 0; i < minutes; i++) {
-      const w = await timedWindow(service.pid, { target: service.url, seconds: WINDOW_SECONDS, warmupSeconds: i === 0 ? ctx.options.warmupSeconds : 0, request: readAt(API_BASE) });
+      const w = await timedWindow(service.pid, {
+        target: service.url,
+        seconds: WINDOW_SECONDS,
+        warmupSeconds: i === 0 ? ctx.options.warmupSeconds : 0,
+        request: readAt(API_BASE),
+      });
       windows.push(w);
       let line = `  minute ${i + 1}: service ${w.perSecond.toFixed(0)}/s p99 ${w.p99Ms.toFixed(1)} ms CPU ${w.cpuMsPerOp.toFixed(3)} ms/op RSS ${w.rssMiB.toFixed(0)} MiB`;
       if (bare) {
