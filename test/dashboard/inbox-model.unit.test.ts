@@ -10,6 +10,8 @@ import {
   listQuery,
   matches,
   mergeMessages,
+  OPEN_SETTLE_MS,
+  openDelay,
   tagOfEvent,
   tagsAfter,
   withRow,
@@ -219,4 +221,14 @@ describe('the search and the filters as the document types them', () => {
     expect(ids(withRow(rows, at('2026-11-26T06:00:00.000Z', 'conv_old'), false))).toEqual(['conv_c', 'conv_b', 'conv_a', 'conv_old']);
     expect(withRow(rows, rows[1], false)).toBe(rows);
   });
+});
+
+test('a single step opens its conversation at once; a step soon after another waits for the selection to rest', () => {
+  expect(openDelay(null, 1_000)).toBe(0);
+  expect(openDelay(1_000, 1_000 + OPEN_SETTLE_MS)).toBe(0);
+  expect(openDelay(1_000, 1_000 + OPEN_SETTLE_MS + 400)).toBe(0);
+  // Key repeat: every step of a burst waits the whole settling time, from its own step.
+  expect(openDelay(1_000, 1_033)).toBe(OPEN_SETTLE_MS);
+  expect(openDelay(1_000, 1_000 + OPEN_SETTLE_MS - 1)).toBe(OPEN_SETTLE_MS);
+  expect(openDelay(1_000, 1_000)).toBe(OPEN_SETTLE_MS);
 });

@@ -26,6 +26,7 @@ import {
   listQuery,
   matches,
   messageOf,
+  openDelay,
   searchFromUrl,
   tagOfEvent,
   withRow,
@@ -129,20 +130,34 @@ export function InboxPage({ site, me }: PageProps) {
     };
   }, []);
 
+  // The conversation opened: the selected one, once the selection rests (model.ts, openDelay).
+  const [openedId, setOpenedId] = useState<string | null>(selectedId);
+  const selectedAt = useRef<number | null>(null);
+  useEffect(() => {
+    const at = performance.now();
+    const delay = selectedId ? openDelay(selectedAt.current, at) : 0;
+    selectedAt.current = at;
+    if (!delay) return setOpenedId(selectedId);
+    const timer = setTimeout(() => setOpenedId(selectedId), delay);
+    return () => clearTimeout(timer);
+  }, [selectedId]);
+
   useEffect(() => {
     setAskClose(false);
     setOpenError(null);
-    if (!selectedId) return setOpen(null);
-    setOpen(now.current.items?.find((c) => c.id === selectedId) ?? null);
+    if (!openedId) return setOpen(null);
+    setOpen(now.current.items?.find((c) => c.id === openedId) ?? null);
     let stale = false;
-    call(() => client.GET('/sites/{siteId}/inbox/conversations/{conversationId}', { params: { path: { siteId: site.id, conversationId: selectedId } } })).then(
+    call(() => client.GET('/sites/{siteId}/inbox/conversations/{conversationId}', { params: { path: { siteId: site.id, conversationId: openedId } } })).then(
       (c) => !stale && setOpen(c),
       (err) => !stale && setOpenError(err),
     );
     return () => {
       stale = true;
     };
-  }, [selectedId, resyncTick]);
+  }, [openedId, resyncTick]);
+  // What the main pane shows and the shortcuts act on: never a conversation the selection has left.
+  const shown = open && open.id === selectedId ? open : null;
 
   // Whether the open conversation was entered from the list in this page (a history entry of ours).
   const entered = useRef(false);
@@ -253,7 +268,8 @@ export function InboxPage({ site, me }: PageProps) {
         return;
       }
       if (document.querySelector('dialog[open]')) return;
-      const { items: rows, selectedId: sel, open: o } = now.current;
+      const { items: rows, selectedId: sel } = now.current;
+      const o = now.current.open?.id === sel ? now.current.open : null;
       switch (e.key) {
         case 'j':
         case 'k': {
@@ -353,19 +369,19 @@ export function InboxPage({ site, me }: PageProps) {
           emails={new Map(members.map((m) => [m.accountId, m.email]))}
         />
         <div class="inbox-main">
-          {openError ? (
+          {openError && openedId === selectedId ? (
             <div class="stack">
               <Button variant="link" class="inbox-back" onClick={() => select(null)}>
                 ← Conversations
               </Button>
               <ErrorBanner error={openError} />
             </div>
-          ) : open ? (
+          ) : shown ? (
             <ConversationView
-              key={open.id}
+              key={shown.id}
               site={site}
               me={myId}
-              conversation={open}
+              conversation={shown}
               members={members}
               onChange={changed}
               onBack={() => select(null)}
