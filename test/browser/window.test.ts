@@ -411,6 +411,10 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
     await secondPanel.locator('.msg.theirs', { hasText: 'Reaches every tab' }).waitFor({ state: 'attached', timeout: ARRIVAL_MS });
     expect(secondStreams).toEqual([]); // it heard the leader tab, with no stream of its own
     expect(await secondPanel.evaluate(() => document.documentElement.dataset.leader)).toBeUndefined();
+    // The host page hears it after the panel shows it (a message across frames): waited for, not read at once.
+    await second.waitForFunction(() => (window as unknown as { __heard: { name: string }[] }).__heard.some((e) => e.name === 'unread'), undefined, {
+      polling: 50,
+    });
     expect(await launcher(second).locator('.badge').innerText()).toBe('1');
     expect(await launcher(second).getAttribute('aria-label')).toBe('Open chat, 1 unread message');
     expect(await second.evaluate(() => (window as unknown as { __heard: unknown[] }).__heard)).toEqual([
@@ -556,10 +560,14 @@ describeInChromium('The chat window in a browser (SQLite pass only)', () => {
       await p.evaluate(() => (window as unknown as { ChatWindow: { close(): void } }).ChatWindow.close());
       await reply(`Answered while closed (${label})`);
       await panel.locator('.msg.theirs', { hasText: `Answered while closed (${label})` }).waitFor({ state: 'attached', timeout: ARRIVAL_MS });
-      expect(await launcher(p).locator('.badge').innerText()).toBe('1');
+      // The host page hears it after the panel shows it (a message across frames, here across processes).
+      await launcher(p).locator('.badge', { hasText: /^1$/ }).waitFor();
       await api().post(`/api/v1/conversations/${id}/close`).set(bearer(h.site.key)).expect(200);
       await panel.locator('.notice', { hasText: 'next message starts a new one' }).waitFor({ state: 'attached', timeout: ARRIVAL_MS });
 
+      await p.waitForFunction(() => (window as unknown as { __heard: { name: string }[] }).__heard.some((e) => e.name === 'closed'), undefined, {
+        polling: 50,
+      });
       // The visitor's own message may come back as an event too (the stream can beat the POST's answer).
       const heard = (await p.evaluate(() => (window as unknown as { __heard: { name: string; d: { direction?: string } }[] }).__heard)).filter(
         (e) => !(e.name === 'message' && e.d.direction === 'incoming'),

@@ -53,6 +53,8 @@ export function CheckerView({ from }: { from: CheckRequest | null }) {
       now = Math.floor(t / 1000);
     }
     setAtError('');
+    // The verdict of the inputs before is gone at once: never shown beside inputs it was not about.
+    setResult(null);
     const h = parseHeaders(headers);
     setResult(
       await checkSignature({

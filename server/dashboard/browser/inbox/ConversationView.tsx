@@ -353,7 +353,9 @@ function History({ items: messages, note, hasOlder, loadingOlder, onOlder, error
   }, [messages, canOlder]);
 
   const onScroll = () => {
-    const el = box.current!;
+    // A scroll event is dispatched at the next frame, and may come after the history left the page.
+    const el = box.current;
+    if (!el) return;
     atBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 40;
     if (el.scrollTop < 80 && canOlder) older.current();
   };

@@ -5,7 +5,7 @@
  * server's (server/notes/service.ts); note-model.ts holds the pure parts.
  */
 import type { RefObject } from 'preact';
-import { useEffect, useId, useRef, useState } from 'preact/hooks';
+import { useEffect, useId, useLayoutEffect, useRef, useState } from 'preact/hooks';
 import { call, callPage, client } from '../api';
 import { Button } from '../components/Button';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -129,6 +129,8 @@ export function NoteComposer({ siteId, conversationId, me, members, field, onSen
   const active = Math.min(choice, matches.length - 1);
   const over = [...text].length - MAX_CHARACTERS;
 
+  /** Where the caret goes once the text just set is on the page. */
+  const placeCaret = useRef<number | null>(null);
   const change = (t: string, c: number) => {
     setText(t);
     setCaret(c);
@@ -139,8 +141,15 @@ export function NoteComposer({ siteId, conversationId, me, members, field, onSen
     const before = `${text.slice(0, at.start)}@${m.email} `;
     change(before + text.slice(caret), before.length);
     setChoice(0);
-    requestAnimationFrame(() => field.current?.setSelectionRange(before.length, before.length));
+    placeCaret.current = before.length;
   };
+  // The caret goes after the inserted address in the render that shows it, before the next key
+  // press: a frame later, it would move back over what a fast typist had typed meanwhile.
+  useLayoutEffect(() => {
+    const at = placeCaret.current;
+    placeCaret.current = null;
+    if (at !== null) field.current?.setSelectionRange(at, at);
+  });
 
   const send = async () => {
     const d = getDraft(siteId, key);
