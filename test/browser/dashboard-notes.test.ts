@@ -115,6 +115,30 @@ describeInChromium('internal notes in the inbox, beside the chat window (SQLite 
     expect((await provokeViolation(shopPage)).length).toBeGreaterThan(0);
   }, 60_000);
 
+  test('a mention picked and typed straight on: what follows stays after it, however soon the next key comes', async () => {
+    const conv = (await d.h.visitorSay(d.site.id, 'caret-visitor', 'Can someone check?')).conversation.id;
+    const inbox = await d.signedIn(d.agent, `/sites/${d.site.id}/inbox?conversation=${conv}`);
+    const history = inbox.getByRole('log', { name: 'Messages' });
+    await history.getByText('Can someone check?').waitFor();
+    await history.focus();
+    await inbox.keyboard.press('n');
+    const field = inbox.getByRole('textbox', { name: 'Internal note (markdown)' });
+    await waitForFocus(field);
+    await field.pressSequentially('Ask @ow');
+    await inbox.getByRole('option', { name: 'owner@example.com' }).waitFor();
+    // Enter picks the mention; the next characters come before the page's next frame, the rest after.
+    const value = await field.evaluate(async (f: HTMLTextAreaElement) => {
+      f.dispatchEvent(new KeyboardEvent('keydown', { key: 'Enter', bubbles: true, cancelable: true }));
+      await Promise.resolve(); // the render that shows the mention
+      document.execCommand('insertText', false, 'to');
+      await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+      document.execCommand('insertText', false, ' look');
+      return f.value;
+    });
+    expect(value).toBe('Ask @owner@example.com to look');
+    await inbox.context().close();
+  });
+
   test('the n shortcut writes a note; its author edits and deletes it; the timeline shows notes among messages', async () => {
     const conv = (await d.h.visitorSay(d.site.id, 'timeline-visitor', 'Where is my invoice?')).conversation.id;
     const inbox = await d.signedIn(d.agent, `/sites/${d.site.id}/inbox?conversation=${conv}`);
