@@ -115,15 +115,21 @@ describeInChromium('internal notes in the inbox, beside the chat window (SQLite 
     expect((await provokeViolation(shopPage)).length).toBeGreaterThan(0);
   }, 60_000);
 
-  test('a mention picked and typed straight on: what follows stays after it, however soon the next key comes', async () => {
-    const conv = (await d.h.visitorSay(d.site.id, 'caret-visitor', 'Can someone check?')).conversation.id;
+  /** A visitor's conversation open in the agent's inbox, the note field taken with the `n` shortcut from the history. */
+  async function noteByShortcut(visitorId: string, says: string) {
+    const conv = (await d.h.visitorSay(d.site.id, visitorId, says)).conversation.id as string;
     const inbox = await d.signedIn(d.agent, `/sites/${d.site.id}/inbox?conversation=${conv}`);
     const history = inbox.getByRole('log', { name: 'Messages' });
-    await history.getByText('Can someone check?').waitFor();
+    await history.getByText(says).waitFor();
     await history.focus();
     await inbox.keyboard.press('n');
     const field = inbox.getByRole('textbox', { name: 'Internal note (markdown)' });
     await waitForFocus(field);
+    return { conv, inbox, history, field };
+  }
+
+  test('a mention picked and typed straight on: what follows stays after it, however soon the next key comes', async () => {
+    const { inbox, field } = await noteByShortcut('caret-visitor', 'Can someone check?');
     await field.pressSequentially('Ask @ow');
     await inbox.getByRole('option', { name: 'owner@example.com' }).waitFor();
     // Enter picks the mention; the next characters come before the page's next frame, the rest after.
@@ -140,14 +146,7 @@ describeInChromium('internal notes in the inbox, beside the chat window (SQLite 
   });
 
   test('the n shortcut writes a note; its author edits and deletes it; the timeline shows notes among messages', async () => {
-    const conv = (await d.h.visitorSay(d.site.id, 'timeline-visitor', 'Where is my invoice?')).conversation.id;
-    const inbox = await d.signedIn(d.agent, `/sites/${d.site.id}/inbox?conversation=${conv}`);
-    const history = inbox.getByRole('log', { name: 'Messages' });
-    await history.getByText('Where is my invoice?').waitFor();
-    await history.focus();
-    await inbox.keyboard.press('n');
-    const field = inbox.getByRole('textbox', { name: 'Internal note (markdown)' });
-    await waitForFocus(field);
+    const { conv, inbox, history, field } = await noteByShortcut('timeline-visitor', 'Where is my invoice?');
     await field.fill('Invoice resent from billing.');
     await inbox.getByRole('button', { name: 'Add note' }).click();
     await history.locator('li.msg-note', { hasText: 'Invoice resent' }).waitFor();

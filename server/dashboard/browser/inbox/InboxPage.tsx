@@ -69,8 +69,11 @@ export function InboxPage({ site, me }: PageProps) {
   const replyField = useRef<HTMLTextAreaElement>(null);
 
   // The newest state for the live handler and the key handler, which are registered once.
-  const now = useRef({ filters, items, selectedId, open, cursor });
-  now.current = { filters, items, selectedId, open, cursor };
+  // What the main pane shows and the shortcuts act on: never a conversation the selection has left
+  // (the one opened lags behind a selection moving fast, model.ts's openDelay).
+  const shown = open && open.id === selectedId ? open : null;
+  const now = useRef({ filters, items, selectedId, shown, cursor });
+  now.current = { filters, items, selectedId, shown, cursor };
 
   // Each list load is numbered: an answer for filters changed meanwhile is dropped.
   const generation = useRef(0);
@@ -156,8 +159,6 @@ export function InboxPage({ site, me }: PageProps) {
       stale = true;
     };
   }, [openedId, resyncTick]);
-  // What the main pane shows and the shortcuts act on: never a conversation the selection has left.
-  const shown = open && open.id === selectedId ? open : null;
 
   // Whether the open conversation was entered from the list in this page (a history entry of ours).
   const entered = useRef(false);
@@ -268,8 +269,7 @@ export function InboxPage({ site, me }: PageProps) {
         return;
       }
       if (document.querySelector('dialog[open]')) return;
-      const { items: rows, selectedId: sel } = now.current;
-      const o = now.current.open?.id === sel ? now.current.open : null;
+      const { items: rows, selectedId: sel, shown: o } = now.current;
       switch (e.key) {
         case 'j':
         case 'k': {
